@@ -1,0 +1,288 @@
+/**
+ * The relay's HTTP API on Hono: the endpoints of spec §4.1–4.7 with the contract's rules.
+ *
+ * Every request passes, in this order (C3): known path (else 404), allowed method (else
+ * 405 with `Allow`), API key (else 401), content type (else 415), body size (else 413),
+ * then the handler's own checks (400). Handlers are thin: parse, call one store function,
+ * answer. Every error leaves as an RFC 9457 problem document (C1).
+ *
+ * @module
+ */
+
+import { type Context, Hono } from "hono";
+import { keysMatch, presentedKey, redactedPath } from "./auth.ts";
+import {
+  bodyType,
+  DEFAULT_MAX_BODY_BYTES,
+  parseBody,
+  type ParsedBody,
+  readLimited,
+} from "./body.ts";
+import { HttpError, problemResponse } from "./errors.ts";
+import { DEFAULT_QA_HOSTS, QUEUE_NAMES, routeContent } from "./queues.ts";
+import {
+  parseOr400,
+  pullQueueParamSchema,
+  pushFieldsSchema,
+  queueParamSchema,
+  resultsQuerySchema,
+  submitFieldsSchema,
+} from "./schemas.ts";
+import {
+  clear,
+  peek,
+  probe,
+  pull,
+  pullFirst,
+  push,
+  readResults,
+  type Store,
+  StoreBusyError,
+  submit,
+} from "./store.ts";
+
+/** Options of {@linkcode createApp}. */
+export interface AppOptions {
+  /** The store the endpoints read and write. */
+  store: Store;
+  /** The shared secret of spec §5; compared in constant time (C4). */
+  apiKey: string;
+  /** Lower-case Q&A domains for routing (C11); default {@linkcode DEFAULT_QA_HOSTS}. */
+  qaHosts?: readonly string[];
+  /** Body limit in bytes (C5); default 512 KiB. */
+  maxBodyBytes?: number;
+  /**
+   * Where the access log goes, one line per request (method, path with the key redacted,
+   * status, duration in ms); default `console.log`.
+   */
+  log?: (line: string) => void;
+}
+
+/** What a route handler gets: the Hono context and the parsed request URL. */
+type Handler = (c: Context, url: URL) => Promise<Response>;
+
+/** One endpoint: the methods it answers and whether it skips authentication. */
+interface Route {
+  readonly methods: readonly string[];
+  readonly open?: boolean;
+  readonly handler: Handler;
+}
+
+const TEXT = "text/plain; charset=utf-8";
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** A `text/plain; charset=utf-8` response (C2). */
+function text(body: string, status = 200): Response {
+  return new Response(body, { status, headers: { "content-type": TEXT } });
+}
+
+/** An `application/json; charset=utf-8` response (C2). */
+function json(value: unknown, status = 200): Response {
+  return new Response(JSON.stringify(value), { status, headers: { "content-type": JSON_TYPE } });
+}
+
+/** `YYYY-MM-DD HH:MM:SS` in UTC, as peek shows `created_at` (spec §2.2, C7). */
+export function formatTimestamp(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 19).replace("T", " ");
+}
+
+/** Reads a POST body under the content-type and size rules of C5, in C3's order. */
+async function readBody(c: Context, limit: number, action: string): Promise<ParsedBody> {
+  const type = bodyType(c.req.raw.headers);
+  const bytes = await readLimited(c.req.raw, limit);
+  return parseBody(bytes, type, action);
+}
+
+function absentIfEmpty(value: string | null | undefined): string | undefined {
+  return value === null || value === "" ? undefined : value;
+}
+
+/**
+ * Builds the relay's HTTP app. Serve it with `Deno.serve(app.fetch)` or call
+ * `app.request()` in tests.
+ *
+ * @example
+ * ```ts
+ * const app = createApp({ store, apiKey: "secret" });
+ * const res = await app.request("/health");
+ * ```
+ */
+export function createApp(options: AppOptions): Hono {
+  const { store, apiKey } = options;
+  const qaHosts = options.qaHosts ?? DEFAULT_QA_HOSTS;
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const log = options.log ?? ((line: string) => console.log(line));
+
+  const routes: Record<string, Route> = {
+    "/submit": {
+      methods: ["POST"],
+      handler: async (c, url) => {
+        const body = await readBody(c, maxBody, "submit");
+        let content: string;
+        let queueField: string | undefined;
+        if (body.kind === "text") {
+          content = body.text.trim();
+        } else {
+          const fields = parseOr400(submitFieldsSchema, body.fields, "submit");
+          // C10: a non-empty content wins over url.
+          content = fields.content?.trim() || (fields.url?.trim() ?? "");
+          queueField = absentIfEmpty(fields.queue);
+        }
+        const named = parseOr400(
+          queueParamSchema,
+          queueField ?? absentIfEmpty(url.searchParams.get("queue")),
+          "submit",
+        );
+        if (content === "") {
+          throw new HttpError(
+            400,
+            'Cannot submit: content is empty (send text, or a "content" or "url" field)',
+          );
+        }
+        const outcome = await submit(store, content, named ?? routeContent(content, qaHosts));
+        return text(outcome.accepted ? `OK (${outcome.queue})` : "OK (duplicate)");
+      },
+    },
+    "/pull": {
+      methods: ["GET"],
+      handler: async (_c, url) => {
+        const queue = parseOr400(
+          pullQueueParamSchema,
+          url.searchParams.get("queue") ?? undefined,
+          "pull",
+        );
+        const items = queue === undefined
+          ? (await pullFirst(store))?.items ?? []
+          : await pull(store, queue);
+        if (items.length === 0) return new Response(null, { status: 204 });
+        return json(items.map((item) => item.content));
+      },
+    },
+    "/peek": {
+      methods: ["GET", "HEAD"],
+      handler: async (_c, url) => {
+        const queue = parseOr400(
+          queueParamSchema,
+          url.searchParams.get("queue") ?? undefined,
+          "peek",
+        );
+        const found = await peek(store, queue === undefined ? QUEUE_NAMES : [queue]);
+        let total = 0;
+        const queues: Record<string, unknown[]> = {};
+        for (const [name, items] of found) {
+          total += items.length;
+          queues[name] = items.map((item) => ({
+            content: item.content,
+            queue_type: item.queue,
+            created_at: formatTimestamp(item.created_at),
+          }));
+        }
+        if (total === 0) return new Response(null, { status: 204 });
+        return json({ total, queues });
+      },
+    },
+    "/push": {
+      methods: ["POST"],
+      handler: async (c) => {
+        const body = await readBody(c, maxBody, "push");
+        const content = body.kind === "text"
+          ? body.text.trim()
+          : (parseOr400(pushFieldsSchema, body.fields, "push").content?.trim() ?? "");
+        if (content === "") {
+          throw new HttpError(
+            400,
+            'Cannot push: content is empty (send text, or a "content" field)',
+          );
+        }
+        await push(store, content);
+        return text("OK");
+      },
+    },
+    "/results": {
+      methods: ["GET", "HEAD"],
+      handler: async (_c, url) => {
+        const query = parseOr400(resultsQuerySchema, {
+          since: absentIfEmpty(url.searchParams.get("since")),
+          limit: absentIfEmpty(url.searchParams.get("limit")),
+        }, "read results");
+        const page = await readResults(store, query);
+        return json({
+          cursor: page.cursor,
+          items: page.items.map((item) => ({ t: item.t, c: item.content })),
+        });
+      },
+    },
+    "/clear": {
+      methods: ["POST"],
+      handler: async () => {
+        await clear(store);
+        return text("OK (all queues cleared)");
+      },
+    },
+    "/health": {
+      methods: ["GET", "HEAD"],
+      open: true,
+      handler: async () => {
+        const ok = await probe(store);
+        const ts = Math.floor(store.clock());
+        // C51: the one error that is not a problem document.
+        return ok
+          ? json({ ok: true, ts, db: "connected" })
+          : json({ ok: false, ts, db: "error" }, 503);
+      },
+    },
+  };
+
+  const app = new Hono();
+
+  app.use(async (c, next) => {
+    const started = performance.now();
+    await next();
+    const ms = (performance.now() - started).toFixed(1);
+    const path = redactedPath(new URL(c.req.url));
+    log(`${new Date().toISOString()} ${c.req.method} ${path} ${c.res.status} ${ms}ms`);
+  });
+
+  for (const [path, route] of Object.entries(routes)) {
+    const allow = route.methods.join(", ");
+    app.all(path, async (c) => {
+      // Hono answers HEAD with the GET route; c.req.method is still the real method.
+      if (!route.methods.includes(c.req.method)) {
+        throw new HttpError(405, `Cannot ${c.req.method} ${path}: use ${allow}`, { allow });
+      }
+      const url = new URL(c.req.url);
+      if (!route.open) {
+        const given = presentedKey(c.req.raw.headers, url.searchParams);
+        if (given === undefined) {
+          throw new HttpError(
+            401,
+            "Missing API key: send it in the X-Auth-Key header or the key query parameter",
+          );
+        }
+        if (!keysMatch(given, apiKey)) throw new HttpError(401, "Wrong API key");
+      }
+      return await route.handler(c, url);
+    });
+  }
+
+  app.notFound((c) => {
+    const path = new URL(c.req.url).pathname;
+    return problemResponse(
+      404,
+      `No endpoint at "${path}": the relay serves ${Object.keys(routes).join(", ")}`,
+    );
+  });
+
+  app.onError((error) => {
+    if (error instanceof HttpError) {
+      return problemResponse(error.status, error.message, error.headers);
+    }
+    if (error instanceof StoreBusyError) {
+      return problemResponse(503, `${error.message}: try again`, { "retry-after": "1" });
+    }
+    console.error("relay: unexpected error:", error);
+    return problemResponse(500, "Internal error: the relay logged the cause");
+  });
+
+  return app;
+}

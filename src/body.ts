@@ -1,0 +1,146 @@
+/**
+ * Reading request bodies of `POST /submit` and `POST /push` (contract C5): the content
+ * type, the size limit counted while the stream is read, UTF-8, and the three body
+ * formats.
+ *
+ * `Deno.serve` has no body limit and `Content-Length` can lie or be absent (chunked), so
+ * bytes are counted as they arrive and reading stops at the limit (platform notes).
+ *
+ * @module
+ */
+
+import { HttpError } from "./errors.ts";
+
+/** Default body limit, bytes: 512 KiB (C5). */
+export const DEFAULT_MAX_BODY_BYTES = 512 * 1024;
+
+/**
+ * Largest allowed body limit, bytes: 768 KiB. A body is stored in one atomic commit and a
+ * Deno KV commit holds at most 800 KiB, so larger bodies could never be stored (C5, C8).
+ */
+export const MAX_BODY_LIMIT_BYTES = 768 * 1024;
+
+/** The body formats the relay accepts (C5). */
+export const ACCEPTED_TYPES = [
+  "application/json",
+  "text/plain",
+  "application/x-www-form-urlencoded",
+] as const;
+
+/** One of {@linkcode ACCEPTED_TYPES}. */
+export type BodyType = typeof ACCEPTED_TYPES[number];
+
+/**
+ * A body as read: the fields it names, or the whole text when it names none.
+ * `fields` holds the JSON object or the form's fields, values unchecked.
+ */
+export type ParsedBody =
+  | { readonly kind: "text"; readonly text: string }
+  | { readonly kind: "fields"; readonly fields: Record<string, unknown> };
+
+/**
+ * The media type a request declares, lower case without parameters; a missing
+ * `Content-Type` counts as `text/plain` (C5).
+ *
+ * @throws {HttpError} 415 for any type other than {@linkcode ACCEPTED_TYPES}.
+ */
+export function bodyType(headers: Headers): BodyType {
+  const raw = headers.get("content-type");
+  const type = raw === null ? "text/plain" : (raw.split(";")[0] ?? "").trim().toLowerCase();
+  const accepted = ACCEPTED_TYPES.find((t) => t === type);
+  if (accepted === undefined) {
+    throw new HttpError(
+      415,
+      `Cannot accept content type "${raw}": send ${ACCEPTED_TYPES.join(", ")}`,
+      { "accept-post": ACCEPTED_TYPES.join(", ") },
+    );
+  }
+  return accepted;
+}
+
+/**
+ * Reads the whole body, counting bytes as they arrive, and stops at `limit` (C5).
+ * A `Content-Length` over the limit is refused before anything is read.
+ *
+ * @param limit Maximum body size in bytes.
+ * @returns The body's bytes (empty when there is no body).
+ * @throws {HttpError} 413 when the body is larger than `limit` bytes.
+ */
+export async function readLimited(request: Request, limit: number): Promise<Uint8Array> {
+  const tooLarge = (size: string) =>
+    new HttpError(413, `Cannot accept body: ${size} bytes, limit is ${limit}`);
+  const declared = request.headers.get("content-length");
+  if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > limit) {
+    throw tooLarge(declared.trim());
+  }
+  if (request.body === null) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge(`more than ${limit}`);
+      }
+      chunks.push(value);
+    }
+  } catch (error) {
+    if (error instanceof HttpError) throw error;
+    throw new HttpError(400, "Cannot read body: the client stopped sending it");
+  }
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Decodes and parses a body by its type (C5): JSON must be an object; a form with
+ * neither a `content` nor a `url` field is taken whole as plain text, so that
+ * `curl -d 'some text'` works; plain text is the text.
+ *
+ * @param bytes The body, at most the size limit.
+ * @param type The declared type, from {@linkcode bodyType}.
+ * @param action What the request does, for messages: `"submit"` or `"push"`.
+ * @throws {HttpError} 400 for bytes that are not UTF-8, malformed JSON, or JSON that is not
+ *   an object.
+ */
+export function parseBody(bytes: Uint8Array, type: BodyType, action: string): ParsedBody {
+  let text: string;
+  try {
+    text = strictUtf8.decode(bytes);
+  } catch {
+    throw new HttpError(400, `Cannot ${action}: the body is not valid UTF-8`);
+  }
+  switch (type) {
+    case "text/plain":
+      return { kind: "text", text };
+    case "application/x-www-form-urlencoded": {
+      const form = new URLSearchParams(text);
+      if (!form.has("content") && !form.has("url")) return { kind: "text", text };
+      return { kind: "fields", fields: Object.fromEntries(form) };
+    }
+    case "application/json": {
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new HttpError(400, `Cannot ${action}: the body is not valid JSON (${reason})`);
+      }
+      if (typeof value !== "object" || value === null || Array.isArray(value)) {
+        throw new HttpError(400, `Cannot ${action}: the JSON body must be an object`);
+      }
+      return { kind: "fields", fields: value as Record<string, unknown> };
+    }
+  }
+}

@@ -1,0 +1,248 @@
+/**
+ * The relay's configuration: command-line flags and environment variables, validated by
+ * one zod schema (contract C70).
+ *
+ * A flag wins over its environment variable; an empty environment variable counts as
+ * unset. Secrets come only from the environment or files, never from flags.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { z } from "zod";
+import { MAX_BODY_LIMIT_BYTES } from "./body.ts";
+import { DEFAULT_QA_HOSTS } from "./queues.ts";
+
+/** One configurable option: its flag, its environment variable, default and meaning. */
+export interface OptionSpec {
+  /** Flag name without dashes, e.g. `"port"`. */
+  readonly flag: string;
+  /** Environment variable, e.g. `"RELAY_PORT"`. */
+  readonly env: string;
+  /** Default as shown in `--help`, or `undefined` when the option is off by default. */
+  readonly default: string | undefined;
+  /** One line for `--help`. */
+  readonly help: string;
+}
+
+/** Every server option of C70, in `--help` order. */
+export const SERVER_OPTIONS: readonly OptionSpec[] = [
+  {
+    flag: "hostname",
+    env: "RELAY_HOSTNAME",
+    default: "0.0.0.0",
+    help: "address to listen on",
+  },
+  { flag: "port", env: "RELAY_PORT", default: "8787", help: "TCP port (0 picks a free one)" },
+  {
+    flag: "db",
+    env: "RELAY_DB",
+    default: "$STATE_DIRECTORY/relay.kv under systemd, else ./data/relay.kv",
+    help: "Deno KV database file",
+  },
+  {
+    flag: "dedupe-window",
+    env: "RELAY_DEDUPE_WINDOW",
+    default: "5m",
+    help: "same content within this time is a duplicate (e.g. 1500ms, 2s, 5m)",
+  },
+  {
+    flag: "qa-hosts",
+    env: "RELAY_QA_HOSTS",
+    default: DEFAULT_QA_HOSTS.join(","),
+    help: "comma-separated Q&A domains whose links go to the qa queue",
+  },
+  {
+    flag: "max-body",
+    env: "RELAY_MAX_BODY",
+    default: "512KiB",
+    help: "largest request body (bytes, KiB or MiB; at most 768KiB)",
+  },
+  {
+    flag: "publish-url",
+    env: "RELAY_PUBLISH_URL",
+    default: undefined,
+    help: "base URL of the downstream publishing services",
+  },
+  {
+    flag: "api-key-file",
+    env: "RELAY_API_KEY_FILE",
+    default: undefined,
+    help: "file holding the API key (RELAY_API_KEY wins; default: api-key beside --db)",
+  },
+];
+
+/** Environment variables holding secrets; there are no flags for these (C70). */
+export const SECRET_ENV = {
+  apiKey: "RELAY_API_KEY",
+  appId: "RELAY_APP_ID",
+  blogAccessCookie: "RELAY_BLOG_ACCESS_COOKIE",
+} as const;
+
+/** The validated configuration of `relay serve`. Units: ms and bytes. */
+export interface Config {
+  /** Address to listen on. */
+  readonly hostname: string;
+  /** TCP port, 0–65535; 0 picks a free port. */
+  readonly port: number;
+  /** Path of the Deno KV file. */
+  readonly db: string;
+  /** Duplicate window, ms, > 0 (C13). */
+  readonly dedupeWindowMs: number;
+  /** Lower-case Q&A domains (C11). */
+  readonly qaHosts: readonly string[];
+  /** Body limit, bytes, 1 … 768 KiB (C5). */
+  readonly maxBodyBytes: number;
+  /** Base URL of the downstream services (spec §4.9), when publishing is configured. */
+  readonly publishUrl: string | undefined;
+  /** File holding the API key, when given. */
+  readonly apiKeyFile: string | undefined;
+  /** Secrets from the environment; each `undefined` when unset or empty. */
+  readonly secrets: {
+    readonly apiKey: string | undefined;
+    readonly appId: string | undefined;
+    readonly blogAccessCookie: string | undefined;
+  };
+}
+
+/** A configuration problem; its message is the one line the relay prints before exiting. */
+export class ConfigError extends Error {
+  /** @param message One line naming the bad option, e.g. `invalid --port "x": …`. */
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
+const DURATION_UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * Parses a duration: a number with `ms`, `s`, `m` or `h` (C70), e.g. `1500ms`, `2s`, `5m`.
+ *
+ * @returns Whole milliseconds, or `undefined` when the text is not a duration.
+ */
+export function parseDuration(text: string): number | undefined {
+  const match = DURATION.exec(text.trim());
+  if (match === null) return undefined;
+  return Math.round(Number(match[1]) * (DURATION_UNIT_MS[match[2] ?? ""] ?? NaN));
+}
+
+const SIZE = /^(\d+(?:\.\d+)?)\s*(KiB|MiB)?$/;
+
+/**
+ * Parses a size: bytes, or a number with `KiB` or `MiB` (C70), e.g. `524288`, `512KiB`.
+ *
+ * @returns Whole bytes, or `undefined` when the text is not a size.
+ */
+export function parseSize(text: string): number | undefined {
+  const match = SIZE.exec(text.trim());
+  if (match === null) return undefined;
+  const unit = match[2] === "MiB" ? 1024 * 1024 : match[2] === "KiB" ? 1024 : 1;
+  const bytes = Number(match[1]) * unit;
+  return Number.isInteger(bytes) ? bytes : undefined;
+}
+
+const HOST_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
+
+const configSchema = z.object({
+  hostname: z.string().min(1, { error: "must not be empty" }),
+  port: z
+    .string()
+    .regex(/^\d+$/, { error: "must be a whole number from 0 to 65535" })
+    .transform(Number)
+    .refine((n) => n <= 65535, { error: "must be a whole number from 0 to 65535" }),
+  db: z.string().min(1, { error: "must not be empty" }),
+  "dedupe-window": z
+    .string()
+    .transform((text) => parseDuration(text) ?? -1)
+    .refine((ms) => ms > 0, {
+      error: "must be a duration above zero: a number with ms, s, m or h (e.g. 5m)",
+    }),
+  "qa-hosts": z
+    .string()
+    .transform((text) =>
+      text.split(",").map((host) => host.trim().toLowerCase()).filter((h) => h !== "")
+    )
+    .refine((hosts) => hosts.every((host) => HOST_NAME.test(host)), {
+      error: "must be comma-separated domain names, e.g. stackoverflow.com,zhihu.com",
+    }),
+  "max-body": z
+    .string()
+    .transform((text) => parseSize(text) ?? -1)
+    .refine((bytes) => bytes >= 1 && bytes <= MAX_BODY_LIMIT_BYTES, {
+      error: `must be a size from 1 byte to 768KiB (${MAX_BODY_LIMIT_BYTES} bytes)`,
+    }),
+  "publish-url": z
+    .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })
+    .optional(),
+  "api-key-file": z.string().min(1, { error: "must not be empty" }).optional(),
+});
+
+/**
+ * The default database path (C70): `$STATE_DIRECTORY/relay.kv` under systemd (the first
+ * directory when systemd lists several), else `./data/relay.kv`.
+ */
+export function defaultDbPath(stateDirectory: string | undefined): string {
+  const first = stateDirectory?.split(":")[0];
+  return first ? join(first, "relay.kv") : join(".", "data", "relay.kv");
+}
+
+/**
+ * Builds and validates the configuration (C70).
+ *
+ * @param flags Flag values by flag name (`{"port": "9000"}`); absent flags are `undefined`.
+ * @param env Reads an environment variable; an empty value counts as unset.
+ * @returns The validated configuration.
+ * @throws {ConfigError} naming the first bad option, its value and where it came from.
+ */
+export function loadConfig(
+  flags: Readonly<Record<string, string | undefined>>,
+  env: (name: string) => string | undefined,
+): Config {
+  const read = (name: string) => {
+    const value = env(name);
+    return value === undefined || value === "" ? undefined : value;
+  };
+  const raw: Record<string, string | undefined> = {};
+  const origin: Record<string, string> = {};
+  for (const option of SERVER_OPTIONS) {
+    const flag = flags[option.flag];
+    const fromEnv = read(option.env);
+    if (flag !== undefined) {
+      raw[option.flag] = flag;
+      origin[option.flag] = `--${option.flag}`;
+    } else if (fromEnv !== undefined) {
+      raw[option.flag] = fromEnv;
+      origin[option.flag] = option.env;
+    } else {
+      raw[option.flag] = option.flag === "db"
+        ? defaultDbPath(read("STATE_DIRECTORY"))
+        : option.default;
+      origin[option.flag] = `--${option.flag}`;
+    }
+  }
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = String(issue?.path[0] ?? "");
+    const where = origin[field] ?? field;
+    throw new ConfigError(`invalid ${where} "${raw[field] ?? ""}": ${issue?.message ?? "invalid"}`);
+  }
+  const value = parsed.data;
+  return {
+    hostname: value.hostname,
+    port: value.port,
+    db: value.db,
+    dedupeWindowMs: value["dedupe-window"],
+    qaHosts: value["qa-hosts"],
+    maxBodyBytes: value["max-body"],
+    publishUrl: value["publish-url"],
+    apiKeyFile: value["api-key-file"],
+    secrets: {
+      apiKey: read(SECRET_ENV.apiKey),
+      appId: read(SECRET_ENV.appId),
+      blogAccessCookie: read(SECRET_ENV.blogAccessCookie),
+    },
+  };
+}

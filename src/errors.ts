@@ -1,0 +1,80 @@
+/**
+ * HTTP errors and RFC 9457 problem documents (contract C1).
+ *
+ * Domain and HTTP code throw {@linkcode HttpError}; the app's single error handler turns
+ * it into a problem response with {@linkcode problemResponse}.
+ *
+ * @module
+ */
+
+import { STATUS_CODES } from "node:http";
+
+/** The media type of every error body (RFC 9457, C1). */
+export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+
+/** An RFC 9457 problem document, as the relay writes it (C1). */
+export interface ProblemDocument {
+  /** Always `"about:blank"`: the status code says what kind of problem it is. */
+  type: "about:blank";
+  /** The status code's reason phrase, e.g. `"Bad Request"`. */
+  title: string;
+  /** The HTTP status code, 400–599. */
+  status: number;
+  /** One sentence a person can act on, e.g. `Cannot submit: content is empty`. */
+  detail: string;
+}
+
+/**
+ * An error that becomes a problem response with its own status and headers (C1).
+ *
+ * @example
+ * ```ts
+ * throw new HttpError(400, "Cannot submit: content is empty");
+ * ```
+ */
+export class HttpError extends Error {
+  /** HTTP status, 400–599. */
+  readonly status: number;
+  /** Extra response headers, e.g. `Allow` on a 405 (C3). */
+  readonly headers: Record<string, string>;
+
+  /**
+   * @param status HTTP status, 400–599.
+   * @param detail One sentence a person can act on; becomes the problem's `detail`.
+   * @param headers Extra response headers.
+   */
+  constructor(status: number, detail: string, headers: Record<string, string> = {}) {
+    super(detail);
+    this.name = "HttpError";
+    this.status = status;
+    this.headers = headers;
+  }
+}
+
+/**
+ * Builds the problem document for `status` (C1).
+ *
+ * @param status HTTP status, 400–599.
+ * @param detail One sentence a person can act on.
+ */
+export function problem(status: number, detail: string): ProblemDocument {
+  return { type: "about:blank", title: STATUS_CODES[status] ?? "Error", status, detail };
+}
+
+/**
+ * Builds an `application/problem+json` response (C1).
+ *
+ * @param status HTTP status, 400–599.
+ * @param detail One sentence a person can act on.
+ * @param headers Extra response headers.
+ */
+export function problemResponse(
+  status: number,
+  detail: string,
+  headers: Record<string, string> = {},
+): Response {
+  return new Response(JSON.stringify(problem(status, detail)), {
+    status,
+    headers: { ...headers, "content-type": PROBLEM_CONTENT_TYPE },
+  });
+}

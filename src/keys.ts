@@ -1,0 +1,97 @@
+/**
+ * Every Deno KV key the relay uses, built in one place.
+ *
+ * Key schema (all prefixes snake_case and plural; ordered collections end in a sortable
+ * integer):
+ *
+ * | key | value | what |
+ * |---|---|---|
+ * | `["queues", queue]` | {@linkcode QueueMeta} | a queue's order, parts and next id: every queue commit checks it |
+ * | `["items", queue, id, 0]` | {@linkcode ItemHead} | a queued item: time, part count, first ≤ 60,000 bytes |
+ * | `["items", queue, id, n]` | `Uint8Array` | part `n` (1 …) of a long item's UTF-8 bytes |
+ * | `["results_meta"]` | {@linkcode ResultsMeta} | the feed's order and the `t` high-water mark (C40) |
+ * | `["results", t, 0]` | {@linkcode ResultHead} | a result: part count, first ≤ 60,000 bytes |
+ * | `["results", t, n]` | `Uint8Array` | part `n` of a long result |
+ * | `["submissions", sha256]` | {@linkcode SubmissionRecord} | last accepted time of a content (C13) |
+ *
+ * The parts of one item sit next to each other, so one `list()` reads whole items in order.
+ *
+ * @module
+ */
+
+import type { QueueName } from "./queues.ts";
+
+/** Order and bookkeeping of one input queue. `items` is oldest first: `[id, parts]`. */
+export interface QueueMeta {
+  /** The id the next submitted item gets; ids only grow, so key order is submission order. */
+  next_id: number;
+  /** The queued items, oldest first, as `[id, number of parts]`. At most 50 (C14). */
+  items: Array<[number, number]>;
+}
+
+/** Order of the results feed and its cursor high-water mark (contract C40, C50). */
+export interface ResultsMeta {
+  /** The largest `t` ever given out, kept across `/clear` and restarts (C40). */
+  hwm: number;
+  /** The results in the feed, oldest first, as `[t, number of parts]`. At most 50. */
+  items: Array<[number, number]>;
+}
+
+/** Part 0 of a queued item. */
+export interface ItemHead {
+  /** Submission time, epoch ms (spec §2.2). */
+  created_at: number;
+  /** How many parts hold the content's UTF-8 bytes, this one included (C8). */
+  parts: number;
+  /** The first bytes of the content (at most `CHUNK_BYTES`). */
+  data: Uint8Array;
+}
+
+/** Part 0 of a result; its push time is the `t` in its key (spec §2.4). */
+export interface ResultHead {
+  /** How many parts hold the content's UTF-8 bytes, this one included (C8). */
+  parts: number;
+  /** The first bytes of the content (at most `CHUNK_BYTES`). */
+  data: Uint8Array;
+}
+
+/** The duplicate-check record of spec §2.3, keyed by the SHA-256 of the content (C13). */
+export interface SubmissionRecord {
+  /** When this exact content was last *accepted*, epoch ms. */
+  last_seen_at: number;
+}
+
+/** `["queues", queue]`: the queue's {@linkcode QueueMeta}. */
+export function queueMetaKey(queue: QueueName): Deno.KvKey {
+  return ["queues", queue];
+}
+
+/** `["items", queue]`: prefix of every part of every item in a queue. */
+export function queueItemsPrefix(queue: QueueName): Deno.KvKey {
+  return ["items", queue];
+}
+
+/** `["items", queue, id, part]`: one part of a queued item. */
+export function itemPartKey(queue: QueueName, id: number, part: number): Deno.KvKey {
+  return ["items", queue, id, part];
+}
+
+/** `["results_meta"]`: the feed's {@linkcode ResultsMeta}. */
+export function resultsMetaKey(): Deno.KvKey {
+  return ["results_meta"];
+}
+
+/** `["results", t, part]`: one part of a result. */
+export function resultPartKey(t: number, part: number): Deno.KvKey {
+  return ["results", t, part];
+}
+
+/** `["submissions"]`: prefix of every duplicate-check record. */
+export function submissionsPrefix(): Deno.KvKey {
+  return ["submissions"];
+}
+
+/** `["submissions", sha256hex]`: the duplicate-check record of one content (C13). */
+export function submissionKey(sha256hex: string): Deno.KvKey {
+  return ["submissions", sha256hex];
+}

@@ -1,0 +1,81 @@
+/**
+ * Queue names and routing: which input queue a submission goes to.
+ *
+ * Pure functions only: no KV, no HTTP (spec §2.1, §4.1; contract C10, C11, C20).
+ *
+ * @module
+ */
+
+/** The input queues, in the order a pull without `queue` tries them (spec §2.1, C21). */
+export const QUEUE_NAMES = ["qa", "article", "general"] as const;
+
+/** One of the input queues of spec §2.1. */
+export type QueueName = typeof QUEUE_NAMES[number];
+
+/**
+ * Q&A sites whose links go to the `qa` queue unless `--qa-hosts` says otherwise (C11).
+ * A host matches a domain when it equals it or ends with `.` + the domain.
+ */
+export const DEFAULT_QA_HOSTS: readonly string[] = [
+  "zhihu.com",
+  "stackoverflow.com",
+  "stackexchange.com",
+  "superuser.com",
+  "serverfault.com",
+  "askubuntu.com",
+  "mathoverflow.net",
+  "quora.com",
+];
+
+/** Narrows a string to a queue name. */
+export function isQueueName(value: string): value is QueueName {
+  return (QUEUE_NAMES as readonly string[]).includes(value);
+}
+
+// C11: a URL starts at http:// or https:// (any case) and ends at white space or <>"'.
+const URL_PATTERN = /https?:\/\/[^\s<>"']+/i;
+// C11: punctuation that ends a sentence or closes a bracket is not part of the URL.
+const TRAILING_PUNCTUATION = /[.,;:!?)\]}]+$/;
+
+/**
+ * Finds the first `http://` or `https://` URL anywhere in `content` (contract C11).
+ *
+ * @param content The trimmed submission.
+ * @returns The URL's text, without trailing `.,;:!?)]}`, or `undefined` when there is none.
+ */
+export function findFirstUrl(content: string): string | undefined {
+  const match = URL_PATTERN.exec(content);
+  if (match === null) return undefined;
+  return match[0].replace(TRAILING_PUNCTUATION, "");
+}
+
+/**
+ * Tells whether `host` is one of `qaHosts` or a subdomain of one (contract C11).
+ *
+ * @param host A host name, any case.
+ * @param qaHosts Lower-case domains, e.g. `["stackoverflow.com"]`.
+ */
+export function isQaHost(host: string, qaHosts: readonly string[]): boolean {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  return qaHosts.some((domain) => name === domain || name.endsWith(`.${domain}`));
+}
+
+/**
+ * Chooses the queue for a submission that named none (spec §4.1 rules 1–2, contract C11):
+ * `qa` when the first URL in the content points at a Q&A host, else `general`.
+ * Never returns `article`: that queue is only reached by naming it.
+ *
+ * @param content The trimmed submission.
+ * @param qaHosts Lower-case Q&A domains (`--qa-hosts`).
+ */
+export function routeContent(content: string, qaHosts: readonly string[]): QueueName {
+  const text = findFirstUrl(content);
+  if (text === undefined) return "general";
+  let host: string;
+  try {
+    host = new URL(text).hostname;
+  } catch {
+    return "general";
+  }
+  return isQaHost(host, qaHosts) ? "qa" : "general";
+}

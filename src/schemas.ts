@@ -1,0 +1,102 @@
+/**
+ * zod schemas for every request body field and query parameter (contract C5, C10, C20,
+ * C30, C41), and the one function that turns a failed parse into a 400 problem.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { HttpError } from "./errors.ts";
+import { QUEUE_NAMES, type QueueName } from "./queues.ts";
+
+const QUEUE_LIST = QUEUE_NAMES.map((q) => `"${q}"`).join(", ");
+
+function quoted(value: unknown): string {
+  return typeof value === "string" ? `"${value}"` : JSON.stringify(value) ?? String(value);
+}
+
+/** An absent or empty parameter counts as absent (C10, C20, C30). */
+function absentIfEmpty(value: string | undefined): string | undefined {
+  return value === "" ? undefined : value;
+}
+
+const queueEnum = z.enum(QUEUE_NAMES, {
+  error: (issue) => `queue ${quoted(issue.input)} is not one of ${QUEUE_LIST}`,
+});
+
+/** Optional `queue` of submit and peek: exactly a queue name; empty is absent (C10, C30). */
+export const queueParamSchema: z.ZodType<QueueName | undefined, string | undefined> = z
+  .string()
+  .optional()
+  .transform(absentIfEmpty)
+  .pipe(queueEnum.optional());
+
+/**
+ * Optional `queue` of pull: a queue name, also with the `queue_` prefix; empty is absent
+ * (spec §2.1, C20).
+ */
+export const pullQueueParamSchema: z.ZodType<QueueName | undefined, string | undefined> = z
+  .string()
+  .optional()
+  .transform((value) => absentIfEmpty(value)?.replace(/^queue_(?=.)/, ""))
+  .pipe(
+    z.enum(QUEUE_NAMES, {
+      error: (issue) =>
+        `queue ${quoted(issue.input)} is not one of ${QUEUE_LIST} (a "queue_" prefix is allowed)`,
+    }).optional(),
+  );
+
+function stringField(name: string) {
+  return z.string({
+    error: (issue) => `field "${name}" must be a string, got ${quoted(issue.input)}`,
+  }).optional();
+}
+
+/** Fields of a JSON or form body of `POST /submit` (spec §4.1, C10). Others are ignored. */
+export const submitFieldsSchema = z.object({
+  content: stringField("content"),
+  url: stringField("url"),
+  queue: stringField("queue"),
+});
+
+/** Fields of a JSON or form body of `POST /push` (spec §4.4). Others are ignored. */
+export const pushFieldsSchema = z.object({ content: stringField("content") });
+
+function wholeNumber(name: string, min: number) {
+  const message = `"${name}" must be a whole number ≥ ${min}`;
+  return z
+    .string()
+    .regex(/^\d+$/, { error: (issue) => `${message}, got ${quoted(issue.input)}` })
+    .transform(Number)
+    .pipe(
+      z.number()
+        .int({ error: `"${name}" must be at most ${Number.MAX_SAFE_INTEGER}` })
+        .min(min, { error: (issue) => `${message}, got "${issue.input}"` }),
+    );
+}
+
+/** Highest `limit` of `GET /results`; larger values are clamped (spec §4.5, C41). */
+export const RESULTS_LIMIT_MAX = 50;
+
+/** Query of `GET /results`: `since` ≥ 0 (default 0), `limit` ≥ 1 clamped to 50 (C41). */
+export const resultsQuerySchema = z.object({
+  since: wholeNumber("since", 0).optional().default(0),
+  limit: wholeNumber("limit", 1)
+    .optional()
+    .default(RESULTS_LIMIT_MAX)
+    .transform((n) => Math.min(n, RESULTS_LIMIT_MAX)),
+});
+
+/**
+ * Parses `input` with `schema`, or throws the first problem as a 400 that names the
+ * action, e.g. `Cannot pull: queue "x" is not one of "qa", "article", "general"`.
+ *
+ * @param action What the request does: `"submit"`, `"pull"`, …
+ * @throws {HttpError} 400 when the input does not fit the schema.
+ */
+export function parseOr400<T>(schema: z.ZodType<T, unknown>, input: unknown, action: string): T {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  throw new HttpError(400, `Cannot ${action}: ${issue?.message ?? "the request is malformed"}`);
+}

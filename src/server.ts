@@ -1,0 +1,119 @@
+/**
+ * Running the relay: open the database under its lock, resolve the API key, serve the
+ * app with `Deno.serve`, and shut down gracefully (contract C71, C72, C73).
+ *
+ * @module
+ */
+
+import { dirname, resolve } from "node:path";
+import { resolveApiKey } from "./api_key.ts";
+import { createApp } from "./app.ts";
+import { type Config, ConfigError } from "./config.ts";
+import { problemResponse } from "./errors.ts";
+import { lockDatabase } from "./lock.ts";
+import { createStore } from "./store.ts";
+
+/**
+ * How long in-flight requests may take to finish after SIGINT/SIGTERM before the relay
+ * exits anyway, ms. Long enough for a 768 KiB body on a slow phone link; short enough
+ * that systemd's default 90 s stop timeout never has to SIGKILL.
+ */
+export const SHUTDOWN_GRACE_MS = 10_000;
+
+/** A relay that is serving. */
+export interface RunningRelay {
+  /** The address it listens on, e.g. `http://0.0.0.0:8787`. */
+  readonly url: string;
+  /**
+   * Stops accepting, waits up to {@linkcode SHUTDOWN_GRACE_MS} for in-flight requests,
+   * closes KV and releases the lock (C72).
+   *
+   * @returns `true` when every request finished in time.
+   */
+  shutdown(): Promise<boolean>;
+}
+
+/**
+ * Starts the relay (C71–C73). Prints where the data and the API key live, then
+ * `relay listening on http://<host>:<port>`.
+ *
+ * @param config The validated configuration.
+ * @param options.log Where messages and the access log go; default `console.log`.
+ * @throws {ConfigError} for a key file that cannot be read or written.
+ * @throws {DatabaseInUseError} when another relay holds the database.
+ * @throws {Deno.errors.AddrInUse} and other errors of `Deno.serve` and `Deno.openKv`.
+ */
+export async function startRelay(
+  config: Config,
+  options: { log?: (line: string) => void } = {},
+): Promise<RunningRelay> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const db = resolve(config.db);
+  try {
+    await Deno.mkdir(dirname(db), { recursive: true });
+  } catch (error) {
+    throw new ConfigError(`cannot create the data directory "${dirname(db)}": ${String(error)}`);
+  }
+  const lock = await lockDatabase(db);
+  let kv: Deno.Kv | undefined;
+  try {
+    kv = await Deno.openKv(db);
+    const apiKey = await resolveApiKey({
+      fromEnv: config.secrets.apiKey,
+      keyFile: config.apiKeyFile,
+      db,
+    });
+    const store = createStore(kv, { dedupeWindowMs: config.dedupeWindowMs });
+    const app = createApp({
+      store,
+      apiKey: apiKey.key,
+      qaHosts: config.qaHosts,
+      maxBodyBytes: config.maxBodyBytes,
+      log,
+    });
+    log(`relay: data in ${db}`);
+    if (apiKey.source === "environment") log("relay: API key from RELAY_API_KEY");
+    else if (apiKey.source === "generated") {
+      log(
+        `relay: first start: generated an API key in ${apiKey.path} (read it with: cat ${apiKey.path})`,
+      );
+    } else log(`relay: API key from ${apiKey.path}`);
+
+    let url = "";
+    const server = Deno.serve({
+      hostname: config.hostname,
+      port: config.port,
+      onListen: (addr) => {
+        const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+        url = `http://${host}:${addr.port}`;
+        log(`relay listening on ${url}`);
+      },
+      onError: (error) => {
+        console.error("relay: unexpected error:", error);
+        return problemResponse(500, "Internal error: the relay logged the cause");
+      },
+    }, app.fetch);
+
+    const openKv = kv;
+    return {
+      url,
+      async shutdown() {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const drained = await Promise.race([
+          server.shutdown().then(() => true),
+          new Promise<boolean>((done) => {
+            timer = setTimeout(() => done(false), SHUTDOWN_GRACE_MS);
+          }),
+        ]);
+        clearTimeout(timer);
+        openKv.close();
+        lock.release();
+        return drained;
+      },
+    };
+  } catch (error) {
+    kv?.close();
+    lock.release();
+    throw error;
+  }
+}

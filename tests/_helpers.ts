@@ -1,0 +1,233 @@
+/**
+ * Test factories: a real Deno KV in a temp directory, the real app, a hand-moved clock,
+ * and the real relay process started through `main.ts` under the permission set the
+ * compile tasks bake in (`-P=relay` in deno.json).
+ *
+ * @module
+ */
+
+import { fileURLToPath } from "node:url";
+import { createApp } from "../src/app.ts";
+import type { Clock } from "../src/clock.ts";
+import { createStore, type Store } from "../src/store.ts";
+
+/** The repository root. */
+export const ROOT: string = fileURLToPath(new URL("../", import.meta.url));
+
+/** The API key the in-process tests use. */
+export const KEY = "test-key-0123456789abcdef";
+
+/** A clock the test moves by hand; starts at 2026-01-01T00:00:00Z. */
+export class ManualClock {
+  /** Current time, epoch ms. */
+  now = Date.UTC(2026, 0, 1);
+  /** The clock as the store reads it. */
+  readonly read: Clock = () => this.now;
+  /** Moves time forward (or back, with a negative `ms`). */
+  advance(ms: number): void {
+    this.now += ms;
+  }
+}
+
+/** A KV database in a fresh temp directory, closed and removed on dispose. */
+export interface TempKv extends AsyncDisposable {
+  kv: Deno.Kv;
+  dir: string;
+  path: string;
+}
+
+/** Opens a Deno KV file in a new temp directory. */
+export async function openTempKv(): Promise<TempKv> {
+  const dir = await Deno.makeTempDir({ prefix: "relay-test-" });
+  const path = `${dir}/relay.kv`;
+  const kv = await Deno.openKv(path);
+  return {
+    kv,
+    dir,
+    path,
+    async [Symbol.asyncDispose]() {
+      try {
+        kv.close();
+      } catch {
+        // closed by the test
+      }
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+/** A store on a temp KV file with a manual clock. */
+export interface TestStore extends AsyncDisposable {
+  store: Store;
+  clock: ManualClock;
+  temp: TempKv;
+}
+
+/** Creates a store on a temp KV file; `dedupeWindowMs` defaults to 5 minutes. */
+export async function makeStore(options: { dedupeWindowMs?: number } = {}): Promise<TestStore> {
+  const temp = await openTempKv();
+  const clock = new ManualClock();
+  const store = createStore(temp.kv, { clock: clock.read, ...options });
+  return { store, clock, temp, [Symbol.asyncDispose]: () => temp[Symbol.asyncDispose]() };
+}
+
+/** The real app on a temp store, its access log kept in `logs`. */
+export interface TestApp extends TestStore {
+  app: ReturnType<typeof createApp>;
+  logs: string[];
+  /** `app.request(path, init)` with the API key header added. */
+  call(path: string, init?: RequestInit): Promise<Response>;
+}
+
+/** Builds the app on a temp store with API key {@linkcode KEY}. */
+export async function makeApp(
+  options: { dedupeWindowMs?: number; maxBodyBytes?: number; qaHosts?: string[] } = {},
+): Promise<TestApp> {
+  const { dedupeWindowMs, ...appOptions } = options;
+  const base = await makeStore(dedupeWindowMs === undefined ? {} : { dedupeWindowMs });
+  const logs: string[] = [];
+  const app = createApp({
+    store: base.store,
+    apiKey: KEY,
+    log: (line) => logs.push(line),
+    ...appOptions,
+  });
+  const call = (path: string, init: RequestInit = {}) => {
+    const headers = new Headers(init.headers);
+    if (!headers.has("x-auth-key")) headers.set("x-auth-key", KEY);
+    return Promise.resolve(app.request(path, { ...init, headers }));
+  };
+  return { ...base, app, logs, call };
+}
+
+/** Asserts nothing; reads a response's body as JSON and returns it untyped. */
+export async function body(res: Response): Promise<unknown> {
+  return JSON.parse(await res.text());
+}
+
+/** A relay process started from `main.ts`. */
+export interface RelayProcess extends AsyncDisposable {
+  /** Base URL on 127.0.0.1, e.g. `http://127.0.0.1:41234`. */
+  url: string;
+  /** Every line the process has printed to stdout so far. */
+  stdout: string[];
+  /** Every line the process has printed to stderr so far. */
+  stderr: string[];
+  child: Deno.ChildProcess;
+  /** Sends a signal and waits for the exit status. */
+  stop(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+}
+
+/**
+ * The environment a spawned relay gets: this process's, minus every `RELAY_*` and
+ * `STATE_DIRECTORY`, plus `extra`.
+ */
+export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env = Deno.env.toObject();
+  for (const name of Object.keys(env)) {
+    if (name.startsWith("RELAY_") || name === "STATE_DIRECTORY") delete env[name];
+  }
+  return { ...env, ...extra };
+}
+
+/** Runs `main.ts` to completion with the relay's permission set; returns output and code. */
+export async function runRelay(
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await relayCommand(args, options, "piped").output();
+  return {
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout),
+    stderr: new TextDecoder().decode(out.stderr),
+  };
+}
+
+function relayCommand(
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string },
+  stdin: "piped" | "null",
+): Deno.Command {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-P=relay", "--quiet", "--config", `${ROOT}deno.json`, `${ROOT}main.ts`, ...args],
+    env: childEnv(options.env),
+    clearEnv: true,
+    cwd: options.cwd ?? ROOT,
+    stdin,
+    stdout: "piped",
+    stderr: "piped",
+  });
+}
+
+async function collectLines(
+  stream: ReadableStream<Uint8Array>,
+  lines: string[],
+  onLine: (line: string) => void,
+): Promise<void> {
+  let pending = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+    pending += chunk;
+    let newline;
+    while ((newline = pending.indexOf("\n")) >= 0) {
+      const line = pending.slice(0, newline);
+      pending = pending.slice(newline + 1);
+      lines.push(line);
+      onLine(line);
+    }
+  }
+  if (pending !== "") {
+    lines.push(pending);
+    onLine(pending);
+  }
+}
+
+/**
+ * Starts the relay on 127.0.0.1 port 0 with `--db <dir>/relay.kv` and waits for its
+ * start line (C72). Rejects with its stderr when it exits first.
+ */
+export async function startRelayProcess(
+  dir: string,
+  options: { args?: string[]; env?: Record<string, string> } = {},
+): Promise<RelayProcess> {
+  const args = ["serve", "--hostname", "127.0.0.1", "--port", "0", "--db", `${dir}/relay.kv`];
+  const child = relayCommand([...args, ...(options.args ?? [])], { env: options.env ?? {} }, "null")
+    .spawn();
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const listening = Promise.withResolvers<string>();
+  const outDone = collectLines(child.stdout, stdout, (line) => {
+    const match = /^relay listening on (http:\/\/\S+)$/.exec(line);
+    if (match?.[1]) listening.resolve(match[1]);
+  });
+  const errDone = collectLines(child.stderr, stderr, () => {});
+  const exited = child.status.then(async (status) => {
+    await Promise.all([outDone, errDone]);
+    listening.reject(
+      new Error(`relay exited with ${status.code} before listening:\n${stderr.join("\n")}`),
+    );
+    return status;
+  });
+  const url = await listening.promise;
+  let stopped: Promise<Deno.CommandStatus> | undefined;
+  const stop = (signal: Deno.Signal = "SIGTERM") => {
+    if (stopped === undefined) {
+      try {
+        child.kill(signal);
+      } catch {
+        // already gone
+      }
+      stopped = exited;
+    }
+    return stopped;
+  };
+  return {
+    url,
+    stdout,
+    stderr,
+    child,
+    stop,
+    async [Symbol.asyncDispose]() {
+      await stop("SIGKILL");
+    },
+  };
+}

@@ -1,0 +1,121 @@
+import assert from "node:assert/strict";
+import { ConfigError, loadConfig, parseDuration, parseSize } from "../src/config.ts";
+import { DEFAULT_QA_HOSTS } from "../src/queues.ts";
+
+const noEnv = () => undefined;
+
+function envOf(vars: Record<string, string>) {
+  return (name: string) => vars[name];
+}
+
+Deno.test("parseDuration() C70 reads ms, s, m and h", () => {
+  assert.equal(parseDuration("1500ms"), 1500);
+  assert.equal(parseDuration("2s"), 2000);
+  assert.equal(parseDuration("1.5s"), 1500);
+  assert.equal(parseDuration("5m"), 300_000);
+  assert.equal(parseDuration("1h"), 3_600_000);
+  assert.equal(parseDuration("5"), undefined);
+  assert.equal(parseDuration("5 minutes"), undefined);
+  assert.equal(parseDuration("-2s"), undefined);
+});
+
+Deno.test("parseSize() C70 reads bytes, KiB and MiB", () => {
+  assert.equal(parseSize("524288"), 524288);
+  assert.equal(parseSize("512KiB"), 524288);
+  assert.equal(parseSize("0.5MiB"), 524288);
+  assert.equal(parseSize("512KB"), undefined);
+  assert.equal(parseSize("1.5"), undefined);
+});
+
+Deno.test("loadConfig() C70 has the contract's defaults", () => {
+  const config = loadConfig({}, noEnv);
+  assert.equal(config.hostname, "0.0.0.0");
+  assert.equal(config.port, 8787);
+  assert.equal(config.db, "data/relay.kv");
+  assert.equal(config.dedupeWindowMs, 300_000);
+  assert.deepEqual(config.qaHosts, DEFAULT_QA_HOSTS);
+  assert.equal(config.maxBodyBytes, 512 * 1024);
+  assert.equal(config.publishUrl, undefined);
+  assert.equal(config.apiKeyFile, undefined);
+  assert.deepEqual(config.secrets, {
+    apiKey: undefined,
+    appId: undefined,
+    blogAccessCookie: undefined,
+  });
+});
+
+Deno.test("loadConfig() C70 keeps the database in $STATE_DIRECTORY under systemd", () => {
+  assert.equal(
+    loadConfig({}, envOf({ STATE_DIRECTORY: "/var/lib/relay" })).db,
+    "/var/lib/relay/relay.kv",
+  );
+  assert.equal(
+    loadConfig({}, envOf({ STATE_DIRECTORY: "/var/lib/relay:/var/lib/other" })).db,
+    "/var/lib/relay/relay.kv",
+  );
+});
+
+Deno.test("loadConfig() C70 takes each option from its environment variable, a flag winning", () => {
+  const env = envOf({
+    RELAY_HOSTNAME: "127.0.0.1",
+    RELAY_PORT: "9000",
+    RELAY_DB: "/tmp/x.kv",
+    RELAY_DEDUPE_WINDOW: "2s",
+    RELAY_QA_HOSTS: "Example.org, forum.example.net",
+    RELAY_MAX_BODY: "1KiB",
+    RELAY_PUBLISH_URL: "http://127.0.0.1:9999",
+    RELAY_API_KEY_FILE: "/etc/relay/key",
+    RELAY_API_KEY: "secret",
+    RELAY_APP_ID: "app",
+    RELAY_BLOG_ACCESS_COOKIE: "CF_Authorization=x",
+  });
+  const config = loadConfig({ port: "9001" }, env);
+  assert.equal(config.hostname, "127.0.0.1");
+  assert.equal(config.port, 9001);
+  assert.equal(config.db, "/tmp/x.kv");
+  assert.equal(config.dedupeWindowMs, 2000);
+  assert.deepEqual(config.qaHosts, ["example.org", "forum.example.net"]);
+  assert.equal(config.maxBodyBytes, 1024);
+  assert.equal(config.publishUrl, "http://127.0.0.1:9999");
+  assert.equal(config.apiKeyFile, "/etc/relay/key");
+  assert.deepEqual(config.secrets, {
+    apiKey: "secret",
+    appId: "app",
+    blogAccessCookie: "CF_Authorization=x",
+  });
+});
+
+Deno.test("loadConfig() C70 treats an empty environment variable as unset", () => {
+  assert.equal(loadConfig({}, envOf({ RELAY_PORT: "", RELAY_API_KEY: "" })).port, 8787);
+  assert.equal(loadConfig({}, envOf({ RELAY_API_KEY: "" })).secrets.apiKey, undefined);
+});
+
+Deno.test("loadConfig() C70 names the bad option, its value and its source in one line", () => {
+  const cases: Array<[Record<string, string>, Record<string, string>, RegExp]> = [
+    [{ port: "http" }, {}, /^invalid --port "http": must be a whole number from 0 to 65535$/],
+    [{}, { RELAY_PORT: "70000" }, /^invalid RELAY_PORT "70000": /],
+    [{ "dedupe-window": "5" }, {}, /^invalid --dedupe-window "5": must be a duration/],
+    [{ "dedupe-window": "0s" }, {}, /^invalid --dedupe-window "0s"/],
+    [
+      { "max-body": "1MiB" },
+      {},
+      /^invalid --max-body "1MiB": must be a size from 1 byte to 768KiB/,
+    ],
+    [{ "max-body": "0" }, {}, /^invalid --max-body "0"/],
+    [{ "qa-hosts": "a b.com" }, {}, /^invalid --qa-hosts "a b.com"/],
+    [{ "publish-url": "ftp://x" }, {}, /^invalid --publish-url "ftp:\/\/x": must be an http/],
+    [{ hostname: "" }, {}, /^invalid --hostname "": must not be empty$/],
+  ];
+  for (const [flags, env, pattern] of cases) {
+    assert.throws(() => loadConfig(flags, envOf(env)), (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, pattern);
+      assert.ok(!error.message.includes("\n"));
+      return true;
+    });
+  }
+});
+
+Deno.test("loadConfig() C70 accepts the largest body limit, 768KiB", () => {
+  assert.equal(loadConfig({ "max-body": "768KiB" }, noEnv).maxBodyBytes, 786_432);
+});

@@ -1,0 +1,237 @@
+import assert from "node:assert/strict";
+import {
+  clear,
+  createStore,
+  peek,
+  probe,
+  pull,
+  pullFirst,
+  push,
+  QUEUE_CAPACITY,
+  readResults,
+  RESULTS_CAPACITY,
+  submit,
+} from "../src/store.ts";
+import { makeStore } from "./_helpers.ts";
+
+Deno.test("submit() C13 reports a duplicate within the window, relay-wide", async () => {
+  await using t = await makeStore({ dedupeWindowMs: 1000 });
+  assert.deepEqual(await submit(t.store, "hello", "general"), {
+    accepted: true,
+    queue: "general",
+    id: 1,
+  });
+  t.clock.advance(999);
+  assert.deepEqual(await submit(t.store, "hello", "general"), { accepted: false });
+  assert.deepEqual(await submit(t.store, "hello", "qa"), { accepted: false });
+  const queued = await peek(t.store);
+  assert.deepEqual([...queued.values()].flat().map((i) => i.content), ["hello"]);
+});
+
+Deno.test("submit() C13 accepts the same content again once the window has passed", async () => {
+  await using t = await makeStore({ dedupeWindowMs: 1000 });
+  await submit(t.store, "hello", "general");
+  t.clock.advance(1000);
+  // The KV record is still stored (expireIn is lazy); the decision compares last_seen_at.
+  assert.equal((await submit(t.store, "hello", "general")).accepted, true);
+});
+
+Deno.test("submit() C13 does not refresh the window on a duplicate", async () => {
+  await using t = await makeStore({ dedupeWindowMs: 1000 });
+  await submit(t.store, "hello", "general");
+  t.clock.advance(600);
+  assert.equal((await submit(t.store, "hello", "general")).accepted, false);
+  t.clock.advance(400);
+  assert.equal((await submit(t.store, "hello", "general")).accepted, true);
+});
+
+Deno.test("submit() C14 keeps at most 50 items per queue, evicting the oldest", async () => {
+  await using t = await makeStore();
+  for (let i = 1; i <= QUEUE_CAPACITY + 5; i++) {
+    assert.equal((await submit(t.store, `item ${i}`, "qa")).accepted, true);
+  }
+  await submit(t.store, "other queue", "general");
+  const items = await pull(t.store, "qa");
+  assert.equal(items.length, QUEUE_CAPACITY);
+  assert.equal(items[0]?.content, "item 6");
+  assert.equal(items.at(-1)?.content, `item ${QUEUE_CAPACITY + 5}`);
+  assert.deepEqual((await pull(t.store, "general")).map((i) => i.content), ["other queue"]);
+  // Evicted parts are gone from KV too, not only from the queue's order.
+  const left = [];
+  for await (const entry of t.temp.kv.list({ prefix: ["items"] })) left.push(entry.key);
+  assert.deepEqual(left, []);
+});
+
+Deno.test("pull() C22 returns items oldest first once, and empties the queue", async () => {
+  await using t = await makeStore();
+  await submit(t.store, "first", "article");
+  t.clock.advance(1);
+  await submit(t.store, "second", "article");
+  const items = await pull(t.store, "article");
+  assert.deepEqual(items.map((i) => [i.content, i.queue]), [["first", "article"], [
+    "second",
+    "article",
+  ]]);
+  assert.equal(items[1]!.created_at - items[0]!.created_at, 1);
+  assert.deepEqual(await pull(t.store, "article"), []);
+});
+
+Deno.test("pullFirst() C21 empties only the first non-empty queue in qa, article, general order", async () => {
+  await using t = await makeStore();
+  await submit(t.store, "g", "general");
+  await submit(t.store, "a", "article");
+  const first = await pullFirst(t.store);
+  assert.equal(first?.queue, "article");
+  assert.deepEqual(first?.items.map((i) => i.content), ["a"]);
+  assert.deepEqual((await peek(t.store, ["general"])).get("general")?.map((i) => i.content), ["g"]);
+  assert.equal((await pullFirst(t.store))?.queue, "general");
+  assert.equal(await pullFirst(t.store), undefined);
+});
+
+Deno.test("pull() C22 delivers every accepted item exactly once under concurrent submits and pulls", async () => {
+  await using t = await makeStore();
+  const submitters = Array.from({ length: 6 }, async (_, s) => {
+    const accepted: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const content = `s${s}-i${i}`;
+      if ((await submit(t.store, content, "general")).accepted) accepted.push(content);
+    }
+    return accepted;
+  });
+  let submitting = true;
+  const pullers = Array.from({ length: 4 }, async () => {
+    const got: string[] = [];
+    while (submitting) got.push(...(await pull(t.store, "general")).map((i) => i.content));
+    return got;
+  });
+  const accepted = (await Promise.all(submitters)).flat();
+  submitting = false;
+  const delivered = (await Promise.all(pullers)).flat();
+  delivered.push(...(await pull(t.store, "general")).map((i) => i.content));
+  assert.equal(accepted.length, 48);
+  assert.equal(delivered.length, new Set(delivered).size, "no item delivered twice");
+  assert.deepEqual([...delivered].sort(), [...accepted].sort());
+});
+
+Deno.test("peek() C30 reads without removing", async () => {
+  await using t = await makeStore();
+  await submit(t.store, "x", "qa");
+  const first = await peek(t.store);
+  assert.deepEqual([...first.keys()], ["qa", "article", "general"]);
+  assert.deepEqual(first.get("qa")?.map((i) => i.content), ["x"]);
+  assert.deepEqual(first.get("article"), []);
+  assert.deepEqual((await pull(t.store, "qa")).map((i) => i.content), ["x"]);
+});
+
+Deno.test("push() C40 gives strictly increasing t even when the clock stands still or goes back", async () => {
+  await using t = await makeStore();
+  const a = await push(t.store, "a");
+  const b = await push(t.store, "b");
+  t.clock.advance(-60_000);
+  const c = await push(t.store, "c");
+  assert.equal(a.t, t.clock.now + 60_000);
+  assert.equal(b.t, a.t + 1);
+  assert.equal(c.t, b.t + 1);
+  t.clock.advance(120_000);
+  assert.equal((await push(t.store, "d")).t, t.clock.now);
+});
+
+Deno.test("push() C40 keeps the high-water mark across clear and reopening the file", async () => {
+  await using t = await makeStore();
+  const a = await push(t.store, "a");
+  await clear(t.store);
+  const b = await push(t.store, "b");
+  assert.equal(b.t, a.t + 1);
+  t.temp.kv.close();
+  const kv = await Deno.openKv(t.temp.path);
+  try {
+    const reopened = createStore(kv, { clock: t.clock.read });
+    assert.equal((await push(reopened, "c")).t, b.t + 1);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("push() keeps at most 50 results, evicting the oldest", async () => {
+  await using t = await makeStore();
+  for (let i = 1; i <= RESULTS_CAPACITY + 3; i++) await push(t.store, `r${i}`);
+  const page = await readResults(t.store, { since: 0, limit: 50 });
+  assert.equal(page.items.length, RESULTS_CAPACITY);
+  assert.equal(page.items[0]?.content, "r4");
+});
+
+Deno.test("readResults() C41 pages with since = cursor and sees every item exactly once", async () => {
+  await using t = await makeStore();
+  const pushed = [];
+  for (let i = 0; i < 7; i++) pushed.push(await push(t.store, `r${i}`));
+  const seen: string[] = [];
+  let since = 0;
+  for (let page = 0; page < 5; page++) {
+    const result = await readResults(t.store, { since, limit: 3 });
+    assert.ok(result.items.length <= 3);
+    seen.push(...result.items.map((i) => i.content));
+    since = result.cursor;
+  }
+  assert.deepEqual(seen, pushed.map((r) => r.content));
+  assert.equal(since, pushed.at(-1)?.t);
+});
+
+Deno.test("readResults() C42 answers cursor = since when nothing is newer, 0 on an empty feed", async () => {
+  await using t = await makeStore();
+  assert.deepEqual(await readResults(t.store, { since: 0, limit: 50 }), { cursor: 0, items: [] });
+  const r = await push(t.store, "x");
+  assert.deepEqual(await readResults(t.store, { since: r.t, limit: 50 }), {
+    cursor: r.t,
+    items: [],
+  });
+  assert.deepEqual(await readResults(t.store, { since: r.t + 1000, limit: 50 }), {
+    cursor: r.t + 1000,
+    items: [],
+  });
+});
+
+Deno.test("clear() C50 removes items, results and duplicate records and keeps nothing else", async () => {
+  await using t = await makeStore();
+  await submit(t.store, "q", "qa");
+  await submit(t.store, "g".repeat(200_000), "general");
+  await push(t.store, "r");
+  await clear(t.store);
+  assert.deepEqual([...(await peek(t.store)).values()].flat(), []);
+  assert.deepEqual((await readResults(t.store, { since: 0, limit: 50 })).items, []);
+  assert.equal((await submit(t.store, "q", "qa")).accepted, true, "duplicate record removed");
+  const keys = [];
+  for await (const entry of t.temp.kv.list({ prefix: [] })) keys.push(entry.key[0]);
+  assert.deepEqual(keys.sort(), ["items", "queues", "queues", "results_meta", "submissions"]);
+});
+
+Deno.test("submit() and push() C8 round-trip large multi-byte content byte for byte", async () => {
+  await using t = await makeStore();
+  // 768 KiB of 1-, 2-, 3- and 4-byte characters, split across part boundaries.
+  const unit = "a€é😀";
+  const big = unit.repeat(Math.floor((768 * 1024) / new TextEncoder().encode(unit).length));
+  assert.ok(new TextEncoder().encode(big).length > 760 * 1024);
+  assert.equal((await submit(t.store, big, "general")).accepted, true);
+  assert.equal((await peek(t.store, ["general"])).get("general")?.[0]?.content, big);
+  assert.equal((await pull(t.store, "general"))[0]?.content, big);
+  await push(t.store, big);
+  assert.equal((await readResults(t.store, { since: 0, limit: 1 })).items[0]?.content, big);
+});
+
+Deno.test("submit() C14 evicts large items whole, all parts", async () => {
+  await using t = await makeStore();
+  const big = (i: number) => `${i}`.padEnd(150_000, "x");
+  for (let i = 0; i < QUEUE_CAPACITY + 2; i++) await submit(t.store, big(i), "qa");
+  const items = await pull(t.store, "qa");
+  assert.equal(items.length, QUEUE_CAPACITY);
+  assert.equal(items[0]?.content, big(2));
+  let left = 0;
+  for await (const _ of t.temp.kv.list({ prefix: ["items"] })) left++;
+  assert.equal(left, 0);
+});
+
+Deno.test("probe() C51 is true on an open store and false once KV is closed", async () => {
+  await using t = await makeStore();
+  assert.equal(await probe(t.store), true);
+  t.temp.kv.close();
+  assert.equal(await probe(t.store), false);
+});

@@ -79,6 +79,28 @@ export async function startRelay(
       );
     } else log(`relay: API key from ${apiKey.path}`);
 
+    // Deno's server.shutdown() cuts off request bodies still being read (measured: the
+    // handler's read fails with BadResource), so the relay drains its own handlers first:
+    // it counts requests in its handler, answers new ones 503 while draining, and calls
+    // server.shutdown() only once the count reaches zero.
+    let inFlight = 0;
+    let draining = false;
+    const idle = Promise.withResolvers<void>();
+    const handler = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
+      if (draining) {
+        return problemResponse(503, "Cannot serve: the relay is shutting down; try again", {
+          "connection": "close",
+          "retry-after": "5",
+        });
+      }
+      inFlight++;
+      try {
+        return await app.fetch(request, info);
+      } finally {
+        if (--inFlight === 0 && draining) idle.resolve();
+      }
+    };
+
     let url = "";
     const server = Deno.serve({
       hostname: config.hostname,
@@ -92,15 +114,17 @@ export async function startRelay(
         console.error("relay: unexpected error:", error);
         return problemResponse(500, "Internal error: the relay logged the cause");
       },
-    }, app.fetch);
+    }, handler);
 
     const openKv = kv;
     return {
       url,
       async shutdown() {
+        draining = true;
+        if (inFlight === 0) idle.resolve();
         let timer: ReturnType<typeof setTimeout> | undefined;
         const drained = await Promise.race([
-          server.shutdown().then(() => true),
+          idle.promise.then(() => server.shutdown()).then(() => true),
           new Promise<boolean>((done) => {
             timer = setTimeout(() => done(false), SHUTDOWN_GRACE_MS);
           }),

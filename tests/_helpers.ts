@@ -135,7 +135,7 @@ export async function runRelay(
   args: string[],
   options: { env?: Record<string, string>; cwd?: string } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = await relayCommand(args, options, "piped").output();
+  const out = await relayCommand(args, options, "null").output();
   return {
     code: out.code,
     stdout: new TextDecoder().decode(out.stdout),

@@ -1,0 +1,652 @@
+import assert from "node:assert/strict";
+import { KEY, makeApp, type TestApp } from "./_helpers.ts";
+
+const PROBLEM = "application/problem+json";
+const TEXT = "text/plain; charset=utf-8";
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** Asserts an RFC 9457 problem response (C1) and returns its detail. */
+async function assertProblem(res: Response, status: number): Promise<string> {
+  assert.equal(res.status, status);
+  assert.equal(res.headers.get("content-type"), PROBLEM);
+  const doc = await res.json();
+  assert.equal(doc.type, "about:blank");
+  assert.equal(doc.status, status);
+  assert.equal(typeof doc.title, "string");
+  assert.ok(doc.title.length > 0);
+  assert.equal(typeof doc.detail, "string");
+  assert.ok(doc.detail.length > 0);
+  return doc.detail;
+}
+
+async function assertText(res: Response, expected: string): Promise<void> {
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-type"), TEXT);
+  assert.equal(await res.text(), expected);
+}
+
+function submitText(t: TestApp, text: string, path = "/submit") {
+  return t.call(path, { method: "POST", body: text, headers: { "content-type": "text/plain" } });
+}
+
+function submitJson(t: TestApp, value: unknown, path = "/submit") {
+  return t.call(path, {
+    method: "POST",
+    body: JSON.stringify(value),
+    headers: { "content-type": "application/json" },
+  });
+}
+
+async function pullAll(t: TestApp, queue: string): Promise<unknown> {
+  const res = await t.call(`/pull?queue=${queue}`);
+  return res.status === 204 ? [] : await res.json();
+}
+
+Deno.test("POST /submit", async (t) => {
+  await t.step("C12 answers OK (<queue>) as text/plain; charset=utf-8 (C2)", async () => {
+    await using app = await makeApp();
+    await assertText(await submitText(app, "https://stackoverflow.com/q/1"), "OK (qa)");
+    await assertText(await submitText(app, "plain words"), "OK (general)");
+    await assertText(await submitJson(app, { content: "x", queue: "article" }), "OK (article)");
+  });
+
+  await t.step("C10 takes url in place of content, a non-empty content winning", async () => {
+    await using app = await makeApp();
+    await assertText(await submitJson(app, { url: "https://zhihu.com/q/1" }), "OK (qa)");
+    await assertText(
+      await submitJson(app, { content: "c", url: "https://zhihu.com/q/2" }),
+      "OK (general)",
+    );
+    await assertText(await submitJson(app, { content: "  ", url: "u" }), "OK (general)");
+    assert.deepEqual(await pullAll(app, "general"), ["c", "u"]);
+  });
+
+  await t.step(
+    "C10 takes queue from the body or the query, the body winning; empty is absent",
+    async () => {
+      await using app = await makeApp();
+      await assertText(await submitText(app, "a", "/submit?queue=article"), "OK (article)");
+      await assertText(
+        await submitJson(app, { content: "b", queue: "qa" }, "/submit?queue=article"),
+        "OK (qa)",
+      );
+      await assertText(
+        await submitJson(app, { content: "c", queue: "" }, "/submit?queue=article"),
+        "OK (article)",
+      );
+      await assertText(await submitText(app, "d", "/submit?queue="), "OK (general)");
+      await assertText(
+        await submitJson(app, { content: "https://zhihu.com/x", queue: "general" }),
+        "OK (general)",
+      );
+    },
+  );
+
+  await t.step("C10 refuses any other queue name, the queue_ prefix included", async () => {
+    await using app = await makeApp();
+    for (const queue of ["queue_qa", "QA", "other"]) {
+      const detail = await assertProblem(await submitJson(app, { content: "x", queue }), 400);
+      assert.match(detail, new RegExp(`queue "${queue}" is not one of "qa", "article", "general"`));
+      await assertProblem(await submitText(app, "x", `/submit?queue=${queue}`), 400);
+    }
+    assert.deepEqual(await pullAll(app, "general"), []);
+  });
+
+  await t.step(
+    "C6 trims content before storing and comparing; empty after trimming is 400",
+    async () => {
+      await using app = await makeApp();
+      await assertText(await submitText(app, "  \n padded \t"), "OK (general)");
+      await assertText(await submitText(app, "padded"), "OK (duplicate)");
+      for (const body of ["", "   \n\t"]) {
+        const detail = await assertProblem(await submitText(app, body), 400);
+        assert.match(detail, /^Cannot submit: content is empty/);
+      }
+      await assertProblem(await submitJson(app, {}), 400);
+      await assertProblem(await submitJson(app, { content: " ", url: " " }), 400);
+      assert.deepEqual(await pullAll(app, "general"), ["padded"]);
+    },
+  );
+
+  await t.step(
+    "C5 accepts JSON, text/plain, form fields, a raw form body and no content type",
+    async () => {
+      await using app = await makeApp();
+      await assertText(
+        await app.call("/submit", { method: "POST", body: "no type" }),
+        "OK (general)",
+      );
+      await assertText(
+        await app.call("/submit", {
+          method: "POST",
+          body: "content=form+field&queue=article",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+        }),
+        "OK (article)",
+      );
+      await assertText(
+        await app.call("/submit", {
+          method: "POST",
+          body: "url=https%3A%2F%2Fzhihu.com%2Fq",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+        }),
+        "OK (qa)",
+      );
+      // What `curl -d 'some text'` sends: taken whole as plain text.
+      await assertText(
+        await app.call("/submit", {
+          method: "POST",
+          body: "some text & https://example.com/?a=b",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+        }),
+        "OK (general)",
+      );
+      await assertText(
+        await app.call("/submit", {
+          method: "POST",
+          body: JSON.stringify({ content: "json" }),
+          headers: { "content-type": "Application/JSON; charset=UTF-8" },
+        }),
+        "OK (general)",
+      );
+      assert.deepEqual(await pullAll(app, "general"), [
+        "no type",
+        "some text & https://example.com/?a=b",
+        "json",
+      ]);
+      assert.deepEqual(await pullAll(app, "article"), ["form field"]);
+      assert.deepEqual(await pullAll(app, "qa"), ["https://zhihu.com/q"]);
+    },
+  );
+
+  await t.step("C5 answers 415 for any other content type, with Accept-Post", async () => {
+    await using app = await makeApp();
+    for (const type of ["application/xml", "multipart/form-data; boundary=x", "text/html"]) {
+      const res = await app.call("/submit", {
+        method: "POST",
+        body: "x",
+        headers: { "content-type": type },
+      });
+      assert.match(res.headers.get("accept-post") ?? "", /application\/json/);
+      await assertProblem(res, 415);
+    }
+  });
+
+  await t.step(
+    "C5 answers 400 for malformed JSON, non-objects, wrong field types and bad UTF-8",
+    async () => {
+      await using app = await makeApp();
+      await submitText(app, "kept");
+      const bodies: Array<[BodyInit, string]> = [
+        ["{", "application/json"],
+        ["[1,2]", "application/json"],
+        ["null", "application/json"],
+        ['"text"', "application/json"],
+        ['{"content": 5}', "application/json"],
+        ['{"content": "x", "queue": 1}', "application/json"],
+        ['{"url": null}', "application/json"],
+        [new Uint8Array([0x68, 0xff, 0xfe]), "text/plain"],
+        [new Uint8Array([0xc3, 0x28]), "application/json"],
+        ["[".repeat(100_000) + "]".repeat(100_000), "application/json"],
+        ['{"a":'.repeat(50_000) + "1" + "}".repeat(50_000), "application/json"],
+      ];
+      for (const [body, type] of bodies) {
+        const res = await app.call("/submit", {
+          method: "POST",
+          body,
+          headers: { "content-type": type },
+        });
+        const detail = await assertProblem(res, 400);
+        assert.match(detail, /^Cannot submit: /);
+      }
+      assert.deepEqual(await pullAll(app, "general"), ["kept"], "nothing stored is lost");
+    },
+  );
+
+  await t.step(
+    "C5 answers 413 past the body limit, by Content-Length or by counted bytes",
+    async () => {
+      await using app = await makeApp({ maxBodyBytes: 1024 });
+      await assertText(await submitText(app, "x".repeat(1024)), "OK (general)");
+      const detail = await assertProblem(await submitText(app, "y".repeat(1025)), 413);
+      assert.match(detail, /limit is 1024/);
+      // A chunked body has no Content-Length: bytes are counted as they arrive.
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let i = 0; i < 10; i++) controller.enqueue(new Uint8Array(200).fill(0x61));
+          controller.close();
+        },
+      });
+      await assertProblem(await app.call("/submit", { method: "POST", body: stream }), 413);
+      assert.equal((await pullAll(app, "general") as string[]).length, 1);
+    },
+  );
+
+  await t.step("C13 answers OK (duplicate) for the same content within the window", async () => {
+    await using app = await makeApp({ dedupeWindowMs: 1000 });
+    await assertText(await submitText(app, "same"), "OK (general)");
+    app.clock.advance(500);
+    await assertText(await submitJson(app, { content: "same", queue: "qa" }), "OK (duplicate)");
+    app.clock.advance(500);
+    await assertText(await submitText(app, "same"), "OK (general)");
+    assert.deepEqual(await pullAll(app, "general"), ["same", "same"]);
+  });
+
+  await t.step("C14 keeps 50 items in the queue after overflow", async () => {
+    await using app = await makeApp();
+    for (let i = 0; i < 53; i++) await submitText(app, `n${i}`);
+    const items = await pullAll(app, "general") as string[];
+    assert.equal(items.length, 50);
+    assert.equal(items[0], "n3");
+  });
+});
+
+Deno.test("GET /pull", async (t) => {
+  await t.step("C20 accepts qa, article, general and the queue_ prefix", async () => {
+    await using app = await makeApp();
+    for (
+      const [name, queue] of [["qa", "qa"], ["queue_qa", "qa"], ["queue_article", "article"], [
+        "general",
+        "general",
+      ]]
+    ) {
+      await submitJson(app, { content: `for ${name}`, queue });
+      const res = await app.call(`/pull?queue=${name}`);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("content-type"), JSON_TYPE);
+      assert.deepEqual(await res.json(), [`for ${name}`]);
+    }
+  });
+
+  await t.step("C20 answers 400 for any other queue name and deletes nothing", async () => {
+    await using app = await makeApp();
+    await submitText(app, "stay");
+    for (const name of ["queue_", "queue_x", "x", "GENERAL", "queue_queue_qa"]) {
+      const detail = await assertProblem(await app.call(`/pull?queue=${name}`), 400);
+      assert.match(detail, /^Cannot pull: queue /);
+    }
+    assert.deepEqual(await pullAll(app, "general"), ["stay"]);
+  });
+
+  await t.step("spec §4.2 returns contents oldest first, then 204 with no body", async () => {
+    await using app = await makeApp();
+    await submitText(app, "one");
+    app.clock.advance(1);
+    await submitText(app, "two");
+    const res = await app.call("/pull?queue=general");
+    assert.deepEqual(await res.json(), ["one", "two"]);
+    const empty = await app.call("/pull?queue=general");
+    assert.equal(empty.status, 204);
+    assert.equal(await empty.text(), "");
+  });
+
+  await t.step(
+    "C21 without queue empties only the first non-empty of qa, article, general",
+    async () => {
+      await using app = await makeApp();
+      await submitJson(app, { content: "g", queue: "general" });
+      await submitJson(app, { content: "a", queue: "article" });
+      await submitJson(app, { content: "q", queue: "qa" });
+      assert.deepEqual(await (await app.call("/pull")).json(), ["q"]);
+      assert.deepEqual(await (await app.call("/pull?queue=")).json(), ["a"]);
+      assert.deepEqual(await (await app.call("/pull")).json(), ["g"]);
+      assert.equal((await app.call("/pull")).status, 204);
+    },
+  );
+
+  await t.step("C3 refuses HEAD, which would otherwise empty the queue", async () => {
+    await using app = await makeApp();
+    await submitText(app, "keep");
+    const res = await app.call("/pull?queue=general", { method: "HEAD" });
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.get("allow"), "GET");
+    assert.deepEqual(await pullAll(app, "general"), ["keep"]);
+  });
+});
+
+Deno.test("GET /peek", async (t) => {
+  await t.step("C30 lists all three queues, empty ones included, and deletes nothing", async () => {
+    await using app = await makeApp();
+    await submitText(app, "https://zhihu.com/q/1");
+    app.clock.advance(1500);
+    await submitText(app, "text");
+    const res = await app.call("/peek");
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-type"), JSON_TYPE);
+    const start = "2026-01-01 00:00:00";
+    assert.deepEqual(await res.json(), {
+      total: 2,
+      queues: {
+        qa: [{ content: "https://zhihu.com/q/1", queue_type: "qa", created_at: start }],
+        article: [],
+        general: [{ content: "text", queue_type: "general", created_at: "2026-01-01 00:00:01" }],
+      },
+    });
+    assert.deepEqual(await pullAll(app, "general"), ["text"]);
+  });
+
+  await t.step("C30 with queue lists only that queue; 204 when it is empty", async () => {
+    await using app = await makeApp();
+    await submitText(app, "text");
+    const res = await app.call("/peek?queue=general");
+    const body = await res.json();
+    assert.deepEqual(Object.keys(body.queues), ["general"]);
+    assert.equal(body.total, 1);
+    assert.equal((await app.call("/peek?queue=qa")).status, 204);
+    assert.equal((await app.call("/peek?queue=")).status, 200);
+  });
+
+  await t.step("C30 answers 204 when every queue is empty", async () => {
+    await using app = await makeApp();
+    const res = await app.call("/peek");
+    assert.equal(res.status, 204);
+    assert.equal(await res.text(), "");
+  });
+
+  await t.step("C30 refuses the queue_ prefix and unknown names with 400", async () => {
+    await using app = await makeApp();
+    for (const name of ["queue_qa", "nope"]) {
+      assert.match(
+        await assertProblem(await app.call(`/peek?queue=${name}`), 400),
+        /^Cannot peek: /,
+      );
+    }
+  });
+
+  await t.step("C30 works from a browser address bar with ?key=", async () => {
+    await using app = await makeApp();
+    await submitText(app, "x");
+    const res = await app.app.request(`/peek?key=${KEY}`);
+    assert.equal(res.status, 200);
+    assert.equal((await res.json()).total, 1);
+  });
+});
+
+Deno.test("POST /push and GET /results", async (t) => {
+  await t.step("spec §4.4 answers OK; C6 trims; empty is 400", async () => {
+    await using app = await makeApp();
+    await assertText(await app.call("/push", { method: "POST", body: "  result \n" }), "OK");
+    await assertText(
+      await app.call("/push", {
+        method: "POST",
+        body: JSON.stringify({ content: "# md" }),
+        headers: { "content-type": "application/json" },
+      }),
+      "OK",
+    );
+    await assertText(
+      await app.call("/push", {
+        method: "POST",
+        body: "content=form",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+      }),
+      "OK",
+    );
+    for (const body of ["", " ", JSON.stringify({ content: "" }), JSON.stringify({})]) {
+      const res = await app.call("/push", {
+        method: "POST",
+        body,
+        headers: { "content-type": body.startsWith("{") ? "application/json" : "text/plain" },
+      });
+      assert.match(await assertProblem(res, 400), /^Cannot push: content is empty/);
+    }
+    await assertProblem(
+      await app.call("/push", {
+        method: "POST",
+        body: '{"content": ["x"]}',
+        headers: { "content-type": "application/json" },
+      }),
+      400,
+    );
+    await assertProblem(
+      await app.call("/push", {
+        method: "POST",
+        body: "x",
+        headers: { "content-type": "image/png" },
+      }),
+      415,
+    );
+    const page = await (await app.call("/results")).json();
+    assert.deepEqual(page.items.map((i: { c: string }) => i.c), ["result", "# md", "form"]);
+  });
+
+  await t.step("C41 lists {t, c} after since, ascending, cursor = last t", async () => {
+    await using app = await makeApp();
+    for (const c of ["a", "b", "c"]) await app.call("/push", { method: "POST", body: c });
+    const res = await app.call("/results");
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-type"), JSON_TYPE);
+    const t0 = app.clock.now;
+    assert.deepEqual(await res.json(), {
+      cursor: t0 + 2,
+      items: [{ t: t0, c: "a" }, { t: t0 + 1, c: "b" }, { t: t0 + 2, c: "c" }],
+    });
+    assert.deepEqual(await (await app.call(`/results?since=${t0}&limit=1`)).json(), {
+      cursor: t0 + 1,
+      items: [{ t: t0 + 1, c: "b" }],
+    });
+  });
+
+  await t.step("C41 clamps limit to 50", async () => {
+    await using app = await makeApp();
+    for (let i = 0; i < 55; i++) await app.call("/push", { method: "POST", body: `r${i}` });
+    const page = await (await app.call("/results?limit=1000")).json();
+    assert.equal(page.items.length, 50);
+    assert.equal(page.items[0].c, "r5");
+  });
+
+  await t.step(
+    "C41 answers 400 for since and limit that are not whole numbers in range",
+    async () => {
+      await using app = await makeApp();
+      for (
+        const query of [
+          "since=-1",
+          "since=1.5",
+          "since=abc",
+          "since=1e3",
+          "limit=0",
+          "limit=-3",
+          "limit=2.5",
+          "limit=ten",
+          "since=99999999999999999999",
+        ]
+      ) {
+        assert.match(
+          await assertProblem(await app.call(`/results?${query}`), 400),
+          /^Cannot read results: "(since|limit)" must be/,
+          query,
+        );
+      }
+    },
+  );
+
+  await t.step("C42 answers cursor = since with no newer items, 0 on an empty feed", async () => {
+    await using app = await makeApp();
+    assert.deepEqual(await (await app.call("/results")).json(), { cursor: 0, items: [] });
+    assert.deepEqual(await (await app.call("/results?since=")).json(), { cursor: 0, items: [] });
+    assert.deepEqual(await (await app.call("/results?since=12345")).json(), {
+      cursor: 12345,
+      items: [],
+    });
+  });
+
+  await t.step("C40 t strictly increases within one millisecond", async () => {
+    await using app = await makeApp();
+    for (let i = 0; i < 5; i++) await app.call("/push", { method: "POST", body: `same ms ${i}` });
+    const ts = (await (await app.call("/results")).json()).items.map((i: { t: number }) => i.t);
+    assert.deepEqual(ts, [0, 1, 2, 3, 4].map((d) => app.clock.now + d));
+  });
+});
+
+Deno.test("POST /clear", async (t) => {
+  await t.step(
+    "C50 removes queues, results and duplicate records; keeps the t high-water mark",
+    async () => {
+      await using app = await makeApp();
+      await submitText(app, "https://zhihu.com/q");
+      await submitText(app, "g");
+      await app.call("/push", { method: "POST", body: "r" });
+      const before = (await (await app.call("/results")).json()).cursor;
+      await assertText(await app.call("/clear", { method: "POST" }), "OK (all queues cleared)");
+      assert.equal((await app.call("/peek")).status, 204);
+      assert.deepEqual(await (await app.call("/results")).json(), { cursor: 0, items: [] });
+      await assertText(await submitText(app, "g"), "OK (general)");
+      await app.call("/push", { method: "POST", body: "after" });
+      const after = await (await app.call("/results")).json();
+      assert.equal(after.items[0].t, before + 1);
+    },
+  );
+});
+
+Deno.test("GET /health", async (t) => {
+  await t.step("C51 answers 200 {ok, ts, db: connected} without a key", async () => {
+    await using app = await makeApp();
+    const res = await app.app.request("/health");
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-type"), JSON_TYPE);
+    assert.deepEqual(await res.json(), { ok: true, ts: app.clock.now, db: "connected" });
+  });
+
+  await t.step("C51 answers 503 {ok: false, db: error} when the store fails", async () => {
+    await using app = await makeApp();
+    app.temp.kv.close();
+    const res = await app.app.request("/health");
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get("content-type"), JSON_TYPE);
+    assert.deepEqual(await res.json(), { ok: false, ts: app.clock.now, db: "error" });
+  });
+});
+
+Deno.test("authentication", async (t) => {
+  const protectedRoutes: Array<[string, string]> = [
+    ["POST", "/submit"],
+    ["GET", "/pull"],
+    ["GET", "/peek"],
+    ["POST", "/push"],
+    ["GET", "/results"],
+    ["POST", "/clear"],
+  ];
+
+  await t.step("C4 answers 401 without a key on every protected endpoint", async () => {
+    await using app = await makeApp();
+    for (const [method, path] of protectedRoutes) {
+      const res = await app.app.request(path, { method, body: method === "POST" ? "x" : null });
+      assert.match(await assertProblem(res, 401), /^Missing API key/);
+    }
+  });
+
+  await t.step("C4 answers 401 for a wrong key, in the header or the query", async () => {
+    await using app = await makeApp();
+    for (const [method, path] of protectedRoutes) {
+      const init = { method, body: method === "POST" ? "x" : null };
+      await assertProblem(
+        await app.app.request(path, { ...init, headers: { "x-auth-key": "wrong" } }),
+        401,
+      );
+      await assertProblem(await app.app.request(`${path}?key=wrong`, init), 401);
+      await assertProblem(
+        await app.app.request(path, { ...init, headers: { "x-auth-key": `${KEY}x` } }),
+        401,
+      );
+    }
+    assert.equal((await app.call("/peek")).status, 204, "nothing was submitted or cleared");
+  });
+
+  await t.step("C4 checks the header when present, the query key only without it", async () => {
+    await using app = await makeApp();
+    const viaQuery = await app.app.request(`/results?key=${KEY}`);
+    assert.equal(viaQuery.status, 200);
+    const wrongHeader = await app.app.request(`/results?key=${KEY}`, {
+      headers: { "x-auth-key": "wrong" },
+    });
+    await assertProblem(wrongHeader, 401);
+    const emptyHeader = await app.app.request(`/results?key=${KEY}`, {
+      headers: { "x-auth-key": "" },
+    });
+    await assertProblem(emptyHeader, 401);
+  });
+
+  await t.step("C4 never writes the query key to the access log", async () => {
+    await using app = await makeApp();
+    await app.app.request(`/results?since=0&key=${KEY}`);
+    await app.app.request(`/results?key=wrong-key`);
+    assert.equal(app.logs.length, 2);
+    assert.match(app.logs[0]!, /GET \/results\?since=0&key=REDACTED 200 \d+\.\dms$/);
+    assert.match(app.logs[1]!, /GET \/results\?key=REDACTED 401 /);
+    assert.ok(!app.logs.join("\n").includes(KEY));
+    assert.ok(!app.logs.join("\n").includes("wrong-key"));
+  });
+});
+
+Deno.test("routing and error order", async (t) => {
+  await t.step("C3 answers 404 for an unknown path, before authentication", async () => {
+    await using app = await makeApp();
+    for (const path of ["/", "/nope", "/submit/", "/SUBMIT", "/publish"]) {
+      await assertProblem(await app.app.request(path, { method: "POST" }), 404);
+    }
+  });
+
+  await t.step(
+    "C3 answers 405 with Allow for a known path and wrong method, before authentication",
+    async () => {
+      await using app = await makeApp();
+      const cases: Array<[string, string, string]> = [
+        ["GET", "/submit", "POST"],
+        ["DELETE", "/pull", "GET"],
+        ["POST", "/peek", "GET, HEAD"],
+        ["PUT", "/push", "POST"],
+        ["POST", "/results", "GET, HEAD"],
+        ["GET", "/clear", "POST"],
+        ["POST", "/health", "GET, HEAD"],
+      ];
+      for (const [method, path, allow] of cases) {
+        const res = await app.app.request(path, { method });
+        assert.equal(res.headers.get("allow"), allow, `${method} ${path}`);
+        await assertProblem(res, 405);
+      }
+    },
+  );
+
+  await t.step("C3 checks 401 before 415, 415 before 413, and 413 before 400", async () => {
+    await using app = await makeApp({ maxBodyBytes: 10 });
+    const big = "x".repeat(11);
+    await assertProblem(
+      await app.app.request("/submit", {
+        method: "POST",
+        body: big,
+        headers: { "content-type": "image/png" },
+      }),
+      401,
+    );
+    await assertProblem(
+      await app.call("/submit?queue=bad", {
+        method: "POST",
+        body: big,
+        headers: { "content-type": "image/png" },
+      }),
+      415,
+    );
+    await assertProblem(await app.call("/submit?queue=bad", { method: "POST", body: big }), 413);
+    await assertProblem(await app.call("/submit?queue=bad", { method: "POST", body: "x" }), 400);
+  });
+
+  await t.step("C3 answers HEAD on GET endpoints like GET, without a body", async () => {
+    await using app = await makeApp();
+    const res = await app.app.request("/health", { method: "HEAD" });
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), "");
+  });
+
+  await t.step(
+    "the access log has one line per request with method, path, status and ms",
+    async () => {
+      await using app = await makeApp();
+      await app.call("/submit", { method: "POST", body: "x" });
+      await app.app.request("/nope");
+      assert.equal(app.logs.length, 2);
+      assert.match(app.logs[0]!, /^\S+Z POST \/submit 200 \d+\.\dms$/);
+      assert.match(app.logs[1]!, /^\S+Z GET \/nope 404 \d+\.\dms$/);
+    },
+  );
+});

@@ -1,0 +1,264 @@
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import { childEnv, ROOT, startRelayProcess } from "./_helpers.ts";
+
+async function tempDir(): Promise<string> {
+  return await Deno.makeTempDir({ prefix: "relay-server-test-" });
+}
+
+const KEY = "server-test-key-0123456789";
+
+function client(url: string, key = KEY) {
+  return (path: string, init: RequestInit = {}) =>
+    fetch(`${url}${path}`, { ...init, headers: { "x-auth-key": key, ...init.headers } });
+}
+
+Deno.test("relay serve C72 prints its start line, serves, and exits 0 on SIGTERM and SIGINT", async (t) => {
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    await t.step(signal, async () => {
+      const dir = await tempDir();
+      await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+      assert.match(relay.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+      assert.ok(relay.stdout.includes(`relay listening on ${relay.url}`));
+      const res = await fetch(`${relay.url}/health`);
+      assert.equal(res.status, 200);
+      assert.equal((await res.json()).ok, true);
+      const status = await relay.stop(signal);
+      assert.equal(status.code, 0, relay.stderr.join("\n"));
+      assert.ok(
+        relay.stdout.some((line) => line.includes(`${signal}: finishing in-flight requests`)),
+      );
+      await Deno.remove(dir, { recursive: true });
+    });
+  }
+});
+
+Deno.test("relay serve C72 finishes an in-flight request before exiting on SIGTERM", async () => {
+  const dir = await tempDir();
+  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  // A body sent slowly keeps the request in flight while the signal arrives.
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      controller.enqueue(new TextEncoder().encode("slow "));
+      await new Promise((r) => setTimeout(r, 1000));
+      controller.enqueue(new TextEncoder().encode("submission"));
+      controller.close();
+    },
+  });
+  const pending = fetch(`${relay.url}/submit`, {
+    method: "POST",
+    body,
+    headers: { "x-auth-key": KEY },
+  });
+  await new Promise((r) => setTimeout(r, 400));
+  const stopped = relay.stop("SIGTERM");
+  const res = await pending;
+  assert.equal(res.status, 200);
+  assert.equal(await res.text(), "OK (general)");
+  assert.equal((await stopped).code, 0);
+  // The accepted item is on disk.
+  await using again = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  assert.deepEqual(await (await client(again.url)("/pull")).json(), ["slow submission"]);
+  await again.stop();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("relay serve C71 generates a 0600 API key beside the database and reuses it", async () => {
+  const dir = await tempDir();
+  const keyPath = `${dir}/api-key`;
+  {
+    await using relay = await startRelayProcess(dir);
+    assert.ok(relay.stdout.some((line) => line.includes(keyPath)), relay.stdout.join("\n"));
+    const stat = await Deno.stat(keyPath);
+    assert.equal(stat.mode! & 0o777, 0o600);
+    const key = (await Deno.readTextFile(keyPath)).trim();
+    assert.ok(Buffer.from(key, "base64url").length >= 16, "at least 128 bits");
+    assert.ok(!relay.stdout.join("\n").includes(key), "the key itself is never printed");
+    assert.equal((await client(relay.url, key)("/results")).status, 200);
+    assert.equal((await client(relay.url, "wrong")("/results")).status, 401);
+    await relay.stop();
+  }
+  const key = (await Deno.readTextFile(keyPath)).trim();
+  {
+    await using relay = await startRelayProcess(dir);
+    assert.equal((await Deno.readTextFile(keyPath)).trim(), key);
+    assert.equal((await client(relay.url, key)("/results")).status, 200);
+    await relay.stop();
+  }
+  {
+    // RELAY_API_KEY wins over the file.
+    await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+    assert.equal((await client(relay.url, key)("/results")).status, 401);
+    assert.equal((await client(relay.url, KEY)("/results")).status, 200);
+    await relay.stop();
+  }
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("relay serve C70 reads the key from --api-key-file and exits 1 when it is missing", async () => {
+  const dir = await tempDir();
+  const file = `${dir}/my-key`;
+  await Deno.writeTextFile(file, "  file-key-0123456789  \n");
+  {
+    await using relay = await startRelayProcess(dir, { args: ["--api-key-file", file] });
+    assert.equal((await client(relay.url, "file-key-0123456789")("/results")).status, 200);
+    await relay.stop();
+  }
+  await assert.rejects(
+    startRelayProcess(dir, { args: ["--api-key-file", `${dir}/missing`] }),
+    /invalid --api-key-file ".*missing": cannot read it/,
+  );
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("relay serve C73 refuses a second relay on the same database with one line", async () => {
+  const dir = await tempDir();
+  await using first = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-P=relay",
+      "--quiet",
+      "--config",
+      `${ROOT}deno.json`,
+      `${ROOT}main.ts`,
+      "--port",
+      "0",
+      "--hostname",
+      "127.0.0.1",
+      "--db",
+      `${dir}/relay.kv`,
+    ],
+    env: childEnv({ RELAY_API_KEY: KEY }),
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(out.stderr).trim();
+  assert.equal(out.code, 1);
+  assert.equal(stderr.split("\n").length, 1, stderr);
+  assert.match(stderr, /^relay: the database ".*relay\.kv" is in use by another relay \(pid \d+\)/);
+  assert.equal(new TextDecoder().decode(out.stdout), "", "it touched nothing and served nothing");
+  assert.equal((await fetch(`${first.url}/health`)).status, 200);
+  await first.stop();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("relay serve keeps every acknowledged item and result across SIGKILL", async () => {
+  const dir = await tempDir();
+  const acked: Record<string, string[]> = { qa: [], article: [], general: [] };
+  const results: string[] = [];
+  {
+    await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+    const call = client(relay.url);
+    await Promise.all(
+      Object.keys(acked).map(async (queue) => {
+        for (let i = 0; i < 40; i++) {
+          const content = `${queue} item ${i}`;
+          const res = await call(`/submit?queue=${queue}`, { method: "POST", body: content });
+          if (res.status === 200 && (await res.text()) === `OK (${queue})`) {
+            acked[queue]!.push(content);
+          }
+        }
+      }),
+    );
+    for (let i = 0; i < 40; i++) {
+      const res = await call("/push", { method: "POST", body: `result ${i}` });
+      if (res.status === 200 && (await res.text()) === "OK") results.push(`result ${i}`);
+    }
+    const status = await relay.stop("SIGKILL");
+    assert.notEqual(status.code, 0);
+  }
+  assert.equal(acked.qa!.length + acked.article!.length + acked.general!.length, 120);
+  assert.equal(results.length, 40);
+  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  const call = client(relay.url);
+  for (const [queue, contents] of Object.entries(acked)) {
+    assert.deepEqual(await (await call(`/pull?queue=${queue}`)).json(), contents, queue);
+  }
+  const page = await (await call("/results")).json();
+  assert.deepEqual(page.items.map((i: { c: string }) => i.c), results);
+  await relay.stop();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("relay serve C22 delivers every accepted item exactly once to concurrent pullers over HTTP", async () => {
+  const dir = await tempDir();
+  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  const call = client(relay.url);
+  // 4 × 12 = 48 items: below the 50-item overflow, so every accepted item must arrive.
+  let submitting = true;
+  const submitters = Array.from({ length: 4 }, async (_, s) => {
+    const accepted: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const content = `s${s} i${i}`;
+      const res = await call("/submit?queue=qa", { method: "POST", body: content });
+      if (res.status === 200 && (await res.text()) === "OK (qa)") accepted.push(content);
+    }
+    return accepted;
+  });
+  const pullers = Array.from({ length: 3 }, async () => {
+    const got: string[] = [];
+    while (submitting) {
+      const res = await call("/pull?queue=queue_qa");
+      if (res.status === 200) got.push(...await res.json());
+      else await res.body?.cancel();
+    }
+    return got;
+  });
+  const accepted = (await Promise.all(submitters)).flat();
+  submitting = false;
+  const delivered = (await Promise.all(pullers)).flat();
+  const last = await call("/pull?queue=qa");
+  if (last.status === 200) delivered.push(...await last.json());
+  assert.equal(accepted.length, 48);
+  assert.equal(new Set(delivered).size, delivered.length, "no item delivered twice");
+  assert.deepEqual([...delivered].sort(), [...accepted].sort());
+  await relay.stop();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("relay serve C13 honours a short --dedupe-window; a duplicate does not refresh it", async () => {
+  const windowMs = 2000;
+  const dir = await tempDir();
+  await using relay = await startRelayProcess(dir, {
+    env: { RELAY_API_KEY: KEY },
+    args: ["--dedupe-window", "2s"],
+  });
+  const call = client(relay.url);
+  const submitOnce = async () =>
+    await (await call("/submit", { method: "POST", body: "same link" })).text();
+  assert.equal(await submitOnce(), "OK (general)");
+  // The server accepted it no later than now: after windowMs it must accept again.
+  const acceptedBy = Date.now();
+  await new Promise((r) => setTimeout(r, windowMs / 2));
+  assert.equal(await submitOnce(), "OK (duplicate)");
+  // Were the window refreshed by that duplicate, this would still be a duplicate.
+  await new Promise((r) => setTimeout(r, acceptedBy + windowMs + 50 - Date.now()));
+  assert.equal(await submitOnce(), "OK (general)");
+  await relay.stop();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("relay serve C8 round-trips 300 KiB byte for byte and answers 413 past the limit", async () => {
+  const dir = await tempDir();
+  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  const call = client(relay.url);
+  const big = "Ünïcødé 🚀 text ".repeat(300 * 1024 / 20) + "end";
+  assert.ok(new TextEncoder().encode(big).length > 300 * 1024);
+  assert.equal((await call("/submit", { method: "POST", body: big })).status, 200);
+  assert.deepEqual(
+    await (await call("/peek")).json().then((b) => b.queues.general[0].content),
+    big,
+  );
+  assert.deepEqual(await (await call("/pull")).json(), [big]);
+  assert.equal((await call("/push", { method: "POST", body: big })).status, 200);
+  assert.ok((await (await call("/results")).json()).items[0].c === big, "results byte for byte");
+  const tooBig = await call("/push", { method: "POST", body: "x".repeat(512 * 1024 + 1) });
+  assert.equal(tooBig.status, 413);
+  assert.equal(tooBig.headers.get("content-type"), "application/problem+json");
+  await tooBig.body?.cancel();
+  assert.equal((await (await call("/results")).json()).items.length, 1, "nothing stored is lost");
+  await relay.stop();
+  await Deno.remove(dir, { recursive: true });
+});

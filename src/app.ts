@@ -12,6 +12,7 @@
 import { type Context, Hono } from "hono";
 import { keysMatch, presentedKey, redactedPath } from "./auth.ts";
 import {
+  type BodyType,
   bodyType,
   DEFAULT_MAX_BODY_BYTES,
   parseBody,
@@ -19,9 +20,11 @@ import {
   readLimited,
 } from "./body.ts";
 import { HttpError, problemResponse } from "./errors.ts";
+import { missingConfiguration, publish, type PublishConfig } from "./publish.ts";
 import { DEFAULT_QA_HOSTS, QUEUE_NAMES, routeContent } from "./queues.ts";
 import {
   parseOr400,
+  publishBodySchema,
   pullQueueParamSchema,
   pushFieldsSchema,
   queueParamSchema,
@@ -52,6 +55,11 @@ export interface AppOptions {
   /** Body limit in bytes (C5); default 512 KiB. */
   maxBodyBytes?: number;
   /**
+   * Downstream services of `POST /publish` (C61); without it every publish answers 503
+   * (C63).
+   */
+  publish?: PublishConfig;
+  /**
    * Where the access log goes, one line per request (method, path with the key redacted,
    * status, duration in ms); default `console.log`.
    */
@@ -69,6 +77,13 @@ interface Route {
 }
 
 const TEXT = "text/plain; charset=utf-8";
+
+/** Publishing without downstream services: every target is "not configured" (C63). */
+const NOT_CONFIGURED: PublishConfig = {
+  urls: { notes: undefined, blog: undefined, nas: undefined },
+  appId: undefined,
+  timeoutMs: 1,
+};
 const JSON_TYPE = "application/json; charset=utf-8";
 
 /** A `text/plain; charset=utf-8` response (C2). */
@@ -87,8 +102,13 @@ export function formatTimestamp(ms: number): string {
 }
 
 /** Reads a POST body under the content-type and size rules of C5, in C3's order. */
-async function readBody(c: Context, limit: number, action: string): Promise<ParsedBody> {
-  const type = bodyType(c.req.raw.headers);
+async function readBody(
+  c: Context,
+  limit: number,
+  action: string,
+  accepted?: readonly BodyType[],
+): Promise<ParsedBody> {
+  const type = bodyType(c.req.raw.headers, accepted);
   const bytes = await readLimited(c.req.raw, limit);
   return parseBody(bytes, type, action);
 }
@@ -210,6 +230,23 @@ export function createApp(options: AppOptions): Hono {
           cursor: page.cursor,
           items: page.items.map((item) => ({ t: item.t, c: item.content })),
         });
+      },
+    },
+    "/publish": {
+      methods: ["POST"],
+      handler: async (c) => {
+        const body = await readBody(c, maxBody, "publish", ["application/json"]);
+        if (body.kind !== "fields") {
+          throw new HttpError(400, "Cannot publish: the body must be a JSON object");
+        }
+        const { article, targets } = parseOr400(publishBodySchema, body.fields, "publish");
+        const config = options.publish ?? NOT_CONFIGURED;
+        const missing = missingConfiguration(targets, config);
+        if (missing.length > 0) {
+          throw new HttpError(503, `Cannot publish: ${missing.join("; ")}`);
+        }
+        const outcome = await publish(article, targets, config);
+        return json(outcome.body, outcome.httpStatus);
       },
     },
     "/clear": {

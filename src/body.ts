@@ -42,20 +42,23 @@ export type ParsedBody =
  * The media type a request declares, lower case without parameters; a missing
  * `Content-Type` counts as `text/plain` (C5).
  *
- * @throws {HttpError} 415 for any type other than {@linkcode ACCEPTED_TYPES}.
+ * @param accepted The types the endpoint takes; default {@linkcode ACCEPTED_TYPES}.
+ * @throws {HttpError} 415 for any type not in `accepted`.
  */
-export function bodyType(headers: Headers): BodyType {
+export function bodyType(
+  headers: Headers,
+  accepted: readonly BodyType[] = ACCEPTED_TYPES,
+): BodyType {
   const raw = headers.get("content-type");
   const type = raw === null ? "text/plain" : (raw.split(";")[0] ?? "").trim().toLowerCase();
-  const accepted = ACCEPTED_TYPES.find((t) => t === type);
-  if (accepted === undefined) {
-    throw new HttpError(
-      415,
-      `Cannot accept content type "${raw}": send ${ACCEPTED_TYPES.join(", ")}`,
-      { "accept-post": ACCEPTED_TYPES.join(", ") },
-    );
+  const found = accepted.find((t) => t === type);
+  if (found === undefined) {
+    const shown = raw === null ? "none" : `"${raw}"`;
+    throw new HttpError(415, `Cannot accept content type ${shown}: send ${accepted.join(", ")}`, {
+      "accept-post": accepted.join(", "),
+    });
   }
-  return accepted;
+  return found;
 }
 
 /**
@@ -73,24 +76,42 @@ export async function readLimited(request: Request, limit: number): Promise<Uint
   if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > limit) {
     throw tooLarge(declared.trim());
   }
-  if (request.body === null) return new Uint8Array(0);
-  const reader = request.body.getReader();
+  let bytes: Uint8Array | undefined;
+  try {
+    bytes = await readAtMost(request.body, limit);
+  } catch {
+    throw new HttpError(400, "Cannot read body: the client stopped sending it");
+  }
+  if (bytes === undefined) throw tooLarge(`more than ${limit}`);
+  return bytes;
+}
+
+/**
+ * Reads a byte stream to its end, counting bytes as they arrive, and cancels it as soon as
+ * it passes `limit`. Used for request bodies and for downstream answers alike.
+ *
+ * @param stream The stream, or `null` for no body.
+ * @param limit Maximum bytes.
+ * @returns The bytes, or `undefined` when the stream was longer than `limit`.
+ * @throws whatever the stream's reads throw (a client that went away, an abort).
+ */
+export async function readAtMost(
+  stream: ReadableStream<Uint8Array> | null,
+  limit: number,
+): Promise<Uint8Array | undefined> {
+  if (stream === null) return new Uint8Array(0);
+  const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel().catch(() => {});
-        throw tooLarge(`more than ${limit}`);
-      }
-      chunks.push(value);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return undefined;
     }
-  } catch (error) {
-    if (error instanceof HttpError) throw error;
-    throw new HttpError(400, "Cannot read body: the client stopped sending it");
+    chunks.push(value);
   }
   const out = new Uint8Array(size);
   let offset = 0;

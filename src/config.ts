@@ -65,6 +65,30 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
     help: "base URL of the downstream publishing services",
   },
   {
+    flag: "notes-url",
+    env: "RELAY_NOTES_URL",
+    default: undefined,
+    help: "base URL of the notes store, instead of --publish-url",
+  },
+  {
+    flag: "blog-url",
+    env: "RELAY_BLOG_URL",
+    default: undefined,
+    help: "base URL of the blog, instead of --publish-url",
+  },
+  {
+    flag: "podcast-url",
+    env: "RELAY_PODCAST_URL",
+    default: undefined,
+    help: "base URL of the podcast (read-aloud) queue, instead of --publish-url",
+  },
+  {
+    flag: "publish-timeout",
+    env: "RELAY_PUBLISH_TIMEOUT",
+    default: "15s",
+    help: "how long one downstream call may take (e.g. 500ms, 15s)",
+  },
+  {
     flag: "api-key-file",
     env: "RELAY_API_KEY_FILE",
     default: undefined,
@@ -95,6 +119,14 @@ export interface Config {
   readonly maxBodyBytes: number;
   /** Base URL of the downstream services (spec §4.9), when publishing is configured. */
   readonly publishUrl: string | undefined;
+  /** Base URL of the notes store; overrides `publishUrl` for that target (C61). */
+  readonly notesUrl: string | undefined;
+  /** Base URL of the blog; overrides `publishUrl` for that target (C61). */
+  readonly blogUrl: string | undefined;
+  /** Base URL of the podcast queue; overrides `publishUrl` for that target (C61). */
+  readonly podcastUrl: string | undefined;
+  /** Timeout of one downstream call, ms, > 0 (C61). */
+  readonly publishTimeoutMs: number;
   /** File holding the API key, when given. */
   readonly apiKeyFile: string | undefined;
   /** Secrets from the environment; each `undefined` when unset or empty. */
@@ -145,6 +177,10 @@ export function parseSize(text: string): number | undefined {
 
 const HOST_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
 
+const httpUrl = z
+  .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })
+  .optional();
+
 const configSchema = z.object({
   hostname: z.string().min(1, { error: "must not be empty" }),
   port: z
@@ -173,9 +209,16 @@ const configSchema = z.object({
     .refine((bytes) => bytes >= 1 && bytes <= MAX_BODY_LIMIT_BYTES, {
       error: `must be a size from 1 byte to 768KiB (${MAX_BODY_LIMIT_BYTES} bytes)`,
     }),
-  "publish-url": z
-    .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })
-    .optional(),
+  "publish-url": httpUrl,
+  "notes-url": httpUrl,
+  "blog-url": httpUrl,
+  "podcast-url": httpUrl,
+  "publish-timeout": z
+    .string()
+    .transform((text) => parseDuration(text) ?? -1)
+    .refine((ms) => ms > 0, {
+      error: "must be a duration above zero: a number with ms, s, m or h (e.g. 15s)",
+    }),
   "api-key-file": z.string().min(1, { error: "must not be empty" }).optional(),
 });
 
@@ -238,6 +281,10 @@ export function loadConfig(
     qaHosts: value["qa-hosts"],
     maxBodyBytes: value["max-body"],
     publishUrl: value["publish-url"],
+    notesUrl: value["notes-url"],
+    blogUrl: value["blog-url"],
+    podcastUrl: value["podcast-url"],
+    publishTimeoutMs: value["publish-timeout"],
     apiKeyFile: value["api-key-file"],
     secrets: {
       apiKey: read(SECRET_ENV.apiKey),

@@ -7,9 +7,11 @@
 
 import { z } from "zod";
 import { HttpError } from "./errors.ts";
+import { type Article, type Target, TARGETS } from "./publish.ts";
 import { QUEUE_NAMES, type QueueName } from "./queues.ts";
 
 const QUEUE_LIST = QUEUE_NAMES.map((q) => `"${q}"`).join(", ");
+const TARGET_LIST = TARGETS.map((t) => `"${t}"`).join(", ");
 
 function quoted(value: unknown): string {
   return typeof value === "string" ? `"${value}"` : JSON.stringify(value) ?? String(value);
@@ -61,6 +63,59 @@ export const submitFieldsSchema = z.object({
 
 /** Fields of a JSON or form body of `POST /push` (spec §4.4). Others are ignored. */
 export const pushFieldsSchema = z.object({ content: stringField("content") });
+
+/**
+ * The body of `POST /publish` (spec §4.8, C60): `title` and `content` non-empty strings;
+ * `targets` a non-empty array of distinct values of `notes`, `blog`, `nas`; `nas` only with
+ * `transform` = `read`; `tags` and `content_md` optional strings. Empty optional strings
+ * count as absent.
+ */
+export const publishBodySchema = z
+  .object({
+    title: requiredText("title"),
+    content: requiredText("content"),
+    content_md: stringField("content_md"),
+    tags: stringField("tags"),
+    targets: z
+      .array(z.string({ error: 'every value of "targets" must be a string' }), {
+        error: `field "targets" must be an array of ${TARGET_LIST}`,
+      })
+      .min(1, { error: `field "targets" must name at least one of ${TARGET_LIST}` })
+      .refine((targets) => new Set(targets).size === targets.length, {
+        error: 'field "targets" names a target twice',
+      })
+      .refine((targets) => targets.every((t) => (TARGETS as readonly string[]).includes(t)), {
+        error: (issue) => {
+          const bad = (issue.input as string[]).find((t) =>
+            !(TARGETS as readonly string[]).includes(t)
+          );
+          return `target "${bad}" is unknown: use ${TARGET_LIST}`;
+        },
+      })
+      .transform((targets) => targets as Target[]),
+    transform: stringField("transform"),
+  })
+  .refine((body) => body.transform === undefined || body.transform === "read", {
+    error: 'field "transform" must be "read"',
+  })
+  .refine((body) => !body.targets.includes("nas") || body.transform === "read", {
+    error: 'target "nas" (the podcast) needs "transform": "read"',
+  })
+  .transform((body): { article: Article; targets: Target[] } => ({
+    article: {
+      title: body.title,
+      content: body.content,
+      ...(body.content_md ? { content_md: body.content_md } : {}),
+      ...(body.tags ? { tags: body.tags } : {}),
+    },
+    targets: body.targets,
+  }));
+
+function requiredText(name: string) {
+  return z
+    .string({ error: `field "${name}" must be a non-empty string` })
+    .refine((text) => text.trim() !== "", { error: `field "${name}" must not be empty` });
+}
 
 function wholeNumber(name: string, min: number) {
   const message = `"${name}" must be a whole number ≥ ${min}`;

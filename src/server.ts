@@ -11,6 +11,7 @@ import { createApp } from "./app.ts";
 import { type Config, ConfigError } from "./config.ts";
 import { problemResponse } from "./errors.ts";
 import { lockDatabase } from "./lock.ts";
+import type { PublishConfig } from "./publish.ts";
 import { createStore } from "./store.ts";
 
 /**
@@ -19,6 +20,19 @@ import { createStore } from "./store.ts";
  * that systemd's default 90 s stop timeout never has to SIGKILL.
  */
 export const SHUTDOWN_GRACE_MS = 10_000;
+
+/** The downstream services as configured (C61): each target's override, else the base. */
+export function publishConfig(config: Config): PublishConfig {
+  return {
+    urls: {
+      notes: config.notesUrl ?? config.publishUrl,
+      blog: config.blogUrl ?? config.publishUrl,
+      nas: config.podcastUrl ?? config.publishUrl,
+    },
+    appId: config.secrets.appId,
+    timeoutMs: config.publishTimeoutMs,
+  };
+}
 
 /** A relay that is serving. */
 export interface RunningRelay {
@@ -69,6 +83,7 @@ export async function startRelay(
       apiKey: apiKey.key,
       qaHosts: config.qaHosts,
       maxBodyBytes: config.maxBodyBytes,
+      publish: publishConfig(config),
       log,
     });
     log(`relay: data in ${db}`);

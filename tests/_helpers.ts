@@ -9,6 +9,7 @@
 import { fileURLToPath } from "node:url";
 import { createApp } from "../src/app.ts";
 import type { Clock } from "../src/clock.ts";
+import type { PublishConfig } from "../src/publish.ts";
 import { createStore, type Store } from "../src/store.ts";
 
 /** The repository root. */
@@ -81,7 +82,12 @@ export interface TestApp extends TestStore {
 
 /** Builds the app on a temp store with API key {@linkcode KEY}. */
 export async function makeApp(
-  options: { dedupeWindowMs?: number; maxBodyBytes?: number; qaHosts?: string[] } = {},
+  options: {
+    dedupeWindowMs?: number;
+    maxBodyBytes?: number;
+    qaHosts?: string[];
+    publish?: PublishConfig;
+  } = {},
 ): Promise<TestApp> {
   const { dedupeWindowMs, ...appOptions } = options;
   const base = await makeStore(dedupeWindowMs === undefined ? {} : { dedupeWindowMs });

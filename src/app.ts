@@ -23,6 +23,7 @@ import { HttpError, problemResponse } from "./errors.ts";
 import { missingConfiguration, publish, type PublishConfig } from "./publish.ts";
 import { DEFAULT_QA_HOSTS, QUEUE_NAMES, routeContent } from "./queues.ts";
 import {
+  dedupeParamSchema,
   parseOr400,
   publishBodySchema,
   pullQueueParamSchema,
@@ -159,7 +160,13 @@ export function createApp(options: AppOptions): Hono {
             'Cannot submit: content is empty (send text, or a "content" or "url" field)',
           );
         }
-        const outcome = await submit(store, content, named ?? routeContent(content, qaHosts));
+        const dedupe = parseOr400(
+          dedupeParamSchema,
+          absentIfEmpty(url.searchParams.get("dedupe")),
+          "submit",
+        );
+        const queue = named ?? routeContent(content, qaHosts);
+        const outcome = await submit(store, content, queue, { dedupe });
         return text(outcome.accepted ? `OK (${outcome.queue})` : "OK (duplicate)");
       },
     },

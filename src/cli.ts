@@ -8,17 +8,19 @@
 
 import { parseArgs } from "node:util";
 import denoConfig from "../deno.json" with { type: "json" };
+import {
+  CLIENT_COMMANDS,
+  EXIT_FAILURE,
+  EXIT_USAGE,
+  isClientCommand,
+  runClientCommand,
+} from "./commands.ts";
 import { ConfigError, loadConfig, SECRET_ENV, SERVER_OPTIONS } from "./config.ts";
 import { DatabaseInUseError } from "./lock.ts";
 import { startRelay } from "./server.ts";
 
 /** The relay's version, from `deno.json`. */
 export const VERSION: string = denoConfig.version;
-
-/** Exit code for a bad command line or configuration. */
-const EXIT_USAGE = 2;
-/** Exit code for a failure at run time (database in use, port taken, …). */
-const EXIT_FAILURE = 1;
 
 /** The text of `relay --help`. */
 export function usage(): string {
@@ -32,11 +34,12 @@ export function usage(): string {
     `relay ${VERSION}: a small HTTP relay for links, text and results`,
     "",
     "Usage: relay [serve] [options]",
+    "       relay <command> [options]",
     "",
-    "Commands:",
+    "Server:",
     "  serve      run the relay (the default)",
     "",
-    "Options:",
+    "Server options:",
     ...lines,
     `  --${"help".padEnd(width)} print this help`,
     `  --${"version".padEnd(width)} print the version`,
@@ -45,6 +48,13 @@ export function usage(): string {
     `  ${SECRET_ENV.apiKey}  the API key (else --api-key-file, else api-key beside --db)`,
     `  ${SECRET_ENV.appId}  the podcast service's X-App-ID`,
     `  ${SECRET_ENV.blogAccessCookie}  the blog's access cookie`,
+    "",
+    "Client commands (talk to a running relay):",
+    ...CLIENT_COMMANDS.flatMap(([synopsis, help]) => [`  relay ${synopsis}`, `      ${help}`]),
+    "",
+    "Client options: --url URL (env RELAY_URL, default http://127.0.0.1:8787),",
+    "  --api-key-file F (env RELAY_API_KEY_FILE; RELAY_API_KEY wins; default: the api-key",
+    "  file beside --db on the relay's own machine), --json for machine-readable output.",
   ].join("\n");
 }
 
@@ -60,6 +70,8 @@ function env(name: string): string | undefined {
  *   configuration, 1 for a failure at run time. Messages go to stdout and stderr.
  */
 export async function main(args: string[]): Promise<number> {
+  const [first, ...others] = args;
+  if (first !== undefined && isClientCommand(first)) return await client(first, others);
   let parsed;
   try {
     parsed = parseArgs({
@@ -98,6 +110,24 @@ export async function main(args: string[]): Promise<number> {
     ) => [o.flag, values[o.flag as keyof typeof values] as string | undefined]),
   );
   return await serve(flags);
+}
+
+/** Runs a client command with the real stdin, stdout, stderr and signals. */
+async function client(command: string, args: string[]): Promise<number> {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  for (const signal of ["SIGINT", "SIGTERM"] as const) Deno.addSignalListener(signal, stop);
+  try {
+    return await runClientCommand(command, args, {
+      env,
+      out: (line) => console.log(line),
+      err: (line) => console.error(line),
+      stdin: () => new Response(Deno.stdin.readable).text(),
+      signal: controller.signal,
+    });
+  } finally {
+    for (const signal of ["SIGINT", "SIGTERM"] as const) Deno.removeSignalListener(signal, stop);
+  }
 }
 
 async function serve(flags: Record<string, string | undefined>): Promise<number> {

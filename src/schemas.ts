@@ -61,6 +61,17 @@ export const submitFieldsSchema = z.object({
   queue: stringField("queue"),
 });
 
+/**
+ * Optional `dedupe` query parameter of `POST /submit`, an extension: `false` puts an item
+ * back without the duplicate check (used by `relay work`); default `true`.
+ */
+export const dedupeParamSchema: z.ZodType<boolean, string | undefined> = z
+  .enum(["true", "false"], {
+    error: (issue) => `dedupe ${quoted(issue.input)} is not "true" or "false"`,
+  })
+  .optional()
+  .transform((value) => value !== "false");
+
 /** Fields of a JSON or form body of `POST /push` (spec §4.4). Others are ignored. */
 export const pushFieldsSchema = z.object({ content: stringField("content") });
 

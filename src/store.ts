@@ -144,14 +144,19 @@ export interface ResultsPage {
  *
  * @param content Trimmed, non-empty content.
  * @param queue The queue chosen by the caller (C10, C11).
+ * @param options.dedupe `false` queues the item without the duplicate check and without
+ *   touching its duplicate record: how a worker puts back an item it could not process
+ *   (an extension, `POST /submit?dedupe=false`). Default `true`.
  * @throws {StoreBusyError} when the commit kept losing races; KV errors as thrown by Deno.
  */
 export async function submit(
   store: Store,
   content: string,
   queue: QueueName,
+  options: { dedupe?: boolean } = {},
 ): Promise<SubmitOutcome> {
   const { kv, dedupeWindowMs } = store;
+  const dedupe = options.dedupe ?? true;
   const dedupeKey = submissionKey(sha256Hex(content));
   const parts = splitParts(content);
   return await retryCommit("submit", async () => {
@@ -161,7 +166,7 @@ export async function submit(
     ]);
     const now = now_(store);
     // C13: compare the stored time; expired KV entries can still be read.
-    if (seen.value !== null && now - seen.value.last_seen_at < dedupeWindowMs) {
+    if (dedupe && seen.value !== null && now - seen.value.last_seen_at < dedupeWindowMs) {
       return { accepted: false } as const;
     }
     const meta = metaEntry.value ?? { next_id: 1, items: [] };
@@ -173,9 +178,11 @@ export async function submit(
       deleteParts(op, oldParts, (part) => itemPartKey(queue, oldId, part));
     }
     op.set(queueMetaKey(queue), { next_id: id + 1, items } satisfies QueueMeta);
-    op.set(dedupeKey, { last_seen_at: now } satisfies SubmissionRecord, {
-      expireIn: dedupeWindowMs,
-    });
+    if (dedupe) {
+      op.set(dedupeKey, { last_seen_at: now } satisfies SubmissionRecord, {
+        expireIn: dedupeWindowMs,
+      });
+    }
     const res = await op.commit();
     return res.ok ? { accepted: true, queue, id } as const : undefined;
   });

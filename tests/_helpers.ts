@@ -139,14 +139,64 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
 /** Runs `main.ts` to completion with the relay's permission set; returns output and code. */
 export async function runRelay(
   args: string[],
-  options: { env?: Record<string, string>; cwd?: string } = {},
+  options: { env?: Record<string, string>; cwd?: string; stdin?: string } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = await relayCommand(args, options, "null").output();
+  const child = relayCommand(args, options, options.stdin === undefined ? "null" : "piped")
+    .spawn();
+  if (options.stdin !== undefined) {
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(options.stdin));
+    await writer.close();
+  }
+  const out = await child.output();
   return {
     code: out.code,
     stdout: new TextDecoder().decode(out.stdout),
     stderr: new TextDecoder().decode(out.stderr),
   };
+}
+
+/** Starts `main.ts` with `args` in the background, collecting its output lines. */
+export function spawnRelay(
+  args: string[],
+  options: { env?: Record<string, string> } = {},
+): {
+  child: Deno.ChildProcess;
+  stdout: string[];
+  stderr: string[];
+  done: Promise<Deno.CommandStatus>;
+} {
+  const child = relayCommand(args, options, "null").spawn();
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const outDone = collectLines(child.stdout, stdout, () => {});
+  const errDone = collectLines(child.stderr, stderr, () => {});
+  const done = child.status.then(async (status) => {
+    await Promise.all([outDone, errDone]);
+    return status;
+  });
+  return { child, stdout, stderr, done };
+}
+
+/** Polls `check` every 50 ms until it returns true; fails after `timeoutMs`. */
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A TCP port that was free a moment ago, for a relay that must come back on the same port. */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
 }
 
 function relayCommand(
@@ -193,9 +243,10 @@ async function collectLines(
  */
 export async function startRelayProcess(
   dir: string,
-  options: { args?: string[]; env?: Record<string, string> } = {},
+  options: { args?: string[]; env?: Record<string, string>; port?: number } = {},
 ): Promise<RelayProcess> {
-  const args = ["serve", "--hostname", "127.0.0.1", "--port", "0", "--db", `${dir}/relay.kv`];
+  const port = String(options.port ?? 0);
+  const args = ["serve", "--hostname", "127.0.0.1", "--port", port, "--db", `${dir}/relay.kv`];
   const child = relayCommand([...args, ...(options.args ?? [])], { env: options.env ?? {} }, "null")
     .spawn();
   const stdout: string[] = [];

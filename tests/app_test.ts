@@ -232,6 +232,19 @@ Deno.test("POST /submit", async (t) => {
     assert.deepEqual(await pullAll(app, "general"), ["same", "same"]);
   });
 
+  await t.step("dedupe=false (extension) queues again without touching the window", async () => {
+    await using app = await makeApp({ dedupeWindowMs: 1000 });
+    await assertText(await submitText(app, "item"), "OK (general)");
+    app.clock.advance(600);
+    await assertText(await submitText(app, "item", "/submit?dedupe=false"), "OK (general)");
+    app.clock.advance(400);
+    // The window still runs from the first acceptance: the put-back did not refresh it.
+    await assertText(await submitText(app, "item"), "OK (general)");
+    assert.deepEqual(await pullAll(app, "general"), ["item", "item", "item"]);
+    const detail = await assertProblem(await submitText(app, "x", "/submit?dedupe=no"), 400);
+    assert.match(detail, /dedupe "no" is not "true" or "false"/);
+  });
+
   await t.step("C14 keeps 50 items in the queue after overflow", async () => {
     await using app = await makeApp();
     for (let i = 0; i < 53; i++) await submitText(app, `n${i}`);
@@ -582,7 +595,7 @@ Deno.test("authentication", async (t) => {
 Deno.test("routing and error order", async (t) => {
   await t.step("C3 answers 404 for an unknown path, before authentication", async () => {
     await using app = await makeApp();
-    for (const path of ["/", "/nope", "/submit/", "/SUBMIT", "/publish"]) {
+    for (const path of ["/", "/nope", "/submit/", "/SUBMIT", "/publish/x"]) {
       await assertProblem(await app.app.request(path, { method: "POST" }), 404);
     }
   });

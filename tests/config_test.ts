@@ -36,6 +36,10 @@ Deno.test("loadConfig() C70 has the contract's defaults", () => {
   assert.deepEqual(config.qaHosts, DEFAULT_QA_HOSTS);
   assert.equal(config.maxBodyBytes, 512 * 1024);
   assert.equal(config.publishUrl, undefined);
+  assert.equal(config.notesUrl, undefined);
+  assert.equal(config.blogUrl, undefined);
+  assert.equal(config.podcastUrl, undefined);
+  assert.equal(config.publishTimeoutMs, 15_000);
   assert.equal(config.apiKeyFile, undefined);
   assert.deepEqual(config.secrets, {
     apiKey: undefined,
@@ -64,6 +68,10 @@ Deno.test("loadConfig() C70 takes each option from its environment variable, a f
     RELAY_QA_HOSTS: "Example.org, forum.example.net",
     RELAY_MAX_BODY: "1KiB",
     RELAY_PUBLISH_URL: "http://127.0.0.1:9999",
+    RELAY_NOTES_URL: "http://notes.lan",
+    RELAY_BLOG_URL: "https://blog.example",
+    RELAY_PODCAST_URL: "http://nas.lan:8080",
+    RELAY_PUBLISH_TIMEOUT: "500ms",
     RELAY_API_KEY_FILE: "/etc/relay/key",
     RELAY_API_KEY: "secret",
     RELAY_APP_ID: "app",
@@ -77,6 +85,10 @@ Deno.test("loadConfig() C70 takes each option from its environment variable, a f
   assert.deepEqual(config.qaHosts, ["example.org", "forum.example.net"]);
   assert.equal(config.maxBodyBytes, 1024);
   assert.equal(config.publishUrl, "http://127.0.0.1:9999");
+  assert.equal(config.notesUrl, "http://notes.lan");
+  assert.equal(config.blogUrl, "https://blog.example");
+  assert.equal(config.podcastUrl, "http://nas.lan:8080");
+  assert.equal(config.publishTimeoutMs, 500);
   assert.equal(config.apiKeyFile, "/etc/relay/key");
   assert.deepEqual(config.secrets, {
     apiKey: "secret",
@@ -105,6 +117,8 @@ Deno.test("loadConfig() C70 names the bad option, its value and its source in on
     [{ "qa-hosts": "a b.com" }, {}, /^invalid --qa-hosts "a b.com"/],
     [{ "publish-url": "ftp://x" }, {}, /^invalid --publish-url "ftp:\/\/x": must be an http/],
     [{ hostname: "" }, {}, /^invalid --hostname "": must not be empty$/],
+    [{ "publish-timeout": "soon" }, {}, /^invalid --publish-timeout "soon"/],
+    [{}, { RELAY_NOTES_URL: "notes" }, /^invalid RELAY_NOTES_URL "notes": must be an http/],
   ];
   for (const [flags, env, pattern] of cases) {
     assert.throws(() => loadConfig(flags, envOf(env)), (error: unknown) => {

@@ -1,0 +1,269 @@
+/**
+ * An HTTP client for the relay, used by the command-line client commands (`relay submit`,
+ * `relay pull`, `relay work`, …). It speaks the API of spec §4 and turns every failure into
+ * a {@linkcode RelayError} with one sentence a person can act on.
+ *
+ * @module
+ */
+
+/** Default relay address for client commands: the relay on this machine. */
+export const DEFAULT_RELAY_URL = "http://127.0.0.1:8787";
+
+/** Timeout of one request to the relay, ms: generous for a Pi on a slow SD card. */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
+/** Where the relay is and how to authenticate. */
+export interface RelayClient {
+  /** Base URL, e.g. `http://nas.local:8787`. */
+  readonly url: string;
+  /** The API key, sent as `X-Auth-Key`. */
+  readonly key: string;
+}
+
+/** A failed call to the relay. */
+export class RelayError extends Error {
+  /** The HTTP status, when the relay answered. */
+  readonly status: number | undefined;
+  /**
+   * Whether trying again later may work: the relay was unreachable, timed out or answered
+   * 5xx. A 401 or another 4xx will not change by waiting.
+   */
+  readonly retryable: boolean;
+
+  /**
+   * @param message One sentence saying what went wrong and what to do.
+   * @param status The HTTP status, when there was one.
+   * @param retryable Whether trying again later may work.
+   */
+  constructor(message: string, status: number | undefined, retryable: boolean) {
+    super(message);
+    this.name = "RelayError";
+    this.status = status;
+    this.retryable = retryable;
+  }
+}
+
+/** One item of `GET /results` (spec §4.5). */
+export interface ResultEntry {
+  /** Push time and cursor, epoch ms. */
+  readonly t: number;
+  /** The result's content. */
+  readonly c: string;
+}
+
+/** The body of `GET /peek` (spec §4.3). */
+export interface PeekBody {
+  readonly total: number;
+  readonly queues: Record<
+    string,
+    Array<{ content: string; queue_type: string; created_at: string }>
+  >;
+}
+
+/**
+ * Sends one request to the relay.
+ *
+ * @param path Path and query, e.g. `/pull?queue=qa`.
+ * @param init `method`, `body` and extra headers.
+ * @returns The response, when its status is 2xx.
+ * @throws {RelayError} for a refused connection, a timeout, or any status ≥ 300; the
+ *   message carries the relay's problem `detail` when it sent one.
+ */
+export async function call(
+  client: RelayClient,
+  path: string,
+  init: { method?: string; body?: string; type?: string } = {},
+): Promise<Response> {
+  const res = await send(client, path, init, REQUEST_TIMEOUT_MS);
+  if (res.status < 300) return res;
+  throw await failure(client, res);
+}
+
+/** Sends a request; only a network failure or timeout throws. */
+async function send(
+  client: RelayClient,
+  path: string,
+  init: { method?: string; body?: string; type?: string },
+  timeoutMs: number,
+): Promise<Response> {
+  try {
+    return await fetch(`${client.url.replace(/\/+$/, "")}${path}`, {
+      method: init.method ?? "GET",
+      headers: {
+        "x-auth-key": client.key,
+        ...(init.body === undefined ? {} : { "content-type": init.type ?? "text/plain" }),
+      },
+      ...(init.body === undefined ? {} : { body: init.body }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (error) {
+    const reason = error instanceof DOMException && error.name === "TimeoutError"
+      ? `no answer within ${timeoutMs / 1000} s`
+      : describeCause(error);
+    throw new RelayError(`Cannot reach the relay at ${client.url}: ${reason}`, undefined, true);
+  }
+}
+
+/** Describes an unsuccessful answer, with the relay's problem `detail` when it sent one. */
+async function failure(client: RelayClient, res: Response): Promise<RelayError> {
+  let detail = "";
+  try {
+    const problem = await res.json();
+    if (typeof problem?.detail === "string") detail = problem.detail;
+  } catch {
+    // not a problem document
+  }
+  if (res.status === 401) {
+    return new RelayError(
+      `The relay at ${client.url} refused the API key (401${
+        detail ? `: ${detail}` : ""
+      }); set RELAY_API_KEY or --api-key-file`,
+      401,
+      false,
+    );
+  }
+  return new RelayError(
+    `The relay answered ${res.status}${detail ? `: ${detail}` : ""}`,
+    res.status,
+    res.status >= 500 || res.status === 429,
+  );
+}
+
+function describeCause(error: unknown): string {
+  const messages: string[] = [];
+  for (let e: unknown = error; e !== undefined && messages.length < 4;) {
+    messages.push(e instanceof Error ? e.message : String(e));
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  const all = messages.join(": ");
+  if (/refused/i.test(all)) return "connection refused (is it running?)";
+  return (messages.at(-1) ?? "unknown error").split("\n")[0]!;
+}
+
+/**
+ * `POST /submit` (spec §4.1).
+ *
+ * @param options.queue A queue to name, else the relay routes the content.
+ * @param options.dedupe `false` puts an item back without the duplicate check.
+ * @returns The relay's answer, e.g. `OK (qa)` or `OK (duplicate)`.
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function submitContent(
+  client: RelayClient,
+  content: string,
+  options: { queue?: string | undefined; dedupe?: boolean } = {},
+): Promise<string> {
+  const query = new URLSearchParams();
+  if (options.queue) query.set("queue", options.queue);
+  if (options.dedupe === false) query.set("dedupe", "false");
+  const suffix = query.size > 0 ? `?${query}` : "";
+  return await (await call(client, `/submit${suffix}`, { method: "POST", body: content })).text();
+}
+
+/**
+ * `GET /pull` (spec §4.2): takes and empties a queue.
+ *
+ * @returns The contents, oldest first; `[]` when the queue was empty (204).
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function pullQueue(client: RelayClient, queue?: string): Promise<string[]> {
+  const res = await call(client, queue ? `/pull?queue=${encodeURIComponent(queue)}` : "/pull");
+  if (res.status === 204) return [];
+  return await res.json();
+}
+
+/**
+ * `GET /peek` (spec §4.3).
+ *
+ * @returns The queues, or `undefined` when every queue asked for is empty (204).
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function peekQueues(
+  client: RelayClient,
+  queue?: string,
+): Promise<PeekBody | undefined> {
+  const res = await call(client, queue ? `/peek?queue=${encodeURIComponent(queue)}` : "/peek");
+  if (res.status === 204) return undefined;
+  return await res.json();
+}
+
+/**
+ * `POST /push` (spec §4.4).
+ *
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function pushResult(client: RelayClient, content: string): Promise<void> {
+  await (await call(client, "/push", { method: "POST", body: content })).body?.cancel();
+}
+
+/**
+ * `GET /results` (spec §4.5, C41).
+ *
+ * @param options.since Cursor, epoch ms; default 0.
+ * @param options.limit 1–50; default 50.
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function readResultsPage(
+  client: RelayClient,
+  options: { since?: number | undefined; limit?: number | undefined } = {},
+): Promise<{ cursor: number; items: ResultEntry[] }> {
+  const query = new URLSearchParams();
+  if (options.since !== undefined) query.set("since", String(options.since));
+  if (options.limit !== undefined) query.set("limit", String(options.limit));
+  return await (await call(client, `/results${query.size > 0 ? `?${query}` : ""}`)).json();
+}
+
+/**
+ * `POST /clear` (spec §4.6).
+ *
+ * @returns The relay's answer, `OK (all queues cleared)`.
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function clearAll(client: RelayClient): Promise<string> {
+  return await (await call(client, "/clear", { method: "POST" })).text();
+}
+
+/**
+ * `GET /health` (spec §4.7, C51). A 503 is an answer here, not an error.
+ *
+ * @throws {RelayError} when the relay cannot be reached or answers something else.
+ */
+export async function checkHealth(
+  client: RelayClient,
+): Promise<{ ok: boolean; ts: number; db: string }> {
+  try {
+    return await (await call(client, "/health")).json();
+  } catch (error) {
+    if (error instanceof RelayError && error.status === 503) {
+      return { ok: false, ts: Date.now(), db: "error" };
+    }
+    throw error;
+  }
+}
+
+/**
+ * `POST /publish` (spec §4.8, C63). 207 and 502 are answers here, not errors.
+ *
+ * @param body The publish request of spec §4.8.
+ * @returns The HTTP status and the `{status, results}` body.
+ * @throws {RelayError} for 4xx, 503 and unreachable relays.
+ */
+export async function publishArticle(
+  client: RelayClient,
+  body: Record<string, unknown>,
+): Promise<
+  { httpStatus: number; body: { status: string; results: Record<string, Record<string, string>> } }
+> {
+  const res = await send(client, "/publish", {
+    method: "POST",
+    body: JSON.stringify(body),
+    type: "application/json",
+  }, REQUEST_TIMEOUT_MS * 2);
+  if (res.status === 200 || res.status === 207 || res.status === 502) {
+    const parsed = await res.clone().json().catch(() => undefined);
+    if (parsed && typeof parsed === "object" && "results" in parsed) {
+      return { httpStatus: res.status, body: parsed };
+    }
+  }
+  throw await failure(client, res);
+}

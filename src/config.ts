@@ -175,6 +175,24 @@ export function parseSize(text: string): number | undefined {
   return Number.isInteger(bytes) ? bytes : undefined;
 }
 
+/**
+ * Longest duration an option takes, ms: 30 days. Timers in Deno hold at most 2^31 − 1 ms
+ * (24.8 days) and nothing the relay waits for needs more.
+ */
+const MAX_DURATION_MS = 720 * 3_600_000;
+
+/** An IPv4 or IPv6 address or a host name that `Deno.serve` can listen on. */
+function isListenAddress(text: string): boolean {
+  if (text.includes(":")) {
+    try {
+      return new URL(`http://[${text}]/`).hostname !== "";
+    } catch {
+      return false;
+    }
+  }
+  return HOST_NAME.test(text.toLowerCase());
+}
+
 const HOST_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
 
 const httpUrl = z
@@ -182,7 +200,9 @@ const httpUrl = z
   .optional();
 
 const configSchema = z.object({
-  hostname: z.string().min(1, { error: "must not be empty" }),
+  hostname: z.string().min(1, { error: "must not be empty" }).refine(isListenAddress, {
+    error: "must be an IP address or a host name, e.g. 0.0.0.0, 127.0.0.1, :: or localhost",
+  }),
   port: z
     .string()
     .regex(/^\d+$/, { error: "must be a whole number from 0 to 65535" })
@@ -192,8 +212,8 @@ const configSchema = z.object({
   "dedupe-window": z
     .string()
     .transform((text) => parseDuration(text) ?? -1)
-    .refine((ms) => ms > 0, {
-      error: "must be a duration above zero: a number with ms, s, m or h (e.g. 5m)",
+    .refine((ms) => ms > 0 && ms <= MAX_DURATION_MS, {
+      error: "must be a duration from 1ms to 720h: a number with ms, s, m or h (e.g. 5m)",
     }),
   "qa-hosts": z
     .string()
@@ -216,8 +236,8 @@ const configSchema = z.object({
   "publish-timeout": z
     .string()
     .transform((text) => parseDuration(text) ?? -1)
-    .refine((ms) => ms > 0, {
-      error: "must be a duration above zero: a number with ms, s, m or h (e.g. 15s)",
+    .refine((ms) => ms > 0 && ms <= MAX_DURATION_MS, {
+      error: "must be a duration from 1ms to 720h: a number with ms, s, m or h (e.g. 15s)",
     }),
   "api-key-file": z.string().min(1, { error: "must not be empty" }).optional(),
 });

@@ -58,8 +58,15 @@ export class HttpError extends Error {
  * @param detail One sentence a person can act on.
  */
 export function problem(status: number, detail: string): ProblemDocument {
-  return { type: "about:blank", title: STATUS_CODES[status] ?? "Error", status, detail };
+  const title = TITLE_OVERRIDES[status] ?? STATUS_CODES[status] ?? "Error";
+  return { type: "about:blank", title, status, detail };
 }
+
+/** Reason phrases that RFC 9110 renamed since Node's `STATUS_CODES` was written. */
+const TITLE_OVERRIDES: Record<number, string> = {
+  413: "Content Too Large",
+  422: "Unprocessable Content",
+};
 
 /**
  * Builds an `application/problem+json` response (C1).

@@ -38,7 +38,8 @@ export interface DatabaseLock {
  * @throws {Deno.errors.PermissionDenied} and other I/O errors when the file cannot be opened.
  */
 export async function lockDatabase(db: string): Promise<DatabaseLock> {
-  const path = `${db}.lock`;
+  // Lock the file the path leads to, so a symlink or a second name cannot share it.
+  const path = `${await realFilePath(db)}.lock`;
   const file = await Deno.open(path, { read: true, write: true, create: true });
   if (!await file.tryLock(true)) {
     const text = await Deno.readTextFile(path).catch(() => "");
@@ -59,4 +60,17 @@ export async function lockDatabase(db: string): Promise<DatabaseLock> {
       }
     },
   };
+}
+
+/** The path with every symlink resolved; for a file that does not exist yet, its directory's. */
+async function realFilePath(path: string): Promise<string> {
+  try {
+    return await Deno.realPath(path);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    const slash = path.lastIndexOf("/");
+    const dir = slash <= 0 ? (slash === 0 ? "/" : ".") : path.slice(0, slash);
+    const real = await Deno.realPath(dir);
+    return `${real === "/" ? "" : real}/${path.slice(slash + 1)}`;
+  }
 }

@@ -48,9 +48,15 @@ export const pullQueueParamSchema: z.ZodType<QueueName | undefined, string | und
     }).optional(),
   );
 
+/**
+ * An optional string field. A JSON string can hold a lone UTF-16 surrogate (`"\ud800"`),
+ * which has no UTF-8 form and could not be stored byte for byte (C8): it is refused.
+ */
 function stringField(name: string) {
   return z.string({
     error: (issue) => `field "${name}" must be a string, got ${quoted(issue.input)}`,
+  }).refine((text) => text.isWellFormed(), {
+    error: `field "${name}" is not valid Unicode (it holds a lone surrogate)`,
   }).optional();
 }
 
@@ -125,7 +131,10 @@ export const publishBodySchema = z
 function requiredText(name: string) {
   return z
     .string({ error: `field "${name}" must be a non-empty string` })
-    .refine((text) => text.trim() !== "", { error: `field "${name}" must not be empty` });
+    .refine((text) => text.trim() !== "", { error: `field "${name}" must not be empty` })
+    .refine((text) => text.isWellFormed(), {
+      error: `field "${name}" is not valid Unicode (it holds a lone surrogate)`,
+    });
 }
 
 function wholeNumber(name: string, min: number) {
@@ -147,10 +156,15 @@ export const RESULTS_LIMIT_MAX = 50;
 /** Query of `GET /results`: `since` ≥ 0 (default 0), `limit` ≥ 1 clamped to 50 (C41). */
 export const resultsQuerySchema = z.object({
   since: wholeNumber("since", 0).optional().default(0),
-  limit: wholeNumber("limit", 1)
+  // Any whole number ≥ 1, however large, is clamped to 50 (C41).
+  limit: z
+    .string()
+    .regex(/^0*[1-9]\d*$/, {
+      error: (issue) => `"limit" must be a whole number ≥ 1, got ${quoted(issue.input)}`,
+    })
+    .transform((text) => Math.min(Number(text), RESULTS_LIMIT_MAX))
     .optional()
-    .default(RESULTS_LIMIT_MAX)
-    .transform((n) => Math.min(n, RESULTS_LIMIT_MAX)),
+    .default(RESULTS_LIMIT_MAX),
 });
 
 /**

@@ -56,8 +56,9 @@ export const DEFAULT_DEDUPE_WINDOW_MS = 5 * 60_000;
  */
 const MAX_COMMIT_ATTEMPTS = 200;
 
-// Keys deleted per commit when clearing duplicate records: well under KV's 1000 mutations.
-const DELETE_BATCH = 500;
+// Duplicate records deleted per commit when clearing: each delete carries a check, and
+// KV allows 100 checks per commit.
+const DELETE_BATCH = 100;
 
 /** A store: a Deno KV handle plus the clock and the duplicate window it decides with. */
 export interface Store {
@@ -327,6 +328,7 @@ export async function readResults(
  */
 export async function clear(store: Store): Promise<void> {
   const { kv } = store;
+  const startedAt = now_(store);
   for (const queue of QUEUE_NAMES) {
     await retryCommit("clear", async () => {
       const metaEntry = await kv.get<QueueMeta>(queueMetaKey(queue));
@@ -349,12 +351,23 @@ export async function clear(store: Store): Promise<void> {
     op.set(resultsMetaKey(), { hwm: meta.hwm, items: [] } satisfies ResultsMeta);
     return (await op.commit()).ok ? true : undefined;
   });
-  const keys: Deno.KvKey[] = [];
-  for await (const entry of kv.list({ prefix: submissionsPrefix() })) keys.push(entry.key);
-  for (let i = 0; i < keys.length; i += DELETE_BATCH) {
+  // Only records of submissions accepted before the clear began: a submission racing the
+  // clear may have queued its item after the queues were emptied, and its record must
+  // then stay, or the same content could be queued twice within the window (C13).
+  // Each delete checks the entry, so a record refreshed meanwhile is kept too.
+  const entries: Deno.KvEntry<SubmissionRecord>[] = [];
+  for await (const entry of kv.list<SubmissionRecord>({ prefix: submissionsPrefix() })) {
+    if (entry.value.last_seen_at <= startedAt) entries.push(entry);
+  }
+  for (let i = 0; i < entries.length; i += DELETE_BATCH) {
     const op = kv.atomic();
-    for (const key of keys.slice(i, i + DELETE_BATCH)) op.delete(key);
-    await op.commit();
+    for (const entry of entries.slice(i, i + DELETE_BATCH)) op.check(entry).delete(entry.key);
+    if (!(await op.commit()).ok) {
+      // One of them changed: delete the unchanged ones one by one.
+      for (const entry of entries.slice(i, i + DELETE_BATCH)) {
+        await kv.atomic().check(entry).delete(entry.key).commit();
+      }
+    }
   }
 }
 

@@ -112,10 +112,14 @@ Deno.test("POST /submit", async (t) => {
     "C5 accepts JSON, text/plain, form fields, a raw form body and no content type",
     async () => {
       await using app = await makeApp();
-      await assertText(
-        await app.call("/submit", { method: "POST", body: "no type" }),
-        "OK (general)",
-      );
+      // A byte body gets no Content-Type from Request (a string body would get text/plain).
+      const untyped = new Request("http://relay/submit", {
+        method: "POST",
+        body: new TextEncoder().encode("no type"),
+        headers: { "x-auth-key": KEY },
+      });
+      assert.equal(untyped.headers.get("content-type"), null);
+      await assertText(await app.app.request(untyped), "OK (general)");
       await assertText(
         await app.call("/submit", {
           method: "POST",
@@ -187,6 +191,8 @@ Deno.test("POST /submit", async (t) => {
         ['{"url": null}', "application/json"],
         [new Uint8Array([0x68, 0xff, 0xfe]), "text/plain"],
         [new Uint8Array([0xc3, 0x28]), "application/json"],
+        ['{"content": "a\\ud800b"}', "application/json"],
+        ['{"url": "\\udfff"}', "application/json"],
         ["[".repeat(100_000) + "]".repeat(100_000), "application/json"],
         ['{"a":'.repeat(50_000) + "1" + "}".repeat(50_000), "application/json"],
       ];
@@ -440,12 +446,17 @@ Deno.test("POST /push and GET /results", async (t) => {
     });
   });
 
-  await t.step("C41 clamps limit to 50", async () => {
+  await t.step("C41 clamps limit to 50, however large", async () => {
     await using app = await makeApp();
     for (let i = 0; i < 55; i++) await app.call("/push", { method: "POST", body: `r${i}` });
-    const page = await (await app.call("/results?limit=1000")).json();
-    assert.equal(page.items.length, 50);
-    assert.equal(page.items[0].c, "r5");
+    for (const limit of ["51", "1000", "9007199254740993", "99999999999999999999999"]) {
+      const res = await app.call(`/results?limit=${limit}`);
+      assert.equal(res.status, 200, limit);
+      const page = await res.json();
+      assert.equal(page.items.length, 50);
+      assert.equal(page.items[0].c, "r5");
+    }
+    assert.equal((await (await app.call("/results?limit=007")).json()).items.length, 7);
   });
 
   await t.step(
@@ -590,6 +601,58 @@ Deno.test("authentication", async (t) => {
     assert.ok(!app.logs.join("\n").includes(KEY));
     assert.ok(!app.logs.join("\n").includes("wrong-key"));
   });
+});
+
+Deno.test("problem documents", async (t) => {
+  await t.step(
+    "C1 every error is application/problem+json with type, title, status, detail",
+    async () => {
+      await using app = await makeApp({ maxBodyBytes: 4 });
+      const cases: Array<[Response | Promise<Response>, number, string]> = [
+        [app.app.request("/nope"), 404, "Not Found"],
+        [app.app.request("/submit"), 405, "Method Not Allowed"],
+        [app.app.request("/peek"), 401, "Unauthorized"],
+        [
+          app.call("/push", { method: "POST", body: "x", headers: { "content-type": "a/b" } }),
+          415,
+          "Unsupported Media Type",
+        ],
+        [app.call("/push", { method: "POST", body: "12345" }), 413, "Content Too Large"],
+        [app.call("/pull?queue=x"), 400, "Bad Request"],
+      ];
+      for (const [pending, status, title] of cases) {
+        const res = await pending;
+        assert.equal(res.status, status);
+        assert.equal(res.headers.get("content-type"), "application/problem+json");
+        const doc = await res.json();
+        assert.deepEqual(Object.keys(doc), ["type", "title", "status", "detail"]);
+        assert.equal(doc.type, "about:blank");
+        assert.equal(doc.title, title);
+        assert.equal(doc.status, status);
+        assert.match(doc.detail, /^[A-Z]/, "a sentence a person can read");
+      }
+    },
+  );
+
+  await t.step(
+    "C1 an unexpected failure is a problem document too, never a stack trace",
+    async () => {
+      await using app = await makeApp();
+      app.temp.kv.close();
+      const originalError = console.error;
+      console.error = () => {};
+      try {
+        const res = await app.call("/peek");
+        assert.equal(res.status, 500);
+        assert.equal(res.headers.get("content-type"), "application/problem+json");
+        const doc = await res.json();
+        assert.equal(doc.title, "Internal Server Error");
+        assert.ok(!JSON.stringify(doc).includes(" at "), "no stack trace");
+      } finally {
+        console.error = originalError;
+      }
+    },
+  );
 });
 
 Deno.test("routing and error order", async (t) => {

@@ -118,6 +118,13 @@ Deno.test("loadConfig() C70 names the bad option, its value and its source in on
     [{ "publish-url": "ftp://x" }, {}, /^invalid --publish-url "ftp:\/\/x": must be an http/],
     [{ hostname: "" }, {}, /^invalid --hostname "": must not be empty$/],
     [{ "publish-timeout": "soon" }, {}, /^invalid --publish-timeout "soon"/],
+    [{ hostname: "not a host!" }, {}, /^invalid --hostname "not a host!": must be an IP address/],
+    [
+      { "dedupe-window": "99999999999h" },
+      {},
+      /^invalid --dedupe-window "99999999999h": must be a duration from 1ms to 720h/,
+    ],
+    [{ "publish-timeout": "721h" }, {}, /^invalid --publish-timeout "721h"/],
     [{}, { RELAY_NOTES_URL: "notes" }, /^invalid RELAY_NOTES_URL "notes": must be an http/],
   ];
   for (const [flags, env, pattern] of cases) {
@@ -127,6 +134,12 @@ Deno.test("loadConfig() C70 names the bad option, its value and its source in on
       assert.ok(!error.message.includes("\n"));
       return true;
     });
+  }
+});
+
+Deno.test("loadConfig() C70 accepts IPv4, IPv6 and host names to listen on", () => {
+  for (const hostname of ["0.0.0.0", "127.0.0.1", "::", "::1", "localhost", "nas.lan"]) {
+    assert.equal(loadConfig({ hostname }, noEnv).hostname, hostname);
   }
 });
 

@@ -144,6 +144,38 @@ Deno.test("relay serve C73 refuses a second relay on the same database with one 
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("relay serve C73 refuses a second relay reaching the same database through a symlink", async () => {
+  const dir = await tempDir();
+  await Deno.mkdir(`${dir}/a`);
+  await Deno.mkdir(`${dir}/b`);
+  await using first = await startRelayProcess(`${dir}/a`, { env: { RELAY_API_KEY: KEY } });
+  await Deno.symlink(`${dir}/a/relay.kv`, `${dir}/b/relay.kv`);
+  await assert.rejects(
+    startRelayProcess(`${dir}/b`, { env: { RELAY_API_KEY: KEY } }),
+    /relay: the database ".*" is in use by another relay \(pid \d+\)/,
+  );
+  assert.equal((await fetch(`${first.url}/health`)).status, 200);
+  await first.stop();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("relay serve C7 shows created_at in UTC whatever the machine's time zone", async () => {
+  const dir = await tempDir();
+  await using relay = await startRelayProcess(dir, {
+    env: { RELAY_API_KEY: KEY, TZ: "Asia/Kolkata" },
+  });
+  const before = Date.now();
+  await client(relay.url)("/submit", { method: "POST", body: "when?" });
+  const after = Date.now();
+  const peeked = await (await client(relay.url)("/peek")).json();
+  const shown = peeked.queues.general[0].created_at as string;
+  assert.match(shown, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+  const asUtc = Date.parse(`${shown.replace(" ", "T")}Z`);
+  assert.ok(asUtc >= Math.floor(before / 1000) * 1000 && asUtc <= after, `${shown} is UTC`);
+  await relay.stop();
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("relay serve keeps every acknowledged item and result across SIGKILL", async () => {
   const dir = await tempDir();
   const acked: Record<string, string[]> = { qa: [], article: [], general: [] };

@@ -45,6 +45,36 @@ Deno.test("submit() C13 does not refresh the window on a duplicate", async () =>
   assert.equal((await submit(t.store, "hello", "general")).accepted, true);
 });
 
+Deno.test("submit() C13 accepts only one of concurrent submissions of the same content", async () => {
+  await using t = await makeStore();
+  const outcomes = await Promise.all([
+    submit(t.store, "same", "qa"),
+    submit(t.store, "same", "general"),
+    submit(t.store, "same", "article"),
+    submit(t.store, "same", "qa"),
+  ]);
+  assert.equal(outcomes.filter((o) => o.accepted).length, 1);
+  const queued = [...(await peek(t.store)).values()].flat();
+  assert.deepEqual(queued.map((i) => i.content), ["same"]);
+});
+
+Deno.test("clear() C50 C13 keeps the duplicate record of a submission accepted after it began", async () => {
+  await using t = await makeStore({ dedupeWindowMs: 60_000 });
+  await submit(t.store, "before", "general");
+  t.clock.advance(1);
+  // A submission that lands while clear() runs, after the queues were emptied, keeps
+  // both its item and its record: the same content must not be queued twice.
+  const clearing = clear(t.store);
+  t.clock.advance(5);
+  await submit(t.store, "racing", "general");
+  await clearing;
+  assert.equal((await submit(t.store, "before", "general")).accepted, true);
+  const queued = (await peek(t.store, ["general"])).get("general")!.map((i) => i.content);
+  if (queued.includes("racing")) {
+    assert.equal((await submit(t.store, "racing", "general")).accepted, false);
+  }
+});
+
 Deno.test("submit() C14 keeps at most 50 items per queue, evicting the oldest", async () => {
   await using t = await makeStore();
   for (let i = 1; i <= QUEUE_CAPACITY + 5; i++) {

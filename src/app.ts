@@ -10,7 +10,8 @@
  */
 
 import { type Context, Hono } from "hono";
-import { keysMatch, presentedKey, redactedPath } from "./auth.ts";
+import pLimit from "p-limit";
+import { keysMatch, presentedKey, redactedTarget } from "./auth.ts";
 import {
   type BodyType,
   bodyType,
@@ -19,7 +20,7 @@ import {
   type ParsedBody,
   readLimited,
 } from "./body.ts";
-import { HttpError, problemResponse } from "./errors.ts";
+import { HttpError, problemResponse, truncate } from "./errors.ts";
 import { missingConfiguration, publish, type PublishConfig } from "./publish.ts";
 import { DEFAULT_QA_HOSTS, QUEUE_NAMES, routeContent } from "./queues.ts";
 import {
@@ -77,6 +78,14 @@ interface Route {
   readonly handler: Handler;
 }
 
+/**
+ * Reads that may return whole queues or the whole feed (pull, peek, results) running at
+ * once. Each can hold 50 items of up to 768 KiB several times over while it decodes and
+ * serialises them (about 100 MB), so 50 concurrent peeks of full queues took 4 GB and
+ * killed a relay with a 1 GiB heap. Four at a time fit a Raspberry Pi; the rest wait.
+ */
+const CONCURRENT_BULK_READS = 4;
+
 const TEXT = "text/plain; charset=utf-8";
 
 /** Publishing without downstream services: every target is "not configured" (C63). */
@@ -133,6 +142,7 @@ export function createApp(options: AppOptions): Hono {
   const qaHosts = options.qaHosts ?? DEFAULT_QA_HOSTS;
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const log = options.log ?? ((line: string) => console.log(line));
+  const bulkRead = pLimit(CONCURRENT_BULK_READS);
 
   const routes: Record<string, Route> = {
     "/submit": {
@@ -178,11 +188,13 @@ export function createApp(options: AppOptions): Hono {
           url.searchParams.get("queue") ?? undefined,
           "pull",
         );
-        const items = queue === undefined
-          ? (await pullFirst(store))?.items ?? []
-          : await pull(store, queue);
-        if (items.length === 0) return new Response(null, { status: 204 });
-        return json(items.map((item) => item.content));
+        return await bulkRead(async () => {
+          const items = queue === undefined
+            ? (await pullFirst(store))?.items ?? []
+            : await pull(store, queue);
+          if (items.length === 0) return new Response(null, { status: 204 });
+          return json(items.map((item) => item.content));
+        });
       },
     },
     "/peek": {
@@ -193,19 +205,21 @@ export function createApp(options: AppOptions): Hono {
           url.searchParams.get("queue") ?? undefined,
           "peek",
         );
-        const found = await peek(store, queue === undefined ? QUEUE_NAMES : [queue]);
-        let total = 0;
-        const queues: Record<string, unknown[]> = {};
-        for (const [name, items] of found) {
-          total += items.length;
-          queues[name] = items.map((item) => ({
-            content: item.content,
-            queue_type: item.queue,
-            created_at: formatTimestamp(item.created_at),
-          }));
-        }
-        if (total === 0) return new Response(null, { status: 204 });
-        return json({ total, queues });
+        return await bulkRead(async () => {
+          const found = await peek(store, queue === undefined ? QUEUE_NAMES : [queue]);
+          let total = 0;
+          const queues: Record<string, unknown[]> = {};
+          for (const [name, items] of found) {
+            total += items.length;
+            queues[name] = items.map((item) => ({
+              content: item.content,
+              queue_type: item.queue,
+              created_at: formatTimestamp(item.created_at),
+            }));
+          }
+          if (total === 0) return new Response(null, { status: 204 });
+          return json({ total, queues });
+        });
       },
     },
     "/push": {
@@ -232,10 +246,12 @@ export function createApp(options: AppOptions): Hono {
           since: absentIfEmpty(url.searchParams.get("since")),
           limit: absentIfEmpty(url.searchParams.get("limit")),
         }, "read results");
-        const page = await readResults(store, query);
-        return json({
-          cursor: page.cursor,
-          items: page.items.map((item) => ({ t: item.t, c: item.content })),
+        return await bulkRead(async () => {
+          const page = await readResults(store, query);
+          return json({
+            cursor: page.cursor,
+            items: page.items.map((item) => ({ t: item.t, c: item.content })),
+          });
         });
       },
     },
@@ -281,10 +297,17 @@ export function createApp(options: AppOptions): Hono {
 
   app.use(async (c, next) => {
     const started = performance.now();
-    await next();
+    // Deno builds the URL from the Host header: a malformed one makes it unparsable.
+    const refused = URL.canParse(c.req.url) ? undefined : problemResponse(
+      400,
+      "Cannot read the request: its Host header does not make a valid URL",
+    );
+    if (refused === undefined) await next();
+    const status = refused?.status ?? c.res.status;
     const ms = (performance.now() - started).toFixed(1);
-    const path = redactedPath(new URL(c.req.url));
-    log(`${new Date().toISOString()} ${c.req.method} ${path} ${c.res.status} ${ms}ms`);
+    const target = redactedTarget(c.req.url);
+    log(`${new Date().toISOString()} ${c.req.method} ${target} ${status} ${ms}ms`);
+    return refused;
   });
 
   for (const [path, route] of Object.entries(routes)) {
@@ -310,7 +333,7 @@ export function createApp(options: AppOptions): Hono {
   }
 
   app.notFound((c) => {
-    const path = new URL(c.req.url).pathname;
+    const path = truncate(c.req.path);
     return problemResponse(
       404,
       `No endpoint at "${path}": the relay serves ${Object.keys(routes).join(", ")}`,

@@ -37,15 +37,22 @@ export function keysMatch(given: string, expected: string): boolean {
 }
 
 /**
- * Rewrites a request path for logs with the `key` query parameter's value replaced by
- * `REDACTED` (C4).
+ * The request target (path and query) of a request URL for logs, with every value of the
+ * `key` query parameter replaced by `REDACTED` (C4). Works on the raw string, so a request
+ * whose URL does not parse (a bad `Host` header) is logged without its key too.
  *
- * @param url The request URL.
+ * @param rawUrl The request URL as received, e.g. `http://relay/peek?key=s3cret`.
  * @returns Path and query, e.g. `/peek?key=REDACTED&queue=qa`.
  */
-export function redactedPath(url: URL): string {
-  if (!url.searchParams.has(KEY_PARAM)) return url.pathname + url.search;
-  const params = new URLSearchParams(url.search);
-  params.set(KEY_PARAM, "REDACTED");
-  return `${url.pathname}?${params}`;
+export function redactedTarget(rawUrl: string): string {
+  const scheme = rawUrl.indexOf("://");
+  const slash = rawUrl.indexOf("/", scheme < 0 ? 0 : scheme + 3);
+  const target = slash < 0 ? "/" : rawUrl.slice(slash);
+  const question = target.indexOf("?");
+  if (question < 0) return target;
+  const query = target.slice(question + 1).replace(
+    /(^|&)key=[^&]*/g,
+    `$1${KEY_PARAM}=REDACTED`,
+  );
+  return `${target.slice(0, question)}?${query}`;
 }

@@ -59,7 +59,22 @@ export class HttpError extends Error {
  */
 export function problem(status: number, detail: string): ProblemDocument {
   const title = TITLE_OVERRIDES[status] ?? STATUS_CODES[status] ?? "Error";
-  return { type: "about:blank", title, status, detail };
+  return { type: "about:blank", title, status, detail: truncate(detail, MAX_DETAIL_CHARS) };
+}
+
+/**
+ * Longest `detail`, in characters: a detail quotes what was wrong, and a client must not be
+ * able to make the relay echo half a megabyte back.
+ */
+const MAX_DETAIL_CHARS = 400;
+
+/**
+ * Shortens `text` to `max` characters, ending in `…` when it was cut.
+ *
+ * @param max Characters to keep, default 100: enough to recognise a quoted value.
+ */
+export function truncate(text: string, max = 100): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 /** Reason phrases that RFC 9110 renamed since Node's `STATUS_CODES` was written. */

@@ -35,7 +35,9 @@ export function isQueueName(value: string): value is QueueName {
 // C11: a URL starts at http:// or https:// (any case) and ends at white space or <>"'.
 const URL_PATTERN = /https?:\/\/[^\s<>"']+/i;
 // C11: punctuation that ends a sentence or closes a bracket is not part of the URL.
-const TRAILING_PUNCTUATION = /[.,;:!?)\]}]+$/;
+// Stripped with a loop: the regex /[.,;:!?)\]}]+$/ takes quadratic time on a long run of
+// dots that is not at the end (150,000 dots: 23 s).
+const TRAILING_PUNCTUATION = new Set([".", ",", ";", ":", "!", "?", ")", "]", "}"]);
 
 /**
  * Finds the first `http://` or `https://` URL anywhere in `content` (contract C11).
@@ -46,7 +48,10 @@ const TRAILING_PUNCTUATION = /[.,;:!?)\]}]+$/;
 export function findFirstUrl(content: string): string | undefined {
   const match = URL_PATTERN.exec(content);
   if (match === null) return undefined;
-  return match[0].replace(TRAILING_PUNCTUATION, "");
+  const url = match[0];
+  let end = url.length;
+  while (end > 0 && TRAILING_PUNCTUATION.has(url[end - 1]!)) end--;
+  return url.slice(0, end);
 }
 
 /**

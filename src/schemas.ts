@@ -6,15 +6,23 @@
  */
 
 import { z } from "zod";
-import { HttpError } from "./errors.ts";
+import { HttpError, truncate } from "./errors.ts";
 import { type Article, type Target, TARGETS } from "./publish.ts";
 import { QUEUE_NAMES, type QueueName } from "./queues.ts";
 
 const QUEUE_LIST = QUEUE_NAMES.map((q) => `"${q}"`).join(", ");
 const TARGET_LIST = TARGETS.map((t) => `"${t}"`).join(", ");
 
+/** A received value for a message: quoted when a string, shortened when long. */
 function quoted(value: unknown): string {
-  return typeof value === "string" ? `"${value}"` : JSON.stringify(value) ?? String(value);
+  if (typeof value === "string") return `"${truncate(value)}"`;
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = typeof value;
+  }
+  return truncate(text);
 }
 
 /** An absent or empty parameter counts as absent (C10, C20, C30). */
@@ -144,7 +152,7 @@ function wholeNumber(name: string, min: number) {
     .regex(/^\d+$/, { error: (issue) => `${message}, got ${quoted(issue.input)}` })
     .transform(Number)
     .pipe(
-      z.number()
+      z.number({ error: `"${name}" must be at most ${Number.MAX_SAFE_INTEGER}` })
         .int({ error: `"${name}" must be at most ${Number.MAX_SAFE_INTEGER}` })
         .min(min, { error: (issue) => `${message}, got "${issue.input}"` }),
     );

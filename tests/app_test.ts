@@ -634,6 +634,19 @@ Deno.test("problem documents", async (t) => {
     },
   );
 
+  await t.step("C1 a detail quotes at most a short piece of what was wrong", async () => {
+    await using app = await makeApp();
+    const res = await app.call("/submit", {
+      method: "POST",
+      body: JSON.stringify({ content: "x", queue: "q".repeat(400_000) }),
+      headers: { "content-type": "application/json" },
+    });
+    assert.equal(res.status, 400);
+    const doc = await res.json();
+    assert.ok(doc.detail.length <= 400, `${doc.detail.length}`);
+    assert.match(doc.detail, /^Cannot submit: queue "q+…" is not one of/);
+  });
+
   await t.step(
     "C1 an unexpected failure is a problem document too, never a stack trace",
     async () => {

@@ -144,6 +144,45 @@ Deno.test("relay serve C73 refuses a second relay on the same database with one 
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("relay serve C1 C4 answers 400 to a malformed Host header and never logs the key", async () => {
+  const dir = await tempDir();
+  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  const port = Number(new URL(relay.url).port);
+  for (const host of ["a:99999", "a b", "[::1", "%zz"]) {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    const request = `GET /peek?key=${KEY} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`;
+    await conn.write(new TextEncoder().encode(request));
+    const answer = new TextDecoder().decode(await readAll(conn));
+    assert.match(answer, /^HTTP\/1\.1 400 /, host);
+    assert.match(answer, /content-type: application\/problem\+json/i, host);
+    assert.match(answer, /Host header/, host);
+  }
+  assert.equal((await fetch(`${relay.url}/health`)).status, 200, "still serving");
+  await relay.stop();
+  const output = [...relay.stdout, ...relay.stderr].join("\n");
+  assert.ok(!output.includes(KEY), "the key is never logged");
+  assert.ok(output.includes("/peek?key=REDACTED 400"), output);
+  await Deno.remove(dir, { recursive: true });
+});
+
+async function readAll(conn: Deno.Conn): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  const buffer = new Uint8Array(4096);
+  for (;;) {
+    const n = await conn.read(buffer).catch(() => null);
+    if (n === null) break;
+    chunks.push(buffer.slice(0, n));
+  }
+  conn.close();
+  const out = new Uint8Array(chunks.reduce((sum, c) => sum + c.length, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return out;
+}
+
 Deno.test("relay serve C73 refuses a second relay reaching the same database through a symlink", async () => {
   const dir = await tempDir();
   await Deno.mkdir(`${dir}/a`);

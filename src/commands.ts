@@ -31,6 +31,9 @@ import { ConfigError, defaultDbPath, loadConfig, parseDuration } from "./config.
 import { followResults } from "./follow.ts";
 import { deleteBlogPost } from "./publish.ts";
 import { work } from "./work.ts";
+import { type Backup, exportStore, ImportError, importStore, parseBackup } from "./backup.ts";
+import { DatabaseInUseError } from "./lock.ts";
+import { withStore } from "./server.ts";
 
 /** Exit code for a bad command line. */
 export const EXIT_USAGE = 2;
@@ -72,6 +75,11 @@ export const CLIENT_COMMANDS: ReadonlyArray<readonly [string, string]> = [
     "work --queue q [--interval 5s] -- CMD [ARGS…]",
     "run CMD for each item of a queue and push its output",
   ],
+  [
+    "export [--db F] [--out F]",
+    "write queues, results and the cursor mark as JSON (relay stopped)",
+  ],
+  ["import F [--db F] [--force]", "restore a backup into an empty database (relay stopped)"],
   [
     "blog-delete <post_id>",
     "delete a blog post (uses RELAY_PUBLISH_URL, RELAY_BLOG_ACCESS_COOKIE)",
@@ -335,6 +343,9 @@ async function dispatch(command: string, args: string[], io: CommandIo): Promise
     }
     case "blog-delete":
       return await blogDeleteCommand(args, io);
+    case "export":
+    case "import":
+      return await backupCommand(command, args, io);
   }
   usage(`unknown command "${command}"`);
 }
@@ -418,4 +429,53 @@ async function blogDeleteCommand(args: string[], io: CommandIo): Promise<number>
   }
   io.out(`deleted post ${positionals[0]}`);
   return 0;
+}
+
+async function backupCommand(
+  command: "export" | "import",
+  args: string[],
+  io: CommandIo,
+): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { db: { type: "string" }, out: { type: "string" }, force: { type: "boolean" } },
+  });
+  const db = loadConfig({ db: values.db }, io.env).db;
+  try {
+    if (command === "export") {
+      if (positionals.length > 0) usage("export takes no arguments; use --out F");
+      const backup = await withStore(db, exportStore);
+      const text = JSON.stringify(backup, null, 2) + "\n";
+      if (values.out === undefined) io.out(text.trimEnd());
+      else {
+        await Deno.writeTextFile(`${values.out}.tmp`, text, { mode: 0o600 });
+        await Deno.rename(`${values.out}.tmp`, values.out);
+        io.err(`relay: exported ${describeBackup(backup)} to ${values.out}`);
+      }
+      return 0;
+    }
+    if (positionals.length !== 1) usage("import needs exactly one backup file");
+    let text = "";
+    try {
+      text = positionals[0] === "-" ? await io.stdin() : await Deno.readTextFile(positionals[0]!);
+    } catch (error) {
+      usage(`cannot read "${positionals[0]}": ${error instanceof Error ? error.message : error}`);
+    }
+    const backup = parseBackup(text);
+    await withStore(db, (store) => importStore(store, backup, { force: values.force ?? false }));
+    io.err(`relay: imported ${describeBackup(backup)} into ${db}`);
+    return 0;
+  } catch (error) {
+    if (error instanceof ImportError || error instanceof DatabaseInUseError) {
+      io.err(`relay: cannot ${command}: ${error.message}`);
+      return EXIT_FAILURE;
+    }
+    throw error;
+  }
+}
+
+function describeBackup(backup: Backup): string {
+  const queued = Object.values(backup.queues).reduce((n, items) => n + items.length, 0);
+  return `${queued} queued items and ${backup.results.length} results`;
 }

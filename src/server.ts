@@ -12,7 +12,7 @@ import { type Config, ConfigError } from "./config.ts";
 import { problemResponse } from "./errors.ts";
 import { lockDatabase } from "./lock.ts";
 import type { PublishConfig } from "./publish.ts";
-import { createStore } from "./store.ts";
+import { createStore, type Store } from "./store.ts";
 
 /**
  * How long in-flight requests may take to finish after SIGINT/SIGTERM before the relay
@@ -20,6 +20,31 @@ import { createStore } from "./store.ts";
  * that systemd's default 90 s stop timeout never has to SIGKILL.
  */
 export const SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * Opens the database under its lock (C73) for a one-off job such as export or import, runs
+ * `job`, and closes it again. Creates the directory when missing.
+ *
+ * @throws {DatabaseInUseError} when a relay (or another job) holds the database.
+ */
+export async function withStore<T>(
+  db: string,
+  job: (store: Store) => Promise<T>,
+): Promise<T> {
+  const path = resolve(db);
+  await Deno.mkdir(dirname(path), { recursive: true });
+  const lock = await lockDatabase(path);
+  try {
+    const kv = await Deno.openKv(path);
+    try {
+      return await job(createStore(kv));
+    } finally {
+      kv.close();
+    }
+  } finally {
+    lock.release();
+  }
+}
 
 /** The downstream services as configured (C61): each target's override, else the base. */
 export function publishConfig(config: Config): PublishConfig {

@@ -372,6 +372,97 @@ export async function clear(store: Store): Promise<void> {
 }
 
 /**
+ * The results' `t` high-water mark: the largest `t` ever given out, 0 for a new store (C40).
+ */
+export async function resultsHighWaterMark(store: Store): Promise<number> {
+  return (await store.kv.get<ResultsMeta>(resultsMetaKey())).value?.hwm ?? 0;
+}
+
+/**
+ * Tells whether the store holds no queued item and no result (backup import refuses to
+ * overwrite anything else).
+ */
+export async function isEmpty(store: Store): Promise<boolean> {
+  const [qa, article, general, results] = await store.kv.getMany<
+    [QueueMeta, QueueMeta, QueueMeta, ResultsMeta]
+  >([
+    queueMetaKey("qa"),
+    queueMetaKey("article"),
+    queueMetaKey("general"),
+    resultsMetaKey(),
+  ]);
+  return [qa, article, general].every((e) => (e.value?.items.length ?? 0) === 0) &&
+    (results.value?.items.length ?? 0) === 0;
+}
+
+/**
+ * Restores a backup into an empty store: each queue's items with their `created_at`, each
+ * result with its `t`, and the high-water mark (at least the largest restored `t`), one
+ * commit per item. The caller checks {@linkcode isEmpty} first (or clears).
+ *
+ * @param backup.queues Items per queue, oldest first; at most 50 per queue are kept.
+ * @param backup.results Results, oldest first, with strictly increasing `t`.
+ * @param backup.hwm The exported high-water mark.
+ * @throws {StoreBusyError} when a commit kept losing races.
+ */
+export async function restore(
+  store: Store,
+  backup: {
+    queues: Partial<Record<QueueName, Array<{ content: string; created_at: number }>>>;
+    results: Array<{ t: number; content: string }>;
+    hwm: number;
+  },
+): Promise<void> {
+  const { kv } = store;
+  for (const queue of QUEUE_NAMES) {
+    for (const item of (backup.queues[queue] ?? []).slice(-QUEUE_CAPACITY)) {
+      const parts = splitParts(item.content);
+      await retryCommit("restore", async () => {
+        const metaEntry = await kv.get<QueueMeta>(queueMetaKey(queue));
+        const meta = metaEntry.value ?? { next_id: 1, items: [] };
+        const id = meta.next_id;
+        const op = kv.atomic().check(metaEntry);
+        setParts(op, parts, (part) => itemPartKey(queue, id, part), {
+          created_at: item.created_at,
+        });
+        op.set(
+          queueMetaKey(queue),
+          {
+            next_id: id + 1,
+            items: [...meta.items, [id, parts.length]],
+          } satisfies QueueMeta,
+        );
+        return (await op.commit()).ok ? true : undefined;
+      });
+    }
+  }
+  for (const result of backup.results.slice(-RESULTS_CAPACITY)) {
+    const parts = splitParts(result.content);
+    await retryCommit("restore", async () => {
+      const metaEntry = await kv.get<ResultsMeta>(resultsMetaKey());
+      const meta = metaEntry.value ?? { hwm: 0, items: [] };
+      const op = kv.atomic().check(metaEntry);
+      setParts(op, parts, (part) => resultPartKey(result.t, part), {});
+      op.set(
+        resultsMetaKey(),
+        {
+          hwm: Math.max(meta.hwm, result.t),
+          items: [...meta.items, [result.t, parts.length]],
+        } satisfies ResultsMeta,
+      );
+      return (await op.commit()).ok ? true : undefined;
+    });
+  }
+  await retryCommit("restore", async () => {
+    const metaEntry = await kv.get<ResultsMeta>(resultsMetaKey());
+    const meta = metaEntry.value ?? { hwm: 0, items: [] };
+    if (meta.hwm >= backup.hwm) return true;
+    const op = kv.atomic().check(metaEntry).set(resultsMetaKey(), { ...meta, hwm: backup.hwm });
+    return (await op.commit()).ok ? true : undefined;
+  });
+}
+
+/**
  * Makes one real read from KV to tell whether the store answers (spec §4.7, C51).
  * Writes nothing, so an idle relay polled by a health check writes nothing to disk.
  *

@@ -11,7 +11,7 @@ import { createApp } from "./app.ts";
 import { type Config, ConfigError } from "./config.ts";
 import { problemResponse } from "./errors.ts";
 import { lockDatabase } from "./lock.ts";
-import type { PublishConfig } from "./publish.ts";
+import { missingConfiguration, type PublishConfig } from "./publish.ts";
 import { createStore, type Store } from "./store.ts";
 
 /**
@@ -35,7 +35,7 @@ export async function withStore<T>(
   await Deno.mkdir(dirname(path), { recursive: true });
   const lock = await lockDatabase(path);
   try {
-    const kv = await Deno.openKv(path);
+    const kv = await openDatabase(path);
     try {
       return await job(createStore(kv));
     } finally {
@@ -43,6 +43,20 @@ export async function withStore<T>(
     }
   } finally {
     lock.release();
+  }
+}
+
+/**
+ * Opens the KV file, turning Deno's error into one line that names the file.
+ *
+ * @throws {ConfigError} when the file cannot be opened (corrupt, unwritable, not SQLite).
+ */
+async function openDatabase(path: string): Promise<Deno.Kv> {
+  try {
+    return await Deno.openKv(path);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    throw new ConfigError(`cannot open the database "${path}": ${reason}`);
   }
 }
 
@@ -73,18 +87,20 @@ export interface RunningRelay {
 }
 
 /**
- * Starts the relay (C71–C73). Prints where the data and the API key live, then
+ * Starts the relay (C71–C73). Prints one line with the version, the data file and what is
+ * enabled, one saying where the API key comes from, then
  * `relay listening on http://<host>:<port>`.
  *
  * @param config The validated configuration.
  * @param options.log Where messages and the access log go; default `console.log`.
+ * @param options.version The relay's version, for the start line.
  * @throws {ConfigError} for a key file that cannot be read or written.
  * @throws {DatabaseInUseError} when another relay holds the database.
  * @throws {Deno.errors.AddrInUse} and other errors of `Deno.serve` and `Deno.openKv`.
  */
 export async function startRelay(
   config: Config,
-  options: { log?: (line: string) => void } = {},
+  options: { log?: (line: string) => void; version?: string } = {},
 ): Promise<RunningRelay> {
   const log = options.log ?? ((line: string) => console.log(line));
   const db = resolve(config.db);
@@ -96,7 +112,7 @@ export async function startRelay(
   const lock = await lockDatabase(db);
   let kv: Deno.Kv | undefined;
   try {
-    kv = await Deno.openKv(db);
+    kv = await openDatabase(db);
     const apiKey = await resolveApiKey({
       fromEnv: config.secrets.apiKey,
       keyFile: config.apiKeyFile,
@@ -111,7 +127,16 @@ export async function startRelay(
       publish: publishConfig(config),
       log,
     });
-    log(`relay: data in ${db}`);
+    const publishing = (["notes", "blog", "nas"] as const).filter((t) =>
+      missingConfiguration([t], publishConfig(config)).length === 0
+    );
+    log(
+      `relay ${options.version ?? ""} (deno ${Deno.version.deno}): data ${db}; ` +
+        `dedupe window ${config.dedupeWindowMs} ms; body limit ${config.maxBodyBytes} bytes; ` +
+        `publishing to ${
+          publishing.length > 0 ? publishing.join(", ") : "nothing (no --publish-url)"
+        }`,
+    );
     if (apiKey.source === "environment") log("relay: API key from RELAY_API_KEY");
     else if (apiKey.source === "generated") {
       log(

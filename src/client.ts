@@ -6,6 +6,8 @@
  * @module
  */
 
+import { fetchFailure } from "./errors.ts";
+
 /** Default relay address for client commands: the relay on this machine. */
 export const DEFAULT_RELAY_URL = "http://127.0.0.1:8787";
 
@@ -130,14 +132,8 @@ async function failure(client: RelayClient, res: Response): Promise<RelayError> 
 }
 
 function describeCause(error: unknown): string {
-  const messages: string[] = [];
-  for (let e: unknown = error; e !== undefined && messages.length < 4;) {
-    messages.push(e instanceof Error ? e.message : String(e));
-    e = e instanceof Error ? e.cause : undefined;
-  }
-  const all = messages.join(": ");
-  if (/refused/i.test(all)) return "connection refused (is it running?)";
-  return (messages.at(-1) ?? "unknown error").split("\n")[0]!;
+  const { refused, reason } = fetchFailure(error);
+  return refused ? "connection refused (is it running?)" : reason;
 }
 
 /**

@@ -27,7 +27,7 @@ import {
   RelayError,
   submitContent,
 } from "./client.ts";
-import { ConfigError, defaultDbPath, loadConfig, parseDuration } from "./config.ts";
+import { ConfigError, defaultDbPath, loadConfig, parseDuration, readEnv } from "./config.ts";
 import { followResults } from "./follow.ts";
 import { deleteBlogPost } from "./publish.ts";
 import { work } from "./work.ts";
@@ -126,10 +126,7 @@ async function resolveClient(
   },
   io: CommandIo,
 ): Promise<RelayClient> {
-  const read = (name: string) => {
-    const value = io.env(name);
-    return value === undefined || value === "" ? undefined : value;
-  };
+  const read = (name: string) => readEnv(io.env, name);
   const rawUrl = values.url ?? read("RELAY_URL") ?? DEFAULT_RELAY_URL;
   const parsed = clientSchema.safeParse({ url: rawUrl });
   if (!parsed.success) {

@@ -252,6 +252,19 @@ export function defaultDbPath(stateDirectory: string | undefined): string {
 }
 
 /**
+ * Reads an environment variable the way every option does: an empty value counts as unset.
+ *
+ * @param env Reads a variable, e.g. `Deno.env.get`.
+ */
+export function readEnv(
+  env: (name: string) => string | undefined,
+  name: string,
+): string | undefined {
+  const value = env(name);
+  return value === undefined || value === "" ? undefined : value;
+}
+
+/**
  * Builds and validates the configuration (C70).
  *
  * @param flags Flag values by flag name (`{"port": "9000"}`); absent flags are `undefined`.
@@ -263,10 +276,7 @@ export function loadConfig(
   flags: Readonly<Record<string, string | undefined>>,
   env: (name: string) => string | undefined,
 ): Config {
-  const read = (name: string) => {
-    const value = env(name);
-    return value === undefined || value === "" ? undefined : value;
-  };
+  const read = (name: string) => readEnv(env, name);
   const raw: Record<string, string | undefined> = {};
   const origin: Record<string, string> = {};
   for (const option of SERVER_OPTIONS) {

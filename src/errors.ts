@@ -77,6 +77,25 @@ export function truncate(text: string, max = 100): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
+/**
+ * Why a `fetch` failed, in one line. Deno's fetch throws "fetch failed" and keeps the real
+ * reason (refused, DNS, reset) in `cause`, possibly several levels down.
+ *
+ * @returns `refused` when the peer refused the connection; `reason`, the innermost message's
+ *   first line.
+ */
+export function fetchFailure(error: unknown): { refused: boolean; reason: string } {
+  const messages: string[] = [];
+  for (let e: unknown = error; e !== undefined && messages.length < 4;) {
+    messages.push(e instanceof Error ? e.message : String(e));
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return {
+    refused: /refused/i.test(messages.join(": ")),
+    reason: (messages.at(-1) ?? "unknown error").split("\n")[0]!,
+  };
+}
+
 /** Reason phrases that RFC 9110 renamed since Node's `STATUS_CODES` was written. */
 const TITLE_OVERRIDES: Record<number, string> = {
   413: "Content Too Large",

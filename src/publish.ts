@@ -11,6 +11,7 @@
  */
 
 import { readAtMost } from "./body.ts";
+import { fetchFailure } from "./errors.ts";
 
 /** The publish targets of spec §4.8; `nas` is the podcast (read-aloud) queue. */
 export const TARGETS = ["notes", "blog", "nas"] as const;
@@ -57,9 +58,6 @@ export interface PublishOutcome {
     readonly results: Partial<Record<Target, TargetResult>>;
   };
 }
-
-/** Default timeout of one downstream call, ms (C61). */
-export const DEFAULT_PUBLISH_TIMEOUT_MS = 15_000;
 
 /** Largest downstream answer read, bytes: the services answer a few hundred bytes. */
 const MAX_ANSWER_BYTES = 1024 * 1024;
@@ -319,13 +317,6 @@ function describeFailure(url: string, error: unknown, timeoutMs: number): string
   if (error instanceof DOMException && error.name === "TimeoutError") {
     return `${url} did not answer within ${timeoutMs} ms`;
   }
-  // Deno's fetch says "fetch failed" and keeps the reason in `cause`.
-  const causes: string[] = [];
-  for (let e: unknown = error; e !== undefined && causes.length < 4;) {
-    causes.push(e instanceof Error ? e.message : String(e));
-    e = e instanceof Error ? e.cause : undefined;
-  }
-  const reason = causes.join(": ");
-  if (/refused/i.test(reason)) return `${url} refused the connection`;
-  return `Cannot reach ${url}: ${(causes.at(-1) ?? "").split("\n")[0]}`;
+  const { refused, reason } = fetchFailure(error);
+  return refused ? `${url} refused the connection` : `Cannot reach ${url}: ${reason}`;
 }

@@ -27,11 +27,6 @@ export const DEFAULT_QA_HOSTS: readonly string[] = [
   "quora.com",
 ];
 
-/** Narrows a string to a queue name. */
-export function isQueueName(value: string): value is QueueName {
-  return (QUEUE_NAMES as readonly string[]).includes(value);
-}
-
 // C11: a URL starts at http:// or https:// (any case) and ends at white space or <>"'.
 const URL_PATTERN = /https?:\/\/[^\s<>"']+/i;
 // C11: punctuation that ends a sentence or closes a bracket is not part of the URL.

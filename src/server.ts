@@ -31,33 +31,55 @@ export async function withStore<T>(
   db: string,
   job: (store: Store) => Promise<T>,
 ): Promise<T> {
-  const path = resolve(db);
-  await Deno.mkdir(dirname(path), { recursive: true });
-  const lock = await lockDatabase(path);
+  const database = await openLockedDatabase(db);
   try {
-    const kv = await openDatabase(path);
-    try {
-      return await job(createStore(kv));
-    } finally {
-      kv.close();
-    }
+    return await job(createStore(database.kv));
   } finally {
-    lock.release();
+    database.close();
   }
 }
 
+/** An open KV database and the lock that makes it this process's alone (C73). */
+interface LockedDatabase {
+  /** The database's absolute path. */
+  readonly path: string;
+  readonly kv: Deno.Kv;
+  /** Closes KV, then releases the lock. */
+  close(): void;
+}
+
 /**
- * Opens the KV file, turning Deno's error into one line that names the file.
+ * Creates the data directory when missing, takes the database's lock (C73) and opens the
+ * KV file, turning each failure into one line that names the path.
  *
- * @throws {ConfigError} when the file cannot be opened (corrupt, unwritable, not SQLite).
+ * @throws {ConfigError} when the directory cannot be created or the file cannot be opened
+ *   (corrupt, unwritable, not SQLite).
+ * @throws {DatabaseInUseError} when another process holds the database.
  */
-async function openDatabase(path: string): Promise<Deno.Kv> {
+async function openLockedDatabase(db: string): Promise<LockedDatabase> {
+  const path = resolve(db);
   try {
-    return await Deno.openKv(path);
+    await Deno.mkdir(dirname(path), { recursive: true });
   } catch (error) {
+    throw new ConfigError(`cannot create the data directory "${dirname(path)}": ${String(error)}`);
+  }
+  const lock = await lockDatabase(path);
+  let kv: Deno.Kv;
+  try {
+    kv = await Deno.openKv(path);
+  } catch (error) {
+    lock.release();
     const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
     throw new ConfigError(`cannot open the database "${path}": ${reason}`);
   }
+  return {
+    path,
+    kv,
+    close() {
+      kv.close();
+      lock.release();
+    },
+  };
 }
 
 /** The downstream services as configured (C61): each target's override, else the base. */
@@ -103,16 +125,9 @@ export async function startRelay(
   options: { log?: (line: string) => void; version?: string } = {},
 ): Promise<RunningRelay> {
   const log = options.log ?? ((line: string) => console.log(line));
-  const db = resolve(config.db);
+  const database = await openLockedDatabase(config.db);
+  const { path: db, kv } = database;
   try {
-    await Deno.mkdir(dirname(db), { recursive: true });
-  } catch (error) {
-    throw new ConfigError(`cannot create the data directory "${dirname(db)}": ${String(error)}`);
-  }
-  const lock = await lockDatabase(db);
-  let kv: Deno.Kv | undefined;
-  try {
-    kv = await openDatabase(db);
     const apiKey = await resolveApiKey({
       fromEnv: config.secrets.apiKey,
       keyFile: config.apiKeyFile,
@@ -181,7 +196,6 @@ export async function startRelay(
       },
     }, handler);
 
-    const openKv = kv;
     return {
       url,
       async shutdown() {
@@ -195,14 +209,12 @@ export async function startRelay(
           }),
         ]);
         clearTimeout(timer);
-        openKv.close();
-        lock.release();
+        database.close();
         return drained;
       },
     };
   } catch (error) {
-    kv?.close();
-    lock.release();
+    database.close();
     throw error;
   }
 }

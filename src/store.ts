@@ -170,15 +170,8 @@ export async function submit(
     if (dedupe && seen.value !== null && now - seen.value.last_seen_at < dedupeWindowMs) {
       return { accepted: false } as const;
     }
-    const meta = metaEntry.value ?? { next_id: 1, items: [] };
-    const id = meta.next_id;
     const op = kv.atomic().check(metaEntry).check(seen);
-    setParts(op, parts, (part) => itemPartKey(queue, id, part), { created_at: now });
-    const items = [...meta.items, [id, parts.length] as [number, number]];
-    for (const [oldId, oldParts] of items.splice(0, Math.max(0, items.length - QUEUE_CAPACITY))) {
-      deleteParts(op, oldParts, (part) => itemPartKey(queue, oldId, part));
-    }
-    op.set(queueMetaKey(queue), { next_id: id + 1, items } satisfies QueueMeta);
+    const id = appendItem(op, queue, metaEntry.value, parts, now);
     if (dedupe) {
       op.set(dedupeKey, { last_seen_at: now } satisfies SubmissionRecord, {
         expireIn: dedupeWindowMs,
@@ -269,15 +262,9 @@ export async function push(store: Store, content: string): Promise<ResultItem> {
   const parts = splitParts(content);
   return await retryCommit("push", async () => {
     const metaEntry = await kv.get<ResultsMeta>(resultsMetaKey());
-    const meta = metaEntry.value ?? { hwm: 0, items: [] };
-    const t = Math.max(now_(store), meta.hwm + 1);
+    const t = Math.max(now_(store), (metaEntry.value?.hwm ?? 0) + 1);
     const op = kv.atomic().check(metaEntry);
-    setParts(op, parts, (part) => resultPartKey(t, part), {});
-    const items = [...meta.items, [t, parts.length] as [number, number]];
-    for (const [oldT, oldParts] of items.splice(0, Math.max(0, items.length - RESULTS_CAPACITY))) {
-      deleteParts(op, oldParts, (part) => resultPartKey(oldT, part));
-    }
-    op.set(resultsMetaKey(), { hwm: t, items } satisfies ResultsMeta);
+    appendResult(op, metaEntry.value, parts, t);
     const res = await op.commit();
     return res.ok ? { t, content } : undefined;
   });
@@ -419,19 +406,8 @@ export async function restore(
       const parts = splitParts(item.content);
       await retryCommit("restore", async () => {
         const metaEntry = await kv.get<QueueMeta>(queueMetaKey(queue));
-        const meta = metaEntry.value ?? { next_id: 1, items: [] };
-        const id = meta.next_id;
         const op = kv.atomic().check(metaEntry);
-        setParts(op, parts, (part) => itemPartKey(queue, id, part), {
-          created_at: item.created_at,
-        });
-        op.set(
-          queueMetaKey(queue),
-          {
-            next_id: id + 1,
-            items: [...meta.items, [id, parts.length]],
-          } satisfies QueueMeta,
-        );
+        appendItem(op, queue, metaEntry.value, parts, item.created_at);
         return (await op.commit()).ok ? true : undefined;
       });
     }
@@ -440,16 +416,8 @@ export async function restore(
     const parts = splitParts(result.content);
     await retryCommit("restore", async () => {
       const metaEntry = await kv.get<ResultsMeta>(resultsMetaKey());
-      const meta = metaEntry.value ?? { hwm: 0, items: [] };
       const op = kv.atomic().check(metaEntry);
-      setParts(op, parts, (part) => resultPartKey(result.t, part), {});
-      op.set(
-        resultsMetaKey(),
-        {
-          hwm: Math.max(meta.hwm, result.t),
-          items: [...meta.items, [result.t, parts.length]],
-        } satisfies ResultsMeta,
-      );
+      appendResult(op, metaEntry.value, parts, result.t);
       return (await op.commit()).ok ? true : undefined;
     });
   }
@@ -515,6 +483,52 @@ function setParts(
   parts.forEach((data, part) => {
     op.set(key(part), part === 0 ? { ...extra, parts: parts.length, data } : data);
   });
+}
+
+/**
+ * Adds to `op` a new item at the end of `queue`: its parts, the eviction of the oldest items
+ * past {@linkcode QUEUE_CAPACITY} (C14), and the queue's new metadata.
+ *
+ * @param meta The queue's metadata as read (and checked by `op`), `null` for a new queue.
+ * @returns The new item's id.
+ */
+function appendItem(
+  op: Deno.AtomicOperation,
+  queue: QueueName,
+  meta: QueueMeta | null,
+  parts: Uint8Array[],
+  createdAt: number,
+): number {
+  const id = meta?.next_id ?? 1;
+  setParts(op, parts, (part) => itemPartKey(queue, id, part), { created_at: createdAt });
+  const items: QueueMeta["items"] = [...(meta?.items ?? []), [id, parts.length]];
+  for (const [oldId, oldParts] of items.splice(0, Math.max(0, items.length - QUEUE_CAPACITY))) {
+    deleteParts(op, oldParts, (part) => itemPartKey(queue, oldId, part));
+  }
+  op.set(queueMetaKey(queue), { next_id: id + 1, items } satisfies QueueMeta);
+  return id;
+}
+
+/**
+ * Adds to `op` a result with time `t` at the end of the feed: its parts, the eviction of the
+ * oldest results past {@linkcode RESULTS_CAPACITY}, and the feed's metadata with the
+ * high-water mark raised to `t` (C40).
+ *
+ * @param meta The feed's metadata as read (and checked by `op`), `null` for a new store.
+ * @param t Greater than every `t` in the feed.
+ */
+function appendResult(
+  op: Deno.AtomicOperation,
+  meta: ResultsMeta | null,
+  parts: Uint8Array[],
+  t: number,
+): void {
+  setParts(op, parts, (part) => resultPartKey(t, part), {});
+  const items: ResultsMeta["items"] = [...(meta?.items ?? []), [t, parts.length]];
+  for (const [oldT, oldParts] of items.splice(0, Math.max(0, items.length - RESULTS_CAPACITY))) {
+    deleteParts(op, oldParts, (part) => resultPartKey(oldT, part));
+  }
+  op.set(resultsMetaKey(), { hwm: Math.max(meta?.hwm ?? 0, t), items } satisfies ResultsMeta);
 }
 
 function deleteParts(

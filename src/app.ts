@@ -11,7 +11,7 @@
 
 import { type Context, Hono } from "hono";
 import pLimit from "p-limit";
-import { keysMatch, presentedKey, redactedTarget } from "./auth.ts";
+import { AuthFailureLimiter, keysMatch, presentedKey, redactedTarget } from "./auth.ts";
 import {
   type BodyType,
   bodyType,
@@ -41,6 +41,7 @@ import {
   pullFirst,
   push,
   readResults,
+  stats,
   type Store,
   StoreBusyError,
   submit,
@@ -123,6 +124,17 @@ async function readBody(
   return parseBody(bytes, type, action);
 }
 
+/**
+ * The client's IP address as the server saw it (`Deno.ServeHandlerInfo.remoteAddr`, passed
+ * as Hono's `env`), or `undefined` for an in-process request without one (never rate
+ * limited). A reverse proxy's `X-Forwarded-For` is not trusted: behind a proxy all clients
+ * share its address.
+ */
+function clientAddress(c: Context): string | undefined {
+  const env = c.env as { remoteAddr?: { hostname?: string } } | undefined;
+  return env?.remoteAddr?.hostname;
+}
+
 function absentIfEmpty(value: string | null | undefined): string | undefined {
   return value === null || value === "" ? undefined : value;
 }
@@ -143,6 +155,7 @@ export function createApp(options: AppOptions): Hono {
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const log = options.log ?? ((line: string) => console.log(line));
   const bulkRead = pLimit(CONCURRENT_BULK_READS);
+  const authFailures = new AuthFailureLimiter(store.clock);
 
   const routes: Record<string, Route> = {
     "/submit": {
@@ -272,6 +285,10 @@ export function createApp(options: AppOptions): Hono {
         return json(outcome.body, outcome.httpStatus);
       },
     },
+    "/stats": {
+      methods: ["GET", "HEAD"],
+      handler: async () => json(await stats(store)),
+    },
     "/clear": {
       methods: ["POST"],
       handler: async () => {
@@ -319,14 +336,27 @@ export function createApp(options: AppOptions): Hono {
       }
       const url = new URL(c.req.url);
       if (!route.open) {
+        const address = clientAddress(c);
+        const wait = address === undefined ? 0 : authFailures.retryAfter(address);
+        if (wait > 0) {
+          throw new HttpError(
+            429,
+            `Too many failed authentications from ${address}: try again in ${wait} s`,
+            { "retry-after": String(wait) },
+          );
+        }
         const given = presentedKey(c.req.raw.headers, url.searchParams);
         if (given === undefined) {
+          if (address !== undefined) authFailures.fail(address);
           throw new HttpError(
             401,
             "Missing API key: send it in the X-Auth-Key header or the key query parameter",
           );
         }
-        if (!keysMatch(given, apiKey)) throw new HttpError(401, "Wrong API key");
+        if (!keysMatch(given, apiKey)) {
+          if (address !== undefined) authFailures.fail(address);
+          throw new HttpError(401, "Wrong API key");
+        }
       }
       return await route.handler(c, url);
     });

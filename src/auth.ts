@@ -56,3 +56,65 @@ export function redactedTarget(rawUrl: string): string {
   );
   return `${target.slice(0, question)}?${query}`;
 }
+
+/** Failed authentications an address may make within {@linkcode AUTH_FAILURE_WINDOW_MS}. */
+export const AUTH_FAILURE_LIMIT = 10;
+
+/** The window over which failed authentications are counted, ms (issue 5). */
+export const AUTH_FAILURE_WINDOW_MS = 60_000;
+
+/** Addresses remembered at most; the ones with the oldest failures are forgotten first. */
+const MAX_TRACKED_ADDRESSES = 10_000;
+
+/** Keys shorter than this draw a warning at start (issue 5). */
+export const WEAK_KEY_LENGTH = 16;
+
+/**
+ * Counts failed authentications per client address (issue 5). After
+ * {@linkcode AUTH_FAILURE_LIMIT} failures within {@linkcode AUTH_FAILURE_WINDOW_MS}, the
+ * address is refused (429) until its oldest failure leaves the window, whatever key it
+ * sends: checking the key while refusing would still let it guess. Addresses with no
+ * failures are never slowed down. In memory only; a restart forgets.
+ */
+export class AuthFailureLimiter {
+  readonly #clock: () => number;
+  readonly #failures = new Map<string, number[]>();
+
+  /** @param clock Source of time, epoch ms. */
+  constructor(clock: () => number) {
+    this.#clock = clock;
+  }
+
+  /**
+   * Whether `address` is refused now.
+   *
+   * @returns Seconds until it may try again (≥ 1), or 0 when it may try now.
+   */
+  retryAfter(address: string): number {
+    const recent = this.#recent(address);
+    if (recent.length < AUTH_FAILURE_LIMIT) return 0;
+    const freeAt = recent[recent.length - AUTH_FAILURE_LIMIT]! + AUTH_FAILURE_WINDOW_MS;
+    return Math.max(1, Math.ceil((freeAt - this.#clock()) / 1000));
+  }
+
+  /** Records a failed authentication from `address`. */
+  fail(address: string): void {
+    const recent = this.#recent(address);
+    recent.push(this.#clock());
+    this.#failures.delete(address);
+    this.#failures.set(address, recent);
+    if (this.#failures.size > MAX_TRACKED_ADDRESSES) {
+      const oldest = this.#failures.keys().next().value;
+      if (oldest !== undefined) this.#failures.delete(oldest);
+    }
+  }
+
+  #recent(address: string): number[] {
+    const now = this.#clock();
+    const recent = (this.#failures.get(address) ?? []).filter((at) =>
+      now - at < AUTH_FAILURE_WINDOW_MS
+    );
+    if (recent.length === 0) this.#failures.delete(address);
+    return recent;
+  }
+}

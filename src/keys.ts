@@ -20,6 +20,7 @@
  */
 
 import type { QueueName } from "./queues.ts";
+import type { QueueCounters, ResultCounters } from "./store.ts";
 
 /** Order and bookkeeping of one input queue. `items` is oldest first: `[id, parts]`. */
 export interface QueueMeta {
@@ -27,6 +28,8 @@ export interface QueueMeta {
   next_id: number;
   /** The queued items, oldest first, as `[id, number of parts]`. At most 50 (C14). */
   items: Array<[number, number]>;
+  /** Durable counters (issue 5); absent in files written before they existed. */
+  counters?: QueueCounters;
 }
 
 /** Order of the results feed and its cursor high-water mark (contract C40, C50). */
@@ -35,6 +38,8 @@ export interface ResultsMeta {
   hwm: number;
   /** The results in the feed, oldest first, as `[t, number of parts]`. At most 50. */
   items: Array<[number, number]>;
+  /** Durable counters (issue 5); absent in files written before they existed. */
+  counters?: ResultCounters;
 }
 
 /** Part 0 of a queued item. */
@@ -79,6 +84,11 @@ export function itemPartKey(queue: QueueName, id: number, part: number): Deno.Kv
 /** `["results_meta"]`: the feed's {@linkcode ResultsMeta}. */
 export function resultsMetaKey(): Deno.KvKey {
   return ["results_meta"];
+}
+
+/** `["results"]`: prefix of every part of every result. */
+export function resultsPrefix(): Deno.KvKey {
+  return ["results"];
 }
 
 /** `["results", t, part]`: one part of a result. */

@@ -12,6 +12,7 @@ import { type Config, ConfigError } from "./config.ts";
 import { problemResponse } from "./errors.ts";
 import { lockDatabase } from "./lock.ts";
 import { missingConfiguration, type PublishConfig } from "./publish.ts";
+import { WEAK_KEY_LENGTH } from "./auth.ts";
 import { createStore, type Store } from "./store.ts";
 
 /**
@@ -158,6 +159,12 @@ export async function startRelay(
         `relay: first start: generated an API key in ${apiKey.path} (read it with: cat ${apiKey.path})`,
       );
     } else log(`relay: API key from ${apiKey.path}`);
+    if (apiKey.key.length < WEAK_KEY_LENGTH) {
+      log(
+        `relay: warning: the API key is ${apiKey.key.length} characters long; ` +
+          `use at least ${WEAK_KEY_LENGTH} random characters (delete the key file to get a generated one)`,
+      );
+    }
 
     // Deno's server.shutdown() cuts off request bodies still being read (measured: the
     // handler's read fails with BadResource), so the relay drains its own handlers first:

@@ -1,17 +1,26 @@
 /**
- * The relay's store over Deno KV: queues, the results feed and duplicate records.
- * This is the only module that touches KV; the key schema is documented in `keys.ts`.
+ * The relay's store over Deno KV: queues, the results feed, duplicate records and the
+ * counters of `GET /stats`. This is the only module that touches KV; the key schema is
+ * documented in `keys.ts`.
  *
- * Every write is one atomic commit that checks the versionstamp of the collection's
- * metadata entry (`["queues", q]` or `["results_meta"]`) it read first, and is retried on
- * conflict. All writers of a collection change that entry, so a commit that passes its
- * check saw the collection exactly as it was: this is what makes pull exactly-once (C22)
- * and keeps every queue and the feed at 50 items (C14) under concurrency.
- * Reads that do not write (peek, results) read the metadata again after listing and
- * start over when it moved.
+ * **One writer, group commit.** A relay owns its KV file (C73), so the store keeps the
+ * committed state of every queue and of the feed in memory and funnels every write through
+ * one writer. While a commit is in flight, new writes wait; the writer then applies all of
+ * them, in arrival order, to a copy of the state and commits the lot as one atomic KV commit
+ * (within KV's limits of 1000 mutations and 800 KiB). A write resolves only after the commit
+ * that holds it is durable (platform notes: one fsync per commit, durable on resolve), and
+ * the in-memory state changes only when that commit succeeded. One fsync then serves many
+ * requests, which is where the throughput comes from (issue 5); ordering and exactly-once
+ * (C22) follow from the single writer.
  *
- * Content is stored as UTF-8 bytes in parts of at most {@linkcode CHUNK_BYTES}, all
- * parts of one item in the same commit (C8).
+ * Every commit also checks the versionstamps of the four metadata entries (`["queues", q]`,
+ * `["results_meta"]`): should anything else have written the file, the check fails, the
+ * store reloads from KV and applies the batch again. A commit that throws leaves the
+ * outcome unknown, so the batch is rejected and the state is reloaded before the next one.
+ *
+ * Reads (peek, results, stats) are served from the committed state; content of more than
+ * one part ({@linkcode CHUNK_BYTES}) is not kept in memory and is read from KV. Content is
+ * stored as UTF-8 bytes in parts, all parts of one item in the same commit (C8).
  *
  * @module
  */
@@ -28,6 +37,7 @@ import {
   resultPartKey,
   type ResultsMeta,
   resultsMetaKey,
+  resultsPrefix,
   submissionKey,
   type SubmissionRecord,
   submissionsPrefix,
@@ -49,16 +59,15 @@ export const CHUNK_BYTES = 60_000;
 /** Default duplicate window, ms: 5 minutes (spec §8, C13). */
 export const DEFAULT_DEDUPE_WINDOW_MS = 5 * 60_000;
 
-/**
- * Commit attempts before a write gives up with {@linkcode StoreBusyError}. Each failed
- * attempt means another commit on the same collection won, so progress is being made;
- * the bound only stops a pathological livelock.
- */
-const MAX_COMMIT_ATTEMPTS = 200;
+// What one atomic commit may hold, with room for the metadata entries and their checks
+// (KV allows 1000 mutations and 800 KiB per commit; platform notes).
+const BATCH_MAX_MUTATIONS = 900;
+const BATCH_MAX_BYTES = 700 * 1024;
+// Approximate bytes of a key and serialisation framing, per mutation.
+const MUTATION_OVERHEAD_BYTES = 100;
 
-// Duplicate records deleted per commit when clearing: each delete carries a check, and
-// KV allows 100 checks per commit.
-const DELETE_BATCH = 100;
+/** Times a batch is applied again after another process changed the file under it. */
+const MAX_COMMIT_ATTEMPTS = 20;
 
 /** A store: a Deno KV handle plus the clock and the duplicate window it decides with. */
 export interface Store {
@@ -68,6 +77,8 @@ export interface Store {
   readonly clock: Clock;
   /** Duplicate window in ms (C13). */
   readonly dedupeWindowMs: number;
+  /** The single writer and committed state; internal to this module. */
+  readonly engine: Engine;
 }
 
 /** Options of {@linkcode createStore}. */
@@ -79,8 +90,9 @@ export interface StoreOptions {
 }
 
 /**
- * Wraps an open Deno KV database as the relay's store. Opens nothing: the caller passes
- * `await Deno.openKv(path)` (or `":memory:"` in tests) and closes it.
+ * Wraps an open Deno KV database as the relay's store. Reads nothing yet: the state is
+ * loaded from KV on first use. The caller passes `await Deno.openKv(path)` (or
+ * `":memory:"` in tests) and closes it; one store per KV file (C73).
  *
  * @throws {RangeError} when `dedupeWindowMs` is not a positive integer.
  * @example
@@ -93,14 +105,15 @@ export function createStore(kv: Deno.Kv, options: StoreOptions = {}): Store {
   if (!Number.isSafeInteger(dedupeWindowMs) || dedupeWindowMs <= 0) {
     throw new RangeError(`Cannot create store: dedupe window ${dedupeWindowMs} is not > 0 ms`);
   }
-  return { kv, clock: options.clock ?? systemClock, dedupeWindowMs };
+  const clock = options.clock ?? systemClock;
+  return { kv, clock, dedupeWindowMs, engine: new Engine(kv, clock, dedupeWindowMs) };
 }
 
-/** Thrown when a write lost its commit race {@linkcode MAX_COMMIT_ATTEMPTS} times in a row. */
+/** Thrown when another process kept changing the KV file under a write (C73 broken). */
 export class StoreBusyError extends Error {
   /** @param operation What was being written, e.g. `"submit"`. */
   constructor(operation: string) {
-    super(`Cannot ${operation}: the store stayed busy after ${MAX_COMMIT_ATTEMPTS} attempts`);
+    super(`Cannot ${operation}: the store changed under it ${MAX_COMMIT_ATTEMPTS} times`);
     this.name = "StoreBusyError";
   }
 }
@@ -139,16 +152,53 @@ export interface ResultsPage {
 }
 
 /**
+ * Durable counters of one queue (issue 5). At every moment
+ * `accepted = delivered + evicted + cleared + depth`.
+ */
+export interface QueueCounters {
+  /** Items queued by a submit (a put-back with `dedupe=false` counts again). */
+  accepted: number;
+  /** Submissions refused as duplicates (C13); they queued nothing. */
+  duplicate: number;
+  /** Items handed out by a pull. */
+  delivered: number;
+  /** Items dropped by the 50-item overflow (C14). */
+  evicted: number;
+  /** Items removed by `/clear` (C50). */
+  cleared: number;
+}
+
+/** Durable counters of the results feed: `pushed = evicted + cleared + depth`. */
+export interface ResultCounters {
+  /** Results appended by a push. */
+  pushed: number;
+  /** Results dropped by the 50-result overflow. */
+  evicted: number;
+  /** Results removed by `/clear` (C50). */
+  cleared: number;
+}
+
+/** What `GET /stats` reports: the counters and the current depths. */
+export interface StoreStats {
+  /** Per queue: its counters and how many items it holds now. */
+  queues: Record<QueueName, QueueCounters & { depth: number }>;
+  /** The feed's counters, how many results it holds and the cursor mark (C40). */
+  results: ResultCounters & { depth: number; hwm: number };
+}
+
+/**
  * Queues `content` unless the same content was accepted less than the duplicate window
  * ago anywhere in the relay (spec §4.1; C13, C14). Evicts the queue's oldest items past
  * {@linkcode QUEUE_CAPACITY} in the same commit. Resolves only once the commit is durable.
+ * A duplicate is counted (`duplicate`) and queues nothing.
  *
- * @param content Trimmed, non-empty content.
+ * @param content Trimmed, non-empty content, at most 768 KiB of UTF-8 (C5).
  * @param queue The queue chosen by the caller (C10, C11).
  * @param options.dedupe `false` queues the item without the duplicate check and without
  *   touching its duplicate record: how a worker puts back an item it could not process
  *   (an extension, `POST /submit?dedupe=false`). Default `true`.
- * @throws {StoreBusyError} when the commit kept losing races; KV errors as thrown by Deno.
+ * @throws {StoreBusyError} when another process kept changing the file; KV errors as thrown
+ *   by Deno (the write may or may not have happened).
  */
 export async function submit(
   store: Store,
@@ -156,29 +206,35 @@ export async function submit(
   queue: QueueName,
   options: { dedupe?: boolean } = {},
 ): Promise<SubmitOutcome> {
-  const { kv, dedupeWindowMs } = store;
   const dedupe = options.dedupe ?? true;
-  const dedupeKey = submissionKey(sha256Hex(content));
+  const hash = sha256Hex(content);
   const parts = splitParts(content);
-  return await retryCommit("submit", async () => {
-    const [metaEntry, seen] = await kv.getMany<[QueueMeta, SubmissionRecord]>([
-      queueMetaKey(queue),
-      dedupeKey,
-    ]);
-    const now = now_(store);
-    // C13: compare the stored time; expired KV entries can still be read.
-    if (dedupe && seen.value !== null && now - seen.value.last_seen_at < dedupeWindowMs) {
-      return { accepted: false } as const;
-    }
-    const op = kv.atomic().check(metaEntry).check(seen);
-    const id = appendItem(op, queue, metaEntry.value, parts, now);
-    if (dedupe) {
-      op.set(dedupeKey, { last_seen_at: now } satisfies SubmissionRecord, {
-        expireIn: dedupeWindowMs,
-      });
-    }
-    const res = await op.commit();
-    return res.ok ? { accepted: true, queue, id } as const : undefined;
+  return await store.engine.write<SubmitOutcome>({
+    name: "submit",
+    cost: (draft) => ({
+      mutations: parts.length + 2 + evictedParts(draft.queues[queue].items, QUEUE_CAPACITY),
+      bytes: byteLength(parts) + 3 * MUTATION_OVERHEAD_BYTES,
+    }),
+    apply(draft, tx) {
+      const q = draft.queues[queue];
+      const now = draft.now;
+      const seen = draft.seen(hash);
+      tx.touch(queue);
+      // C13: compare the stored time; expired KV entries can still be read.
+      if (dedupe && seen !== undefined && now - seen < store.dedupeWindowMs) {
+        q.counters.duplicate++;
+        return { accepted: false };
+      }
+      const id = appendItem(tx, q, queue, parts, content, now);
+      q.counters.accepted++;
+      if (dedupe) {
+        draft.see(hash, now);
+        tx.set(submissionKey(hash), { last_seen_at: now } satisfies SubmissionRecord, {
+          expireIn: store.dedupeWindowMs,
+        });
+      }
+      return { accepted: true, queue, id };
+    },
   });
 }
 
@@ -187,41 +243,48 @@ export async function submit(
  * (spec §4.2; C22: each item is returned by exactly one pull).
  *
  * @returns The items, or `[]` when the queue is empty.
- * @throws {StoreBusyError} when the commit kept losing races.
+ * @throws {StoreBusyError} when another process kept changing the file; KV errors.
  */
 export async function pull(store: Store, queue: QueueName): Promise<QueuedItem[]> {
-  const { kv } = store;
-  return await retryCommit("pull", async () => {
-    const metaEntry = await kv.get<QueueMeta>(queueMetaKey(queue));
-    const meta = metaEntry.value;
-    if (meta === null || meta.items.length === 0) return [];
-    const items = await readQueueItems(kv, queue, meta);
-    if (items === undefined) return undefined;
-    const op = kv.atomic().check(metaEntry);
-    for (const [id, parts] of meta.items) deleteParts(op, parts, (p) => itemPartKey(queue, id, p));
-    op.set(queueMetaKey(queue), { next_id: meta.next_id, items: [] } satisfies QueueMeta);
-    const res = await op.commit();
-    return res.ok ? items : undefined;
-  });
+  return (await pullFirst(store, [queue]))?.items ?? [];
 }
 
 /**
- * Pulls the first non-empty queue of `order` and leaves the others untouched (spec §4.2
- * rule 2, C21).
+ * Pulls the first non-empty queue of `order` and leaves the others untouched, all in one
+ * step of the writer (spec §4.2 rule 2, C21, C22).
  *
  * @param order Queues to try; default `qa`, `article`, `general`.
  * @returns The queue that was emptied and its items, or `undefined` when all are empty.
- * @throws {StoreBusyError} when a commit kept losing races.
+ * @throws {StoreBusyError} when another process kept changing the file; KV errors.
  */
 export async function pullFirst(
   store: Store,
   order: readonly QueueName[] = QUEUE_NAMES,
 ): Promise<{ queue: QueueName; items: QueuedItem[] } | undefined> {
-  for (const queue of order) {
-    const items = await pull(store, queue);
-    if (items.length > 0) return { queue, items };
-  }
-  return undefined;
+  const pick = (draft: Draft) => order.find((q) => draft.queues[q].items.length > 0);
+  return await store.engine.write({
+    name: "pull",
+    cost(draft) {
+      const queue = pick(draft);
+      const items = queue === undefined ? [] : draft.queues[queue].items;
+      return { mutations: 1 + totalParts(items), bytes: MUTATION_OVERHEAD_BYTES * items.length };
+    },
+    async apply(draft, tx) {
+      const queue = pick(draft);
+      if (queue === undefined) return undefined;
+      const q = draft.queues[queue];
+      // Read first, change after: a failed read leaves the draft as it was.
+      const items = await store.engine.itemsWithContent(queue, q.items);
+      if (items === undefined) throw new Error(`Cannot pull ${queue}: content parts are missing`);
+      for (const item of q.items) {
+        deleteParts(tx, item.parts, (p) => itemPartKey(queue, item.id, p));
+      }
+      q.counters.delivered += q.items.length;
+      q.items = [];
+      tx.touch(queue);
+      return { queue, items };
+    },
+  });
 }
 
 /**
@@ -229,22 +292,20 @@ export async function pullFirst(
  *
  * @param queues Which queues to read, in the order the result lists them.
  * @returns Each queue's items, oldest first (empty arrays included).
- * @throws {StoreBusyError} when writers kept moving the queue while it was read.
+ * @throws KV errors when content of more than one part could not be read.
  */
 export async function peek(
   store: Store,
   queues: readonly QueueName[] = QUEUE_NAMES,
 ): Promise<Map<QueueName, QueuedItem[]>> {
-  const { kv } = store;
   const out = new Map<QueueName, QueuedItem[]>();
   for (const queue of queues) {
-    const items = await retryCommit("peek", async () => {
-      const metaEntry = await kv.get<QueueMeta>(queueMetaKey(queue));
-      if (metaEntry.value === null || metaEntry.value.items.length === 0) return [];
-      const items = await readQueueItems(kv, queue, metaEntry.value);
-      return await unchanged(kv, metaEntry) ? items : undefined;
-    });
-    out.set(queue, items);
+    out.set(
+      queue,
+      await store.engine.read((state) =>
+        store.engine.itemsWithContent(queue, state.queues[queue].items)
+      ),
+    );
   }
   return out;
 }
@@ -253,20 +314,24 @@ export async function peek(
  * Appends `content` to the results feed with `t = max(now, previous t + 1)` and evicts
  * the oldest results past {@linkcode RESULTS_CAPACITY} (spec §4.4; C40).
  *
- * @param content Trimmed, non-empty content.
+ * @param content Trimmed, non-empty content, at most 768 KiB of UTF-8 (C5).
  * @returns The stored result with its `t`.
- * @throws {StoreBusyError} when the commit kept losing races.
+ * @throws {StoreBusyError} when another process kept changing the file; KV errors.
  */
 export async function push(store: Store, content: string): Promise<ResultItem> {
-  const { kv } = store;
   const parts = splitParts(content);
-  return await retryCommit("push", async () => {
-    const metaEntry = await kv.get<ResultsMeta>(resultsMetaKey());
-    const t = Math.max(now_(store), (metaEntry.value?.hwm ?? 0) + 1);
-    const op = kv.atomic().check(metaEntry);
-    appendResult(op, metaEntry.value, parts, t);
-    const res = await op.commit();
-    return res.ok ? { t, content } : undefined;
+  return await store.engine.write({
+    name: "push",
+    cost: (draft) => ({
+      mutations: parts.length + evictedParts(draft.feed.items, RESULTS_CAPACITY),
+      bytes: byteLength(parts) + MUTATION_OVERHEAD_BYTES,
+    }),
+    apply(draft, tx) {
+      const t = Math.max(draft.now, draft.feed.hwm + 1);
+      appendResult(tx, draft.feed, parts, content, t);
+      draft.feed.counters.pushed++;
+      return { t, content };
+    },
   });
 }
 
@@ -276,121 +341,111 @@ export async function push(store: Store, content: string): Promise<ResultItem> {
  *
  * @param options.since Cursor, epoch ms, ≥ 0.
  * @param options.limit Maximum items, 1–50.
- * @throws {StoreBusyError} when writers kept moving the feed while it was read.
+ * @throws KV errors when content of more than one part could not be read.
  */
 export async function readResults(
   store: Store,
   options: { since: number; limit: number },
 ): Promise<ResultsPage> {
-  const { kv } = store;
   const { since, limit } = options;
-  return await retryCommit("read results", async () => {
-    const metaEntry = await kv.get<ResultsMeta>(resultsMetaKey());
-    const wanted = (metaEntry.value?.items ?? []).filter(([t]) => t > since).slice(0, limit);
-    const first = wanted[0];
+  return await store.engine.read(async (state) => {
+    const wanted = state.feed.items.filter((r) => r.t > since).slice(0, limit);
     const last = wanted.at(-1);
-    if (first === undefined || last === undefined) return { cursor: since, items: [] };
-    const iter = kv.list<ResultHead | Uint8Array>({
-      start: resultPartKey(first[0], 0),
-      end: resultPartKey(last[0] + 1, 0),
-    });
-    const found = await collectParts(iter);
+    if (last === undefined) return { cursor: since, items: [] };
     const items: ResultItem[] = [];
-    for (const [t, parts] of wanted) {
-      const bytes = joinParts(found.get(t), parts);
-      if (bytes === undefined) return undefined;
-      items.push({ t, content: decodeUtf8(bytes) });
+    for (const r of wanted) {
+      const content = r.content ?? await store.engine.readParts(resultPartKey(r.t, 0).slice(0, 2));
+      if (content === undefined) return undefined;
+      items.push({ t: r.t, content });
     }
-    if (!await unchanged(kv, metaEntry)) return undefined;
-    return { cursor: last[0], items };
+    return { cursor: last.t, items };
   });
 }
 
 /**
  * Removes every queued item, every result and every duplicate record; keeps the results'
- * `t` high-water mark (spec §4.6; C50). Each queue and the feed are emptied in one commit
- * of their own; duplicate records are deleted in batches.
+ * `t` high-water mark and the counters (spec §4.6; C50). Runs alone in the writer: no
+ * submit lands between emptying the queues and dropping the duplicate records, so none
+ * loses its record while its item stays queued (C13). Each queue and the feed are emptied
+ * in one commit of their own; duplicate records are deleted in batches.
  *
- * @throws {StoreBusyError} when a commit kept losing races.
+ * @throws {StoreBusyError} when another process kept changing the file; KV errors.
  */
 export async function clear(store: Store): Promise<void> {
-  const { kv } = store;
-  const startedAt = now_(store);
-  for (const queue of QUEUE_NAMES) {
-    await retryCommit("clear", async () => {
-      const metaEntry = await kv.get<QueueMeta>(queueMetaKey(queue));
-      const meta = metaEntry.value;
-      if (meta === null || meta.items.length === 0) return true;
-      const op = kv.atomic().check(metaEntry);
-      for (const [id, parts] of meta.items) {
-        deleteParts(op, parts, (p) => itemPartKey(queue, id, p));
-      }
-      op.set(queueMetaKey(queue), { next_id: meta.next_id, items: [] } satisfies QueueMeta);
-      return (await op.commit()).ok ? true : undefined;
-    });
-  }
-  await retryCommit("clear", async () => {
-    const metaEntry = await kv.get<ResultsMeta>(resultsMetaKey());
-    const meta = metaEntry.value;
-    if (meta === null || meta.items.length === 0) return true;
-    const op = kv.atomic().check(metaEntry);
-    for (const [t, parts] of meta.items) deleteParts(op, parts, (p) => resultPartKey(t, p));
-    op.set(resultsMetaKey(), { hwm: meta.hwm, items: [] } satisfies ResultsMeta);
-    return (await op.commit()).ok ? true : undefined;
-  });
-  // Only records of submissions accepted before the clear began: a submission racing the
-  // clear may have queued its item after the queues were emptied, and its record must
-  // then stay, or the same content could be queued twice within the window (C13).
-  // Each delete checks the entry, so a record refreshed meanwhile is kept too.
-  const entries: Deno.KvEntry<SubmissionRecord>[] = [];
-  for await (const entry of kv.list<SubmissionRecord>({ prefix: submissionsPrefix() })) {
-    if (entry.value.last_seen_at <= startedAt) entries.push(entry);
-  }
-  for (let i = 0; i < entries.length; i += DELETE_BATCH) {
-    const op = kv.atomic();
-    for (const entry of entries.slice(i, i + DELETE_BATCH)) op.check(entry).delete(entry.key);
-    if (!(await op.commit()).ok) {
-      // One of them changed: delete the unchanged ones one by one.
-      for (const entry of entries.slice(i, i + DELETE_BATCH)) {
-        await kv.atomic().check(entry).delete(entry.key).commit();
-      }
+  await store.engine.exclusive("clear", async (engine) => {
+    for (const queue of QUEUE_NAMES) {
+      await engine.commitAlone("clear", (draft, tx) => {
+        const q = draft.queues[queue];
+        if (q.items.length === 0) return;
+        for (const item of q.items) {
+          deleteParts(tx, item.parts, (p) => itemPartKey(queue, item.id, p));
+        }
+        q.counters.cleared += q.items.length;
+        q.items = [];
+        tx.touch(queue);
+      });
     }
-  }
+    await engine.commitAlone("clear", (draft, tx) => {
+      const feed = draft.feed;
+      if (feed.items.length === 0) return;
+      for (const r of feed.items) deleteParts(tx, r.parts, (p) => resultPartKey(r.t, p));
+      feed.counters.cleared += feed.items.length;
+      feed.items = [];
+      tx.touchFeed();
+    });
+    await engine.dropSubmissionRecords();
+  });
 }
 
 /**
  * The results' `t` high-water mark: the largest `t` ever given out, 0 for a new store (C40).
+ *
+ * @throws KV errors while the state is first loaded.
  */
 export async function resultsHighWaterMark(store: Store): Promise<number> {
-  return (await store.kv.get<ResultsMeta>(resultsMetaKey())).value?.hwm ?? 0;
+  return await store.engine.read((state) => state.feed.hwm);
 }
 
 /**
  * Tells whether the store holds no queued item and no result (backup import refuses to
  * overwrite anything else).
+ *
+ * @throws KV errors while the state is first loaded.
  */
 export async function isEmpty(store: Store): Promise<boolean> {
-  const [qa, article, general, results] = await store.kv.getMany<
-    [QueueMeta, QueueMeta, QueueMeta, ResultsMeta]
-  >([
-    queueMetaKey("qa"),
-    queueMetaKey("article"),
-    queueMetaKey("general"),
-    resultsMetaKey(),
-  ]);
-  return [qa, article, general].every((e) => (e.value?.items.length ?? 0) === 0) &&
-    (results.value?.items.length ?? 0) === 0;
+  return await store.engine.read((state) =>
+    QUEUE_NAMES.every((q) => state.queues[q].items.length === 0) &&
+    state.feed.items.length === 0
+  );
+}
+
+/**
+ * The counters and depths of every queue and of the feed (issue 5, `GET /stats`), as of the
+ * last commit.
+ *
+ * @throws KV errors while the state is first loaded.
+ */
+export async function stats(store: Store): Promise<StoreStats> {
+  return await store.engine.read((state) => {
+    const queues = {} as StoreStats["queues"];
+    for (const q of QUEUE_NAMES) {
+      queues[q] = { ...state.queues[q].counters, depth: state.queues[q].items.length };
+    }
+    const feed = state.feed;
+    return { queues, results: { ...feed.counters, depth: feed.items.length, hwm: feed.hwm } };
+  });
 }
 
 /**
  * Restores a backup into an empty store: each queue's items with their `created_at`, each
- * result with its `t`, and the high-water mark (at least the largest restored `t`), one
- * commit per item. The caller checks {@linkcode isEmpty} first (or clears).
+ * result with its `t`, and the high-water mark (at least the largest restored `t`). Restored
+ * items count as accepted and restored results as pushed. The caller checks
+ * {@linkcode isEmpty} first (or clears).
  *
  * @param backup.queues Items per queue, oldest first; at most 50 per queue are kept.
  * @param backup.results Results, oldest first, with strictly increasing `t`.
  * @param backup.hwm The exported high-water mark.
- * @throws {StoreBusyError} when a commit kept losing races.
+ * @throws {StoreBusyError} when another process kept changing the file; KV errors.
  */
 export async function restore(
   store: Store,
@@ -400,34 +455,51 @@ export async function restore(
     hwm: number;
   },
 ): Promise<void> {
-  const { kv } = store;
+  const writes: Promise<unknown>[] = [];
   for (const queue of QUEUE_NAMES) {
     for (const item of (backup.queues[queue] ?? []).slice(-QUEUE_CAPACITY)) {
       const parts = splitParts(item.content);
-      await retryCommit("restore", async () => {
-        const metaEntry = await kv.get<QueueMeta>(queueMetaKey(queue));
-        const op = kv.atomic().check(metaEntry);
-        appendItem(op, queue, metaEntry.value, parts, item.created_at);
-        return (await op.commit()).ok ? true : undefined;
-      });
+      writes.push(store.engine.write({
+        name: "restore",
+        cost: (draft) => ({
+          mutations: parts.length + evictedParts(draft.queues[queue].items, QUEUE_CAPACITY),
+          bytes: byteLength(parts) + MUTATION_OVERHEAD_BYTES,
+        }),
+        apply(draft, tx) {
+          const q = draft.queues[queue];
+          appendItem(tx, q, queue, parts, item.content, item.created_at);
+          q.counters.accepted++;
+          tx.touch(queue);
+          return true;
+        },
+      }));
     }
   }
   for (const result of backup.results.slice(-RESULTS_CAPACITY)) {
     const parts = splitParts(result.content);
-    await retryCommit("restore", async () => {
-      const metaEntry = await kv.get<ResultsMeta>(resultsMetaKey());
-      const op = kv.atomic().check(metaEntry);
-      appendResult(op, metaEntry.value, parts, result.t);
-      return (await op.commit()).ok ? true : undefined;
-    });
+    writes.push(store.engine.write({
+      name: "restore",
+      cost: (draft) => ({
+        mutations: parts.length + evictedParts(draft.feed.items, RESULTS_CAPACITY),
+        bytes: byteLength(parts) + MUTATION_OVERHEAD_BYTES,
+      }),
+      apply(draft, tx) {
+        appendResult(tx, draft.feed, parts, result.content, result.t);
+        draft.feed.counters.pushed++;
+        return true;
+      },
+    }));
   }
-  await retryCommit("restore", async () => {
-    const metaEntry = await kv.get<ResultsMeta>(resultsMetaKey());
-    const meta = metaEntry.value ?? { hwm: 0, items: [] };
-    if (meta.hwm >= backup.hwm) return true;
-    const op = kv.atomic().check(metaEntry).set(resultsMetaKey(), { ...meta, hwm: backup.hwm });
-    return (await op.commit()).ok ? true : undefined;
-  });
+  writes.push(store.engine.write({
+    name: "restore",
+    cost: () => ({ mutations: 1, bytes: MUTATION_OVERHEAD_BYTES }),
+    apply(draft, tx) {
+      draft.feed.hwm = Math.max(draft.feed.hwm, backup.hwm);
+      tx.touchFeed();
+      return true;
+    },
+  }));
+  await Promise.all(writes);
 }
 
 /**
@@ -446,20 +518,506 @@ export async function probe(store: Store): Promise<boolean> {
 }
 
 // ---------------------------------------------------------------------------------------
+// State
+
+/** A queued item in memory; `content` is kept for single-part items only. */
+interface ItemState {
+  readonly id: number;
+  readonly parts: number;
+  readonly created_at: number;
+  readonly content: string | undefined;
+}
+
+/** A result in memory; `content` is kept for single-part results only. */
+interface ResultState {
+  readonly t: number;
+  readonly parts: number;
+  readonly content: string | undefined;
+}
+
+interface QueueState {
+  next_id: number;
+  items: ItemState[];
+  counters: QueueCounters;
+}
+
+interface FeedState {
+  hwm: number;
+  items: ResultState[];
+  counters: ResultCounters;
+}
+
+/** The committed state: what KV holds, as of the last successful commit. */
+interface State {
+  queues: Record<QueueName, QueueState>;
+  feed: FeedState;
+  /** Duplicate records: SHA-256 hex → last accepted, epoch ms (C13). */
+  seen: Map<string, number>;
+  /** Versionstamps of the metadata entries as last read or written. */
+  stamps: Map<string, string | null>;
+}
+
+/** A copy of the state that a batch changes; becomes the state when its commit succeeds. */
+interface Draft {
+  readonly queues: Record<QueueName, QueueState>;
+  readonly feed: FeedState;
+  /** The clock, read once per batch, epoch ms. */
+  readonly now: number;
+  /** When `hash` was last accepted, epoch ms, or `undefined`. */
+  seen(hash: string): number | undefined;
+  /** Records `hash` as accepted at `at`. */
+  see(hash: string, at: number): void;
+}
+
+/** KV mutations of one commit, one per key (the last one wins), with a size estimate. */
+class Tx {
+  readonly mutations = new Map<
+    string,
+    { key: Deno.KvKey; value?: unknown; expireIn?: number }
+  >();
+  readonly touched = new Set<QueueName | "feed">();
+  bytes = 0;
+
+  set(key: Deno.KvKey, value: unknown, options: { expireIn?: number } = {}): void {
+    this.bytes += MUTATION_OVERHEAD_BYTES + (value instanceof Uint8Array ? value.length : 0) +
+      (isHead(value) ? value.data.length : 0);
+    this.mutations.set(keyString(key), { key, value, ...options });
+  }
+
+  delete(key: Deno.KvKey): void {
+    this.bytes += MUTATION_OVERHEAD_BYTES;
+    this.mutations.set(keyString(key), { key });
+  }
+
+  /** Marks a queue's metadata (order, counters) as changed. */
+  touch(queue: QueueName): void {
+    this.touched.add(queue);
+  }
+
+  /** Marks the feed's metadata (order, counters, high-water mark) as changed. */
+  touchFeed(): void {
+    this.touched.add("feed");
+  }
+}
+
+/** One write waiting for the writer: its cost against the draft, then its effect. */
+interface WriteOp<T> {
+  readonly name: string;
+  cost(draft: Draft): { mutations: number; bytes: number };
+  apply(draft: Draft, tx: Tx): T | Promise<T>;
+}
+
+interface Pending {
+  readonly op?: WriteOp<unknown>;
+  readonly alone?: (engine: Engine) => Promise<unknown>;
+  readonly name: string;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The single writer of a store and its committed state (see the module doc). Internal:
+ * use the module's functions.
+ */
+export class Engine {
+  #kv: Deno.Kv;
+  #clock: Clock;
+  #dedupeWindowMs: number;
+  #state: State | undefined;
+  #loading: Promise<State> | undefined;
+  #pending: Pending[] = [];
+  #running = false;
+  #prunedAt = 0;
+
+  /**
+   * @param kv The open database.
+   * @param clock Source of time, epoch ms.
+   * @param dedupeWindowMs Duplicate window, ms (C13).
+   */
+  constructor(kv: Deno.Kv, clock: Clock, dedupeWindowMs: number) {
+    this.#kv = kv;
+    this.#clock = clock;
+    this.#dedupeWindowMs = dedupeWindowMs;
+  }
+
+  /**
+   * Queues `op` for the writer; resolves with its result once its commit is durable.
+   *
+   * @throws {StoreBusyError}, KV errors (the batch's outcome is then unknown).
+   */
+  write<T>(op: WriteOp<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.push({
+        op: op as WriteOp<unknown>,
+        name: op.name,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+      });
+      this.#kick();
+    });
+  }
+
+  /**
+   * Runs `job` with the writer to itself (no other write is applied meanwhile); `job`
+   * commits through {@linkcode Engine.commitAlone}.
+   */
+  exclusive<T>(name: string, job: (engine: Engine) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.push({ alone: job, name, resolve: resolve as (v: unknown) => void, reject });
+      this.#kick();
+    });
+  }
+
+  /**
+   * Applies `change` to a draft and commits it on its own; only inside
+   * {@linkcode Engine.exclusive}. The change must fit one commit.
+   */
+  async commitAlone(name: string, change: (draft: Draft, tx: Tx) => void): Promise<void> {
+    for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
+      const state = await this.#load();
+      const { draft, tx, seen } = this.#draft(state);
+      change(draft, tx);
+      if (tx.mutations.size === 0 && tx.touched.size === 0) return;
+      if (await this.#commit(state, draft, tx, seen)) return;
+    }
+    throw new StoreBusyError(name);
+  }
+
+  /** Deletes every duplicate record, in KV and in memory; only inside `exclusive`. */
+  async dropSubmissionRecords(): Promise<void> {
+    const keys: Deno.KvKey[] = [];
+    for await (const entry of this.#kv.list({ prefix: submissionsPrefix() })) keys.push(entry.key);
+    for (let i = 0; i < keys.length; i += BATCH_MAX_MUTATIONS) {
+      const op = this.#kv.atomic();
+      for (const key of keys.slice(i, i + BATCH_MAX_MUTATIONS)) op.delete(key);
+      await op.commit();
+    }
+    (await this.#load()).seen.clear();
+  }
+
+  /**
+   * Runs `reader` on the committed state; runs it again on the newer state when it returns
+   * `undefined` (content it read from KV was removed meanwhile).
+   */
+  async read<T>(reader: (state: State) => T | undefined | Promise<T | undefined>): Promise<T> {
+    for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
+      const result = await reader(await this.#load());
+      if (result !== undefined) return result;
+    }
+    throw new Error("Cannot read the store: stored content parts are missing");
+  }
+
+  /**
+   * Items with their content: from memory, or read from KV for multi-part items.
+   *
+   * @returns `undefined` when an item's parts are gone (removed by a later commit).
+   */
+  async itemsWithContent(
+    queue: QueueName,
+    items: readonly ItemState[],
+  ): Promise<QueuedItem[] | undefined> {
+    const out: QueuedItem[] = [];
+    for (const item of items) {
+      const content = item.content ??
+        await this.readParts(itemPartKey(queue, item.id, 0).slice(0, 3));
+      if (content === undefined) return undefined;
+      out.push({ id: item.id, content, queue, created_at: item.created_at });
+    }
+    return out;
+  }
+
+  /**
+   * Reads and joins the parts stored under `prefix` (`[…, id]`).
+   *
+   * @returns The content, or `undefined` when parts are missing.
+   */
+  async readParts(prefix: Deno.KvKey): Promise<string | undefined> {
+    const found = await collectParts(this.#kv.list<ItemHead | Uint8Array>({ prefix }));
+    const slot = found.values().next().value;
+    if (slot === undefined || slot.head === undefined) return undefined;
+    const bytes = joinParts(slot, slot.head.parts);
+    return bytes === undefined ? undefined : decoder.decode(bytes);
+  }
+
+  #kick(): void {
+    if (this.#running) return;
+    this.#running = true;
+    queueMicrotask(() => this.#drain());
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#pending.length > 0) await this.#step();
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  /** Runs one exclusive job, or applies and commits one batch of writes. */
+  async #step(): Promise<void> {
+    const first = this.#pending[0]!;
+    if (first.alone !== undefined) {
+      this.#pending.shift();
+      try {
+        first.resolve(await first.alone(this));
+      } catch (error) {
+        this.#state = undefined;
+        first.reject(error);
+      }
+      return;
+    }
+    let batch: Pending[] = [];
+    for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
+      let state: State;
+      try {
+        state = await this.#load();
+      } catch (error) {
+        for (const p of this.#pending.splice(0)) p.reject(error);
+        return;
+      }
+      const { draft, tx, seen } = this.#draft(state);
+      const results: unknown[] = [];
+      const applied: Pending[] = [];
+      // On a retry, the same batch again; otherwise every waiting write that fits.
+      const candidates = batch.length > 0 ? batch : this.#takeBatchable();
+      let i = 0;
+      for (; i < candidates.length; i++) {
+        const p = candidates[i]!;
+        const cost = p.op!.cost(draft);
+        if (
+          applied.length > 0 &&
+          (tx.mutations.size + cost.mutations > BATCH_MAX_MUTATIONS ||
+            tx.bytes + cost.bytes > BATCH_MAX_BYTES)
+        ) break;
+        try {
+          results.push(await p.op!.apply(draft, tx));
+          applied.push(p);
+        } catch (error) {
+          p.reject(error);
+        }
+      }
+      // What did not fit goes back to the front, in order.
+      this.#pending.unshift(...candidates.slice(i));
+      batch = applied;
+      if (applied.length === 0) return;
+      let ok: boolean;
+      try {
+        ok = await this.#commit(state, draft, tx, seen);
+      } catch (error) {
+        for (const p of applied) p.reject(error);
+        return;
+      }
+      if (ok) {
+        applied.forEach((p, k) => p.resolve(results[k]));
+        return;
+      }
+    }
+    for (const p of batch) p.reject(new StoreBusyError(p.name));
+  }
+
+  /** Takes the waiting writes up to the next exclusive job. */
+  #takeBatchable(): Pending[] {
+    const end = this.#pending.findIndex((p) => p.alone !== undefined);
+    return this.#pending.splice(0, end === -1 ? this.#pending.length : end);
+  }
+
+  #draft(state: State): { draft: Draft; tx: Tx; seen: Map<string, number> } {
+    const queues = {} as Record<QueueName, QueueState>;
+    for (const q of QUEUE_NAMES) {
+      const s = state.queues[q];
+      queues[q] = { next_id: s.next_id, items: [...s.items], counters: { ...s.counters } };
+    }
+    const feed = {
+      hwm: state.feed.hwm,
+      items: [...state.feed.items],
+      counters: { ...state.feed.counters },
+    };
+    const seen = new Map<string, number>();
+    const draft: Draft = {
+      queues,
+      feed,
+      now: Math.floor(this.#clock()),
+      seen: (hash) => seen.get(hash) ?? state.seen.get(hash),
+      see: (hash, at) => void seen.set(hash, at),
+    };
+    return { draft, tx: new Tx(), seen };
+  }
+
+  /**
+   * Commits `tx` plus the touched metadata, checking every metadata versionstamp; on
+   * success makes `draft` the committed state.
+   *
+   * @returns `false` when a check failed (the file changed under us; state reloaded).
+   * @throws KV errors; the state is then reloaded before the next write.
+   */
+  async #commit(state: State, draft: Draft, tx: Tx, seen: Map<string, number>): Promise<boolean> {
+    const op = this.#kv.atomic();
+    for (const [key, versionstamp] of state.stamps) {
+      op.check({ key: JSON.parse(key) as Deno.KvKey, versionstamp });
+    }
+    for (const m of tx.mutations.values()) {
+      if ("value" in m) {
+        op.set(m.key, m.value, m.expireIn === undefined ? {} : { expireIn: m.expireIn });
+      } else {
+        op.delete(m.key);
+      }
+    }
+    for (const touched of tx.touched) {
+      if (touched === "feed") {
+        op.set(resultsMetaKey(), feedMeta(draft.feed));
+      } else {
+        op.set(queueMetaKey(touched), queueMeta(draft.queues[touched]));
+      }
+    }
+    let res: Deno.KvCommitResult | Deno.KvCommitError;
+    try {
+      res = await op.commit();
+    } catch (error) {
+      this.#state = undefined;
+      throw error;
+    }
+    if (!res.ok) {
+      this.#state = undefined;
+      return false;
+    }
+    // Committed: the draft becomes the state; multi-part content stays in KV only.
+    for (const q of QUEUE_NAMES) {
+      const items = draft.queues[q].items.map((i) =>
+        i.parts > 1 && i.content !== undefined ? { ...i, content: undefined } : i
+      );
+      state.queues[q] = { ...draft.queues[q], items };
+    }
+    state.feed = {
+      ...draft.feed,
+      items: draft.feed.items.map((r) =>
+        r.parts > 1 && r.content !== undefined ? { ...r, content: undefined } : r
+      ),
+    };
+    for (const [hash, at] of seen) state.seen.set(hash, at);
+    for (const touched of tx.touched) {
+      const key = touched === "feed" ? resultsMetaKey() : queueMetaKey(touched);
+      state.stamps.set(keyString(key), res.versionstamp);
+    }
+    this.#prune(state, draft.now);
+    return true;
+  }
+
+  /** Forgets duplicate records older than the window, at most twice per window. */
+  #prune(state: State, now: number): void {
+    if (now - this.#prunedAt < this.#dedupeWindowMs / 2) return;
+    this.#prunedAt = now;
+    for (const [hash, at] of state.seen) {
+      if (now - at >= this.#dedupeWindowMs) state.seen.delete(hash);
+    }
+  }
+
+  /** The committed state, loaded from KV on first use and after a failed commit. */
+  #load(): Promise<State> {
+    if (this.#state !== undefined) return Promise.resolve(this.#state);
+    this.#loading ??= this.#readState().then(
+      (state) => {
+        this.#state = state;
+        this.#loading = undefined;
+        return state;
+      },
+      (error) => {
+        this.#loading = undefined;
+        throw error;
+      },
+    );
+    return this.#loading;
+  }
+
+  async #readState(): Promise<State> {
+    const kv = this.#kv;
+    const metaKeys = [...QUEUE_NAMES.map(queueMetaKey), resultsMetaKey()];
+    const metas = await kv.getMany<unknown[]>(metaKeys);
+    const stamps = new Map<string, string | null>();
+    metaKeys.forEach((key, i) => stamps.set(keyString(key), metas[i]!.versionstamp));
+    const queues = {} as Record<QueueName, QueueState>;
+    for (const [i, queue] of QUEUE_NAMES.entries()) {
+      const meta = metas[i]!.value as QueueMeta | null;
+      const found = await collectParts(
+        kv.list<ItemHead | Uint8Array>({ prefix: queueItemsPrefix(queue) }),
+      );
+      const items: ItemState[] = (meta?.items ?? []).map(([id, parts]) => {
+        const slot = found.get(id);
+        const head = slot?.head as ItemHead | undefined;
+        return {
+          id,
+          parts,
+          created_at: head?.created_at ?? 0,
+          content: parts === 1 && slot !== undefined ? decodeSlot(slot, 1) : undefined,
+        };
+      });
+      queues[queue] = {
+        next_id: meta?.next_id ?? 1,
+        items,
+        // Files written before the counters existed: their queued items count as accepted.
+        counters: meta?.counters ?? {
+          accepted: items.length,
+          duplicate: 0,
+          delivered: 0,
+          evicted: 0,
+          cleared: 0,
+        },
+      };
+    }
+    const meta = metas[QUEUE_NAMES.length]!.value as ResultsMeta | null;
+    const found = await collectParts(kv.list<ResultHead | Uint8Array>({ prefix: resultsPrefix() }));
+    const items: ResultState[] = (meta?.items ?? []).map(([t, parts]) => {
+      const slot = found.get(t);
+      return {
+        t,
+        parts,
+        content: parts === 1 && slot !== undefined ? decodeSlot(slot, 1) : undefined,
+      };
+    });
+    const feed: FeedState = {
+      hwm: meta?.hwm ?? 0,
+      items,
+      counters: meta?.counters ?? { pushed: items.length, evicted: 0, cleared: 0 },
+    };
+    const seen = new Map<string, number>();
+    const now = Math.floor(this.#clock());
+    for await (const entry of kv.list<SubmissionRecord>({ prefix: submissionsPrefix() })) {
+      if (now - entry.value.last_seen_at < this.#dedupeWindowMs) {
+        seen.set(entry.key[1] as string, entry.value.last_seen_at);
+      }
+    }
+    return { queues, feed, seen, stamps };
+  }
+}
+
+// ---------------------------------------------------------------------------------------
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-
-function now_(store: Store): number {
-  return Math.floor(store.clock());
-}
 
 function sha256Hex(content: string): string {
   return createHash("sha256").update(content, "utf8").digest("hex");
 }
 
-function decodeUtf8(bytes: Uint8Array): string {
-  return decoder.decode(bytes);
+function keyString(key: Deno.KvKey): string {
+  return JSON.stringify(key);
+}
+
+function isHead(value: unknown): value is { data: Uint8Array } {
+  return typeof value === "object" && value !== null && "data" in value &&
+    value.data instanceof Uint8Array;
+}
+
+function byteLength(parts: readonly Uint8Array[]): number {
+  return parts.reduce((n, p) => n + p.length, 0);
+}
+
+function totalParts(items: readonly { parts: number }[]): number {
+  return items.reduce((n, i) => n + i.parts, 0);
+}
+
+/** Parts that appending one more entry to `items` would evict past `capacity`. */
+function evictedParts(items: readonly { parts: number }[], capacity: number): number {
+  return items.length >= capacity ? totalParts(items.slice(0, items.length - capacity + 1)) : 0;
 }
 
 /** Splits content into UTF-8 byte parts of at most CHUNK_BYTES; always at least one. */
@@ -475,68 +1033,80 @@ function splitParts(content: string): Uint8Array[] {
 
 /** Writes part 0 as a head record (with `extra` fields) and the rest as raw bytes. */
 function setParts(
-  op: Deno.AtomicOperation,
+  tx: Tx,
   parts: Uint8Array[],
   key: (part: number) => Deno.KvKey,
   extra: Record<string, number>,
 ): void {
   parts.forEach((data, part) => {
-    op.set(key(part), part === 0 ? { ...extra, parts: parts.length, data } : data);
+    tx.set(key(part), part === 0 ? { ...extra, parts: parts.length, data } : data);
   });
 }
 
+function deleteParts(tx: Tx, parts: number, key: (part: number) => Deno.KvKey): void {
+  for (let part = 0; part < parts; part++) tx.delete(key(part));
+}
+
 /**
- * Adds to `op` a new item at the end of `queue`: its parts, the eviction of the oldest items
- * past {@linkcode QUEUE_CAPACITY} (C14), and the queue's new metadata.
+ * Adds a new item at the end of `q`: its parts, and the eviction (counted) of the oldest
+ * items past {@linkcode QUEUE_CAPACITY} (C14). Marks the queue's metadata as changed.
  *
- * @param meta The queue's metadata as read (and checked by `op`), `null` for a new queue.
  * @returns The new item's id.
  */
 function appendItem(
-  op: Deno.AtomicOperation,
+  tx: Tx,
+  q: QueueState,
   queue: QueueName,
-  meta: QueueMeta | null,
   parts: Uint8Array[],
+  content: string,
   createdAt: number,
 ): number {
-  const id = meta?.next_id ?? 1;
-  setParts(op, parts, (part) => itemPartKey(queue, id, part), { created_at: createdAt });
-  const items: QueueMeta["items"] = [...(meta?.items ?? []), [id, parts.length]];
-  for (const [oldId, oldParts] of items.splice(0, Math.max(0, items.length - QUEUE_CAPACITY))) {
-    deleteParts(op, oldParts, (part) => itemPartKey(queue, oldId, part));
+  const id = q.next_id;
+  setParts(tx, parts, (part) => itemPartKey(queue, id, part), { created_at: createdAt });
+  q.items.push({ id, parts: parts.length, created_at: createdAt, content });
+  q.next_id = id + 1;
+  for (const old of q.items.splice(0, Math.max(0, q.items.length - QUEUE_CAPACITY))) {
+    deleteParts(tx, old.parts, (part) => itemPartKey(queue, old.id, part));
+    q.counters.evicted++;
   }
-  op.set(queueMetaKey(queue), { next_id: id + 1, items } satisfies QueueMeta);
+  tx.touch(queue);
   return id;
 }
 
 /**
- * Adds to `op` a result with time `t` at the end of the feed: its parts, the eviction of the
- * oldest results past {@linkcode RESULTS_CAPACITY}, and the feed's metadata with the
- * high-water mark raised to `t` (C40).
+ * Adds a result with time `t` at the end of the feed: its parts, the eviction (counted) of
+ * the oldest results past {@linkcode RESULTS_CAPACITY}, and the high-water mark raised to
+ * `t` (C40). Marks the feed's metadata as changed.
  *
- * @param meta The feed's metadata as read (and checked by `op`), `null` for a new store.
  * @param t Greater than every `t` in the feed.
  */
 function appendResult(
-  op: Deno.AtomicOperation,
-  meta: ResultsMeta | null,
+  tx: Tx,
+  feed: FeedState,
   parts: Uint8Array[],
+  content: string,
   t: number,
 ): void {
-  setParts(op, parts, (part) => resultPartKey(t, part), {});
-  const items: ResultsMeta["items"] = [...(meta?.items ?? []), [t, parts.length]];
-  for (const [oldT, oldParts] of items.splice(0, Math.max(0, items.length - RESULTS_CAPACITY))) {
-    deleteParts(op, oldParts, (part) => resultPartKey(oldT, part));
+  setParts(tx, parts, (part) => resultPartKey(t, part), {});
+  feed.items.push({ t, parts: parts.length, content });
+  for (const old of feed.items.splice(0, Math.max(0, feed.items.length - RESULTS_CAPACITY))) {
+    deleteParts(tx, old.parts, (part) => resultPartKey(old.t, part));
+    feed.counters.evicted++;
   }
-  op.set(resultsMetaKey(), { hwm: Math.max(meta?.hwm ?? 0, t), items } satisfies ResultsMeta);
+  feed.hwm = Math.max(feed.hwm, t);
+  tx.touchFeed();
 }
 
-function deleteParts(
-  op: Deno.AtomicOperation,
-  parts: number,
-  key: (part: number) => Deno.KvKey,
-): void {
-  for (let part = 0; part < parts; part++) op.delete(key(part));
+function queueMeta(q: QueueState): QueueMeta {
+  return {
+    next_id: q.next_id,
+    items: q.items.map((i) => [i.id, i.parts]),
+    counters: q.counters,
+  };
+}
+
+function feedMeta(feed: FeedState): ResultsMeta {
+  return { hwm: feed.hwm, items: feed.items.map((r) => [r.t, r.parts]), counters: feed.counters };
 }
 
 /** Parts of one item or result as listed: its head (part 0) and every part's bytes. */
@@ -566,12 +1136,14 @@ async function collectParts(
   return found;
 }
 
+function decodeSlot(slot: PartSlot, parts: number): string | undefined {
+  const bytes = joinParts(slot, parts);
+  return bytes === undefined ? undefined : decoder.decode(bytes);
+}
+
 /** Concatenates parts 0 … parts-1; `undefined` when any is missing (a torn read). */
-function joinParts(
-  slot: PartSlot | undefined,
-  parts: number,
-): Uint8Array | undefined {
-  if (slot === undefined || slot.data.length !== parts) return undefined;
+function joinParts(slot: PartSlot, parts: number): Uint8Array | undefined {
+  if (slot.data.length !== parts) return undefined;
   let size = 0;
   for (let i = 0; i < parts; i++) {
     const data = slot.data[i];
@@ -585,47 +1157,4 @@ function joinParts(
     offset += data.length;
   }
   return out;
-}
-
-/** Reads the items `meta` lists; `undefined` when the listing disagrees with it. */
-async function readQueueItems(
-  kv: Deno.Kv,
-  queue: QueueName,
-  meta: QueueMeta,
-): Promise<QueuedItem[] | undefined> {
-  const found = await collectParts(
-    kv.list<ItemHead | Uint8Array>({ prefix: queueItemsPrefix(queue) }),
-  );
-  const items: QueuedItem[] = [];
-  for (const [id, parts] of meta.items) {
-    const slot = found.get(id);
-    const bytes = joinParts(slot, parts);
-    if (slot === undefined || bytes === undefined) return undefined;
-    const head = slot.head as ItemHead;
-    items.push({ id, content: decodeUtf8(bytes), queue, created_at: head.created_at });
-  }
-  return items;
-}
-
-/** True when the entry's versionstamp is still the current one. */
-async function unchanged(kv: Deno.Kv, entry: Deno.KvEntryMaybe<unknown>): Promise<boolean> {
-  const again = await kv.get(entry.key);
-  return again.versionstamp === entry.versionstamp;
-}
-
-/**
- * Runs `attempt` until it returns something other than `undefined` (which means "lost a
- * race, try again"), yielding to the event loop between attempts.
- */
-async function retryCommit<T>(
-  operation: string,
-  attempt: () => Promise<T | undefined>,
-): Promise<T> {
-  for (let i = 0; i < MAX_COMMIT_ATTEMPTS; i++) {
-    const result = await attempt();
-    if (result !== undefined) return result;
-    // Let the winner's follow-up work run before reading again.
-    await new Promise((resolve) => setTimeout(resolve, i < 3 ? 0 : Math.random() * 2));
-  }
-  throw new StoreBusyError(operation);
 }

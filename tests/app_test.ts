@@ -550,6 +550,7 @@ Deno.test("authentication", async (t) => {
     ["POST", "/push"],
     ["GET", "/results"],
     ["POST", "/clear"],
+    ["GET", "/stats"],
   ];
 
   await t.step("C4 answers 401 without a key on every protected endpoint", async () => {
@@ -738,4 +739,49 @@ Deno.test("routing and error order", async (t) => {
       assert.match(app.logs[1]!, /^\S+Z GET \/nope 404 \d+\.\dms$/);
     },
   );
+});
+
+Deno.test("GET /stats counts accepted, duplicate, delivered, evicted, cleared and pushed", async () => {
+  await using t = await makeApp();
+  for (let i = 0; i < 52; i++) await submitText(t, `item ${i}`, "/submit?queue=general");
+  await submitText(t, "item 51", "/submit?queue=general");
+  await submitText(t, "a question", "/submit?queue=qa");
+  assert.equal((await t.call("/pull?queue=qa")).status, 200);
+  await submitText(t, "kept", "/submit?queue=article");
+  await t.call("/push", { method: "POST", body: "r1" });
+  assert.equal((await t.call("/clear", { method: "POST" })).status, 200);
+  await submitText(t, "after clear", "/submit?queue=article");
+  const res = await t.call("/stats");
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-type"), JSON_TYPE);
+  assert.deepEqual(await res.json(), {
+    queues: {
+      qa: { accepted: 1, duplicate: 0, delivered: 1, evicted: 0, cleared: 0, depth: 0 },
+      article: { accepted: 2, duplicate: 0, delivered: 0, evicted: 0, cleared: 1, depth: 1 },
+      general: { accepted: 52, duplicate: 1, delivered: 0, evicted: 2, cleared: 50, depth: 0 },
+    },
+    results: { pushed: 1, evicted: 0, cleared: 1, depth: 0, hwm: t.clock.now },
+  });
+  await assertProblem(await t.app.request("/stats"), 401);
+});
+
+Deno.test("C4 failed authentication is rate limited per client address with 429 and Retry-After", async () => {
+  await using t = await makeApp();
+  const from = (hostname: string) => ({ remoteAddr: { transport: "tcp", hostname, port: 1 } });
+  const attempt = (key: string, hostname: string) =>
+    t.app.request("/peek", { headers: { "x-auth-key": key } }, from(hostname));
+  for (let i = 0; i < 10; i++) await assertProblem(await attempt("guess", "192.0.2.1"), 401);
+  // The 11th try is refused without looking at the key, so guessing gains nothing.
+  const limited = await attempt(KEY, "192.0.2.1");
+  const detail = await assertProblem(limited, 429);
+  assert.match(detail, /192\.0\.2\.1/);
+  assert.equal(limited.headers.get("retry-after"), "60");
+  // Another client with the right key is not affected.
+  assert.equal((await attempt(KEY, "192.0.2.2")).status, 204);
+  t.clock.advance(30_000);
+  assert.equal((await attempt(KEY, "192.0.2.1")).headers.get("retry-after"), "30");
+  t.clock.advance(30_000);
+  assert.equal((await attempt(KEY, "192.0.2.1")).status, 204);
+  // Open endpoints never count or refuse.
+  assert.equal((await t.app.request("/health", {}, from("192.0.2.1"))).status, 200);
 });

@@ -333,3 +333,20 @@ Deno.test("relay serve C8 round-trips 300 KiB byte for byte and answers 413 past
   await relay.stop();
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("relay serve warns at start when the configured API key is shorter than 16 characters", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relay-test-" });
+  try {
+    {
+      await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: "short-key" } });
+      assert.ok(
+        relay.stdout.some((l) => /warning: the API key is 9 characters long/.test(l)),
+        relay.stdout.join("\n"),
+      );
+    }
+    await using strong = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+    assert.ok(!strong.stdout.some((l) => l.includes("warning")), strong.stdout.join("\n"));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -10,6 +10,7 @@ import {
   QUEUE_CAPACITY,
   readResults,
   RESULTS_CAPACITY,
+  stats,
   submit,
 } from "../src/store.ts";
 import { makeStore } from "./_helpers.ts";
@@ -264,4 +265,28 @@ Deno.test("probe() C51 is true on an open store and false once KV is closed", as
   assert.equal(await probe(t.store), true);
   t.temp.kv.close();
   assert.equal(await probe(t.store), false);
+});
+
+Deno.test("stats() counters stay accountable: accepted = delivered + evicted + cleared + depth", async () => {
+  await using t = await makeStore({ dedupeWindowMs: 1000 });
+  const writes: Promise<unknown>[] = [];
+  for (let i = 0; i < 300; i++) {
+    const queue = (["qa", "article", "general"] as const)[i % 3]!;
+    writes.push(submit(t.store, `c${i % 250}`, queue));
+    if (i % 40 === 0) writes.push(pullFirst(t.store));
+    if (i % 7 === 0) writes.push(push(t.store, `r${i}`));
+    if (i === 150) writes.push(clear(t.store));
+  }
+  await Promise.all(writes);
+  const s = await stats(t.store);
+  for (const q of Object.values(s.queues)) {
+    assert.equal(q.accepted, q.delivered + q.evicted + q.cleared + q.depth);
+  }
+  const accepted = Object.values(s.queues).reduce((n, q) => n + q.accepted + q.duplicate, 0);
+  assert.equal(accepted, 300);
+  assert.equal(s.results.pushed, s.results.evicted + s.results.cleared + s.results.depth);
+  assert.equal(s.results.pushed, 43);
+  // Durable: a new store on the same file reads the same counters.
+  const again = createStore(t.temp.kv, { clock: t.clock.read });
+  assert.deepEqual(await stats(again), s);
 });

@@ -32,9 +32,17 @@ export function presentedKey(headers: Headers, params: URLSearchParams): string 
  */
 export function keysMatch(given: string, expected: string): boolean {
   const a = createHash("sha256").update(given, "utf8").digest();
-  const b = createHash("sha256").update(expected, "utf8").digest();
-  return timingSafeEqual(a, b);
+  if (expectedDigest?.key !== expected) {
+    expectedDigest = {
+      key: expected,
+      digest: createHash("sha256").update(expected, "utf8").digest(),
+    };
+  }
+  return timingSafeEqual(a, expectedDigest.digest);
 }
+
+// The configured key's digest, computed once rather than on every request.
+let expectedDigest: { key: string; digest: Uint8Array } | undefined;
 
 /**
  * The request target (path and query) of a request URL for logs, with every value of the

@@ -13,6 +13,7 @@ import { problemResponse } from "./errors.ts";
 import { lockDatabase } from "./lock.ts";
 import { missingConfiguration, type PublishConfig } from "./publish.ts";
 import { WEAK_KEY_LENGTH } from "./auth.ts";
+import { BatchedLog } from "./log.ts";
 import { createStore, type Store } from "./store.ts";
 
 /**
@@ -115,7 +116,8 @@ export interface RunningRelay {
  * `relay listening on http://<host>:<port>`.
  *
  * @param config The validated configuration.
- * @param options.log Where messages and the access log go; default `console.log`.
+ * @param options.log Where messages and the access log go; default `console.log` for
+ *   messages and batched writes to standard output for the access log ({@linkcode BatchedLog}).
  * @param options.version The relay's version, for the start line.
  * @throws {ConfigError} for a key file that cannot be read or written.
  * @throws {DatabaseInUseError} when another relay holds the database.
@@ -126,6 +128,8 @@ export async function startRelay(
   options: { log?: (line: string) => void; version?: string } = {},
 ): Promise<RunningRelay> {
   const log = options.log ?? ((line: string) => console.log(line));
+  // The access log is written in batches unless the caller collects lines itself.
+  const accessLog = options.log === undefined ? new BatchedLog() : undefined;
   const database = await openLockedDatabase(config.db);
   const { path: db, kv } = database;
   try {
@@ -141,7 +145,7 @@ export async function startRelay(
       qaHosts: config.qaHosts,
       maxBodyBytes: config.maxBodyBytes,
       publish: publishConfig(config),
-      log,
+      log: accessLog?.line ?? log,
     });
     const publishing = (["notes", "blog", "nas"] as const).filter((t) =>
       missingConfiguration([t], publishConfig(config)).length === 0
@@ -216,6 +220,7 @@ export async function startRelay(
           }),
         ]);
         clearTimeout(timer);
+        await accessLog?.flush();
         database.close();
         return drained;
       },

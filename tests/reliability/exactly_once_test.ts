@@ -1,0 +1,76 @@
+/**
+ * Reliability (issue 5): exactly-once delivery at scale over HTTP against a real relay
+ * process, with the counters of `GET /stats` accounting for every accepted item.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { KEY, startRelayProcess } from "../_helpers.ts";
+import { getStats, relayCall, withTempDir } from "./_reliability.ts";
+
+const SUBMITTERS = 8;
+const ITEMS_EACH = 300;
+const PULLERS = 4;
+const QUEUES = ["qa", "article", "general"] as const;
+
+Deno.test("C22 8 submitters x 300 items, 4 pullers: each accepted item delivered once or counted evicted", async () => {
+  await withTempDir(async (dir) => {
+    await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+    const call = relayCall(relay.url);
+    const accepted = new Set<string>();
+    const delivered: string[] = [];
+    let submitting = SUBMITTERS;
+
+    const submitter = async (s: number) => {
+      for (let i = 0; i < ITEMS_EACH; i++) {
+        const content = `item s${s} n${i}`;
+        const queue = QUEUES[(s + i) % QUEUES.length]!;
+        const res = await call(`/submit?queue=${queue}`, { method: "POST", body: content });
+        assert.equal(res.status, 200);
+        assert.equal(await res.text(), `OK (${queue})`);
+        accepted.add(content);
+      }
+      submitting--;
+    };
+    const puller = async (p: number) => {
+      for (;;) {
+        const done = submitting === 0;
+        const res = await call(p % 2 === 0 ? "/pull" : `/pull?queue=${QUEUES[p % 3]}`);
+        if (res.status === 200) delivered.push(...(await res.json() as string[]));
+        else {
+          assert.equal(res.status, 204);
+          await res.body?.cancel();
+          // Stop after a last empty answer that began once every submitter had finished.
+          if (done) return;
+        }
+      }
+    };
+    await Promise.all([
+      ...Array.from({ length: SUBMITTERS }, (_, s) => submitter(s)),
+      ...Array.from({ length: PULLERS }, (_, p) => puller(p)),
+    ]);
+    // Whatever is still queued (a puller of one queue may have stopped early).
+    for (const queue of QUEUES) {
+      const res = await call(`/pull?queue=${queue}`);
+      if (res.status === 200) delivered.push(...(await res.json() as string[]));
+      else await res.body?.cancel();
+    }
+
+    assert.equal(accepted.size, SUBMITTERS * ITEMS_EACH);
+    assert.equal(new Set(delivered).size, delivered.length, "no item is delivered twice");
+    for (const item of delivered) assert.ok(accepted.has(item), `delivered unknown ${item}`);
+    const stats = await getStats(call);
+    let evicted = 0;
+    for (const queue of QUEUES) {
+      const q = stats.queues[queue];
+      assert.equal(q.depth, 0);
+      assert.equal(q.accepted, q.delivered + q.evicted + q.cleared + q.depth, queue);
+      evicted += q.evicted;
+    }
+    const sum = (f: "accepted" | "delivered") => QUEUES.reduce((n, q) => n + stats.queues[q][f], 0);
+    assert.equal(sum("accepted"), accepted.size);
+    assert.equal(sum("delivered"), delivered.length);
+    assert.equal(accepted.size, delivered.length + evicted, "the rest is counted as evicted");
+  });
+});

@@ -257,6 +257,7 @@ async function main(): Promise<void> {
   }
   await new Promise((r) => setTimeout(r, 1000));
   const idleRss = rssMb(relay.child.pid);
+  const bareIdleRss = rssMb(bare.child.pid);
 
   const rows: Array<[string, Load]> = [];
   const bareLoad = await wrk(`http://127.0.0.1:${bare.port}/`, SCRIPTS.get!);
@@ -338,6 +339,7 @@ async function main(): Promise<void> {
   out.push("| figure | value | target | |");
   out.push("|---|---:|---|---|");
   figure("idle RSS", `${idleRss.toFixed(1)} MB`, "≤ 60 MB", idleRss <= 60);
+  figure("idle RSS of the bare server", `${bareIdleRss.toFixed(1)} MB`, "—", true);
   figure("RSS after load", `${loadedRss.toFixed(1)} MB`, "—", true);
   figure(
     "start to first /health 200",

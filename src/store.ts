@@ -772,7 +772,8 @@ export class Engine {
       try {
         state = await this.#load();
       } catch (error) {
-        for (const p of this.#pending.splice(0)) p.reject(error);
+        // The batch being retried was already taken out of the pending list.
+        for (const p of [...batch, ...this.#pending.splice(0)]) p.reject(error);
         return;
       }
       const { draft, tx, seen } = this.#draft(state);
@@ -800,6 +801,12 @@ export class Engine {
       this.#pending.unshift(...candidates.slice(i));
       batch = applied;
       if (applied.length === 0) return;
+      if (tx.mutations.size === 0 && tx.touched.size === 0) {
+        // Nothing to store (empty pulls): answer without a commit, so that workers polling
+        // an empty queue cause no disk writes.
+        applied.forEach((p, k) => p.resolve(results[k]));
+        return;
+      }
       let ok: boolean;
       try {
         ok = await this.#commit(state, draft, tx, seen);

@@ -350,3 +350,32 @@ Deno.test("relay serve warns at start when the configured API key is shorter tha
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("relay serve writes nothing to disk while clients poll empty queues and read", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relay-test-" });
+  try {
+    await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+    const get = async (path: string) => {
+      const res = await fetch(`${relay.url}${path}`, { headers: { "x-auth-key": KEY } });
+      await res.body?.cancel();
+      return res.status;
+    };
+    const written = async () => {
+      const io = await Deno.readTextFile(`/proc/${relay.child.pid}/io`);
+      return Number(/^write_bytes:\s+(\d+)/m.exec(io)?.[1]);
+    };
+    assert.equal(await get("/pull"), 204); // loads the store's state
+    const before = await written();
+    for (let i = 0; i < 30; i++) {
+      assert.equal(await get("/pull"), 204);
+      assert.equal(await get("/pull?queue=general"), 204);
+      assert.equal(await get("/peek"), 204);
+      assert.equal(await get("/results?since=0"), 200);
+      assert.equal(await get("/stats"), 200);
+      assert.equal(await get("/health"), 200);
+    }
+    assert.equal(await written() - before, 0);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

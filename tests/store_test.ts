@@ -290,3 +290,28 @@ Deno.test("stats() counters stay accountable: accepted = delivered + evicted + c
   const again = createStore(t.temp.kv, { clock: t.clock.read });
   assert.deepEqual(await stats(again), s);
 });
+
+Deno.test("submit() settles with the error when the store cannot be reloaded after a failed check", async () => {
+  await using t = await makeStore();
+  assert.equal((await submit(t.store, "one", "general")).accepted, true);
+  // Another handle changes a metadata entry: the next commit's check fails and the store
+  // reloads; that reload meets an I/O error (injected into Deno KV, once).
+  const other = await Deno.openKv(t.temp.path);
+  try {
+    await other.set(["queues", "qa"], { next_id: 1, items: [] });
+  } finally {
+    other.close();
+  }
+  const kv = t.temp.kv;
+  const getMany = kv.getMany.bind(kv);
+  let fail = true;
+  Object.assign(kv, {
+    getMany: (...args: Parameters<typeof getMany>) => {
+      if (!fail) return getMany(...args);
+      fail = false;
+      return Promise.reject(new Error("injected I/O error"));
+    },
+  });
+  await assert.rejects(submit(t.store, "two", "general"), /injected I\/O error/);
+  assert.equal((await submit(t.store, "three", "general")).accepted, true);
+});

@@ -108,7 +108,7 @@ function json(value: unknown, status = 200): Response {
 }
 
 /** `YYYY-MM-DD HH:MM:SS` in UTC, as peek shows `created_at` (spec §2.2, C7). */
-export function formatTimestamp(ms: number): string {
+function formatTimestamp(ms: number): string {
   return new Date(ms).toISOString().slice(0, 19).replace("T", " ");
 }
 

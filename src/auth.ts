@@ -66,10 +66,10 @@ export function redactedTarget(rawUrl: string): string {
 }
 
 /** Failed authentications an address may make within {@linkcode AUTH_FAILURE_WINDOW_MS}. */
-export const AUTH_FAILURE_LIMIT = 10;
+const AUTH_FAILURE_LIMIT = 10;
 
 /** The window over which failed authentications are counted, ms (issue 5). */
-export const AUTH_FAILURE_WINDOW_MS = 60_000;
+const AUTH_FAILURE_WINDOW_MS = 60_000;
 
 /** Addresses remembered at most; the ones with the oldest failures are forgotten first. */
 const MAX_TRACKED_ADDRESSES = 10_000;

@@ -6,13 +6,13 @@
  */
 
 /** First wait after a failure, ms. */
-export const BACKOFF_START_MS = 500;
+const BACKOFF_START_MS = 500;
 
 /**
  * Longest wait between attempts, ms: a relay that comes back after a restart or a reboot
  * is noticed within this long.
  */
-export const BACKOFF_MAX_MS = 15_000;
+const BACKOFF_MAX_MS = 15_000;
 
 /**
  * Waits `ms`, or less when `signal` aborts.

@@ -22,15 +22,17 @@ import {
 } from "./store.ts";
 
 /** The value of `format` in every backup. */
-export const BACKUP_FORMAT = "content-relay-backup";
+const BACKUP_FORMAT = "content-relay-backup";
+
+const contentSchema = z.string().min(1).refine((text) => text.isWellFormed());
 
 const itemSchema = z.object({
-  content: z.string().min(1).refine((text) => text.isWellFormed()),
+  content: contentSchema,
   created_at: z.number().int().nonnegative(),
 });
 
 /** A backup document, version 1. Times are epoch ms. */
-export const backupSchema = z.object({
+const backupSchema = z.object({
   format: z.literal(BACKUP_FORMAT),
   version: z.literal(1),
   exported_at: z.number().int(),
@@ -43,7 +45,7 @@ export const backupSchema = z.object({
   results: z
     .array(z.object({
       t: z.number().int().positive(),
-      content: z.string().min(1).refine((text) => text.isWellFormed()),
+      content: contentSchema,
     }))
     .refine((results) => results.every((r, i) => i === 0 || r.t > results[i - 1]!.t), {
       error: "results must be in strictly increasing t",

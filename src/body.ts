@@ -109,7 +109,7 @@ export async function readLimited(
     // a declared length within the limit bounds the body: read it in one step (fewer async
     // hops than the stream). Anything else is counted chunk by chunk.
     bytes = declared !== null && request.headers.get("transfer-encoding") === null
-      ? await readDeclared(request, late.signal)
+      ? new Uint8Array(await untilAborted(request.arrayBuffer(), late.signal))
       : await readAtMost(request.body, limit, late.signal);
   } catch (error) {
     if (error instanceof DOMException && error.name === "TimeoutError") {
@@ -123,16 +123,28 @@ export async function readLimited(
   return bytes;
 }
 
-/** Reads a body whose length Deno's parser enforces, stopping at `signal`. */
-async function readDeclared(request: Request, signal: AbortSignal): Promise<Uint8Array> {
+/**
+ * `work`, or the signal's reason as soon as `signal` aborts (then `onAbort` runs too, e.g.
+ * to cancel a stream). The listener is removed once either settles, so nothing outlives
+ * the read.
+ */
+async function untilAborted<T>(
+  work: Promise<T>,
+  signal: AbortSignal | undefined,
+  onAbort: () => void = () => {},
+): Promise<T> {
+  if (signal === undefined) return await work;
   let stop = () => {};
   const aborted = new Promise<never>((_, reject) => {
-    stop = () => reject(signal.reason);
-    signal.addEventListener("abort", stop, { once: true });
+    stop = () => {
+      reject(signal.reason);
+      onAbort();
+    };
+    if (signal.aborted) stop();
+    else signal.addEventListener("abort", stop, { once: true });
   });
-  aborted.catch(() => {});
   try {
-    return new Uint8Array(await Promise.race([request.arrayBuffer(), aborted]));
+    return await Promise.race([work, aborted]);
   } finally {
     signal.removeEventListener("abort", stop);
   }
@@ -155,33 +167,20 @@ export async function readAtMost(
 ): Promise<Uint8Array | undefined> {
   if (stream === null) return new Uint8Array(0);
   const reader = stream.getReader();
-  let stop = () => {};
-  const aborted = new Promise<never>((_, reject) => {
-    stop = () => {
-      reject(signal?.reason);
-      reader.cancel().catch(() => {});
-    };
-    if (signal?.aborted) stop();
-    else signal?.addEventListener("abort", stop, { once: true });
-  });
-  aborted.catch(() => {});
+  const cancel = () => void reader.cancel().catch(() => {});
   const chunks: Uint8Array[] = [];
   let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await Promise.race([reader.read(), aborted]);
-      // A cancelled read can win the race as "done": it is still a late body.
-      if (signal?.aborted) throw signal.reason;
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel().catch(() => {});
-        return undefined;
-      }
-      chunks.push(value);
+  for (;;) {
+    const { done, value } = await untilAborted(reader.read(), signal, cancel);
+    // A cancelled read can win the race as "done": it is still a late body.
+    if (signal?.aborted) throw signal.reason;
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return undefined;
     }
-  } finally {
-    signal?.removeEventListener("abort", stop);
+    chunks.push(value);
   }
   const out = new Uint8Array(size);
   let offset = 0;

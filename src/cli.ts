@@ -23,7 +23,7 @@ import { startRelay } from "./server.ts";
 export const VERSION: string = denoConfig.version;
 
 /** The text of `relay --help`. */
-export function usage(): string {
+function usage(): string {
   const width = Math.max(...SERVER_OPTIONS.map((o) => o.flag.length)) + 2;
   const lines = SERVER_OPTIONS.map((o) =>
     `  --${o.flag.padEnd(width)} ${o.help}\n  ${"".padEnd(width + 2)} env ${o.env}${

@@ -6,13 +6,15 @@
  * @module
  */
 
+import { type Backoff, sleep } from "./backoff.ts";
 import { fetchFailure } from "./errors.ts";
+import { joinUrl } from "./publish.ts";
 
 /** Default relay address for client commands: the relay on this machine. */
 export const DEFAULT_RELAY_URL = "http://127.0.0.1:8787";
 
 /** Timeout of one request to the relay, ms: generous for a Pi on a slow SD card. */
-export const REQUEST_TIMEOUT_MS = 30_000;
+const REQUEST_TIMEOUT_MS = 30_000;
 
 /** Where the relay is and how to authenticate. */
 export interface RelayClient {
@@ -45,6 +47,25 @@ export class RelayError extends Error {
   }
 }
 
+/**
+ * After a failed call in a long-running loop (`relay work`, `results --follow`): rethrows
+ * `error` unless it is a retryable {@linkcode RelayError}; otherwise logs it and waits
+ * `backoff`'s next delay (or until `signal` aborts).
+ *
+ * @throws `error` itself when waiting will not help (a 401, a 400, a bug).
+ */
+export async function waitToRetry(
+  error: unknown,
+  backoff: Backoff,
+  log: (line: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  if (!(error instanceof RelayError) || !error.retryable) throw error;
+  const wait = backoff.next();
+  log(`relay: ${error.message}; trying again in ${wait} ms`);
+  await sleep(wait, signal);
+}
+
 /** One item of `GET /results` (spec §4.5). */
 export interface ResultEntry {
   /** Push time and cursor, epoch ms. */
@@ -71,7 +92,7 @@ export interface PeekBody {
  * @throws {RelayError} for a refused connection, a timeout, or any status ≥ 300; the
  *   message carries the relay's problem `detail` when it sent one.
  */
-export async function call(
+async function call(
   client: RelayClient,
   path: string,
   init: { method?: string; body?: string; type?: string } = {},
@@ -89,7 +110,7 @@ async function send(
   timeoutMs: number,
 ): Promise<Response> {
   try {
-    return await fetch(`${client.url.replace(/\/+$/, "")}${path}`, {
+    return await fetch(joinUrl(client.url, path), {
       method: init.method ?? "GET",
       headers: {
         "x-auth-key": client.key,

@@ -33,7 +33,7 @@ import { deleteBlogPost } from "./publish.ts";
 import { work } from "./work.ts";
 import { type Backup, exportStore, ImportError, importStore, parseBackup } from "./backup.ts";
 import { DatabaseInUseError } from "./lock.ts";
-import { withStore } from "./server.ts";
+import { publishConfig, withStore } from "./server.ts";
 
 /** Exit code for a bad command line. */
 export const EXIT_USAGE = 2;
@@ -364,14 +364,8 @@ async function publishCommand(args: string[], io: CommandIo): Promise<number> {
   if (values["content-file"] === undefined && values["markdown-file"] === undefined) {
     usage("publish needs --content-file or --markdown-file");
   }
-  const readFile = async (path: string | undefined) => {
-    if (path === undefined) return undefined;
-    try {
-      return path === "-" ? await io.stdin() : await Deno.readTextFile(path);
-    } catch (error) {
-      usage(`cannot read "${path}": ${error instanceof Error ? error.message : error}`);
-    }
-  };
+  const readFile = (path: string | undefined) =>
+    path === undefined ? undefined : readInput(path, io);
   const content = await readFile(values["content-file"]);
   const markdown = await readFile(values["markdown-file"]);
   const targets = values.target.split(",").map((t) => t.trim()).filter((t) => t !== "");
@@ -411,14 +405,15 @@ async function blogDeleteCommand(args: string[], io: CommandIo): Promise<number>
     usage("blog-delete needs exactly one post id");
   }
   const config = loadConfig(values, io.env);
-  const baseUrl = config.blogUrl ?? config.publishUrl;
+  const publish = publishConfig(config);
+  const baseUrl = publish.urls.blog;
   if (baseUrl === undefined) usage("blog-delete needs --publish-url or RELAY_PUBLISH_URL");
   const cookie = config.secrets.blogAccessCookie;
   if (cookie === undefined) usage("blog-delete needs RELAY_BLOG_ACCESS_COOKIE");
   const failure = await deleteBlogPost(positionals[0]!, {
     baseUrl,
     cookie,
-    timeoutMs: config.publishTimeoutMs,
+    timeoutMs: publish.timeoutMs,
   });
   if (failure !== undefined) {
     io.err(`relay: cannot delete post "${positionals[0]}": ${failure}`);
@@ -426,6 +421,15 @@ async function blogDeleteCommand(args: string[], io: CommandIo): Promise<number>
   }
   io.out(`deleted post ${positionals[0]}`);
   return 0;
+}
+
+/** Reads a file named on the command line, `-` being standard input; usage error if not. */
+async function readInput(path: string, io: CommandIo): Promise<string> {
+  try {
+    return path === "-" ? await io.stdin() : await Deno.readTextFile(path);
+  } catch (error) {
+    usage(`cannot read "${path}": ${error instanceof Error ? error.message : error}`);
+  }
 }
 
 async function backupCommand(
@@ -453,13 +457,7 @@ async function backupCommand(
       return 0;
     }
     if (positionals.length !== 1) usage("import needs exactly one backup file");
-    let text = "";
-    try {
-      text = positionals[0] === "-" ? await io.stdin() : await Deno.readTextFile(positionals[0]!);
-    } catch (error) {
-      usage(`cannot read "${positionals[0]}": ${error instanceof Error ? error.message : error}`);
-    }
-    const backup = parseBackup(text);
+    const backup = parseBackup(await readInput(positionals[0]!, io));
     await withStore(db, (store) => importStore(store, backup, { force: values.force ?? false }));
     io.err(`relay: imported ${describeBackup(backup)} into ${db}`);
     return 0;

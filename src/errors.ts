@@ -10,7 +10,7 @@
 import { STATUS_CODES } from "node:http";
 
 /** The media type of every error body (RFC 9457, C1). */
-export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
 /** An RFC 9457 problem document, as the relay writes it (C1). */
 export interface ProblemDocument {

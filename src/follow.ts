@@ -7,8 +7,11 @@
  */
 
 import { Backoff, sleep } from "./backoff.ts";
-import { readResultsPage, type RelayClient, RelayError, type ResultEntry } from "./client.ts";
+import { readResultsPage, type RelayClient, type ResultEntry, waitToRetry } from "./client.ts";
 import { runWithInput } from "./run.ts";
+
+/** Results asked for per page: the most `/results` returns (C41). */
+const PAGE_SIZE = 50;
 
 /** Options of {@linkcode followResults}. */
 export interface FollowOptions {
@@ -31,7 +34,7 @@ export interface FollowOptions {
  *
  * @throws {Error} when the file exists but does not hold a cursor.
  */
-export async function readCursor(path: string | undefined): Promise<number> {
+async function readCursor(path: string | undefined): Promise<number> {
   if (path === undefined) return 0;
   let text: string;
   try {
@@ -48,7 +51,7 @@ export async function readCursor(path: string | undefined): Promise<number> {
 }
 
 /** Replaces the cursor file atomically (write beside it, then rename). */
-export async function writeCursor(path: string, cursor: number): Promise<void> {
+async function writeCursor(path: string, cursor: number): Promise<void> {
   const temp = `${path}.tmp`;
   await Deno.writeTextFile(temp, `${cursor}\n`);
   await Deno.rename(temp, path);
@@ -69,12 +72,9 @@ export async function followResults(client: RelayClient, options: FollowOptions)
   while (!options.signal.aborted) {
     let page;
     try {
-      page = await readResultsPage(client, { since: cursor, limit: 50 });
+      page = await readResultsPage(client, { since: cursor, limit: PAGE_SIZE });
     } catch (error) {
-      if (!(error instanceof RelayError) || !error.retryable) throw error;
-      const wait = backoff.next();
-      options.log(`relay: ${error.message}; trying again in ${wait} ms`);
-      await sleep(wait, options.signal);
+      await waitToRetry(error, backoff, options.log, options.signal);
       continue;
     }
     backoff.reset();
@@ -100,7 +100,7 @@ export async function followResults(client: RelayClient, options: FollowOptions)
       cursor = item.t;
       if (options.cursorFile !== undefined) await writeCursor(options.cursorFile, cursor);
     }
-    if (!failed && page.items.length < 50) await sleep(options.intervalMs, options.signal);
+    if (!failed && page.items.length < PAGE_SIZE) await sleep(options.intervalMs, options.signal);
   }
   return cursor;
 }

@@ -76,6 +76,11 @@ export function queueItemsPrefix(queue: QueueName): Deno.KvKey {
   return ["items", queue];
 }
 
+/** `["items", queue, id]`: prefix of every part of one queued item. */
+export function itemPrefix(queue: QueueName, id: number): Deno.KvKey {
+  return ["items", queue, id];
+}
+
 /** `["items", queue, id, part]`: one part of a queued item. */
 export function itemPartKey(queue: QueueName, id: number, part: number): Deno.KvKey {
   return ["items", queue, id, part];
@@ -89,6 +94,11 @@ export function resultsMetaKey(): Deno.KvKey {
 /** `["results"]`: prefix of every part of every result. */
 export function resultsPrefix(): Deno.KvKey {
   return ["results"];
+}
+
+/** `["results", t]`: prefix of every part of one result. */
+export function resultPrefix(t: number): Deno.KvKey {
+  return ["results", t];
 }
 
 /** `["results", t, part]`: one part of a result. */

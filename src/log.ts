@@ -7,7 +7,7 @@
  */
 
 /** Longest time a line waits before it is written, ms. */
-export const FLUSH_INTERVAL_MS = 20;
+const FLUSH_INTERVAL_MS = 20;
 
 /** Bytes gathered before a write is started early. */
 const FLUSH_BYTES = 64 * 1024;

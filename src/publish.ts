@@ -128,7 +128,7 @@ function publishTo(target: Target, article: Article, config: PublishConfig): Pro
  * (the Markdown original when given, else `content`), `content_format` 1 (Markdown) and
  * `tags` (spec §4.9, C61). Success is a 2xx answer with `code` 0 (C62).
  */
-export async function publishToNotes(
+async function publishToNotes(
   article: Article,
   config: PublishConfig,
 ): Promise<TargetResult> {
@@ -158,7 +158,7 @@ export async function publishToNotes(
  * `content_md`, `tags` and `targets: ["blog"]` (spec §4.9, C61). Success is a 2xx answer
  * with `blog.status` = `success`; its `blog.redirect_url` is the post's URL (C62).
  */
-export async function publishToBlog(
+async function publishToBlog(
   article: Article,
   config: PublishConfig,
 ): Promise<TargetResult> {
@@ -193,7 +193,7 @@ export async function publishToBlog(
  * `title`, `content`, `content_md`, `targets: ["nas"]`, `transform: "read"` (spec §4.9,
  * C61). Success is a 2xx answer with `status` = `success` (C62).
  */
-export async function publishToPodcast(
+async function publishToPodcast(
   article: Article,
   config: PublishConfig,
 ): Promise<TargetResult> {

@@ -159,7 +159,7 @@ function wholeNumber(name: string, min: number) {
 }
 
 /** Highest `limit` of `GET /results`; larger values are clamped (spec §4.5, C41). */
-export const RESULTS_LIMIT_MAX = 50;
+const RESULTS_LIMIT_MAX = 50;
 
 /** Query of `GET /results`: `since` ≥ 0 (default 0), `limit` ≥ 1 clamped to 50 (C41). */
 export const resultsQuerySchema = z.object({

@@ -11,7 +11,7 @@ import { createApp } from "./app.ts";
 import { type Config, ConfigError } from "./config.ts";
 import { problemResponse } from "./errors.ts";
 import { lockDatabase } from "./lock.ts";
-import { missingConfiguration, type PublishConfig } from "./publish.ts";
+import { missingConfiguration, type PublishConfig, TARGETS } from "./publish.ts";
 import { WEAK_KEY_LENGTH } from "./auth.ts";
 import { BatchedLog } from "./log.ts";
 import { createStore, type Store } from "./store.ts";
@@ -139,17 +139,16 @@ export async function startRelay(
       db,
     });
     const store = createStore(kv, { dedupeWindowMs: config.dedupeWindowMs });
+    const publish = publishConfig(config);
     const app = createApp({
       store,
       apiKey: apiKey.key,
       qaHosts: config.qaHosts,
       maxBodyBytes: config.maxBodyBytes,
-      publish: publishConfig(config),
+      publish,
       log: accessLog?.line ?? log,
     });
-    const publishing = (["notes", "blog", "nas"] as const).filter((t) =>
-      missingConfiguration([t], publishConfig(config)).length === 0
-    );
+    const publishing = TARGETS.filter((t) => missingConfiguration([t], publish).length === 0);
     log(
       `relay ${options.version ?? ""} (deno ${Deno.version.deno}): data ${db}; ` +
         `dedupe window ${config.dedupeWindowMs} ms; body limit ${config.maxBodyBytes} bytes; ` +

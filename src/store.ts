@@ -30,11 +30,13 @@ import { type Clock, systemClock } from "./clock.ts";
 import {
   type ItemHead,
   itemPartKey,
+  itemPrefix,
   queueItemsPrefix,
   type QueueMeta,
   queueMetaKey,
   type ResultHead,
   resultPartKey,
+  resultPrefix,
   type ResultsMeta,
   resultsMetaKey,
   resultsPrefix,
@@ -211,10 +213,8 @@ export async function submit(
   const parts = splitParts(content);
   return await store.engine.write<SubmitOutcome>({
     name: "submit",
-    cost: (draft) => ({
-      mutations: parts.length + 2 + evictedParts(draft.queues[queue].items, QUEUE_CAPACITY),
-      bytes: byteLength(parts) + 3 * MUTATION_OVERHEAD_BYTES,
-    }),
+    // The item, the evictions, and the duplicate record.
+    cost: (draft) => addCost(appendItemCost(draft, queue, parts), 1),
     apply(draft, tx) {
       const q = draft.queues[queue];
       const now = draft.now;
@@ -322,10 +322,7 @@ export async function push(store: Store, content: string): Promise<ResultItem> {
   const parts = splitParts(content);
   return await store.engine.write({
     name: "push",
-    cost: (draft) => ({
-      mutations: parts.length + evictedParts(draft.feed.items, RESULTS_CAPACITY),
-      bytes: byteLength(parts) + MUTATION_OVERHEAD_BYTES,
-    }),
+    cost: (draft) => appendResultCost(draft, parts),
     apply(draft, tx) {
       const t = Math.max(draft.now, draft.feed.hwm + 1);
       appendResult(tx, draft.feed, parts, content, t);
@@ -354,7 +351,7 @@ export async function readResults(
     if (last === undefined) return { cursor: since, items: [] };
     const items: ResultItem[] = [];
     for (const r of wanted) {
-      const content = r.content ?? await store.engine.readParts(resultPartKey(r.t, 0).slice(0, 2));
+      const content = r.content ?? await store.engine.readParts(resultPrefix(r.t));
       if (content === undefined) return undefined;
       items.push({ t: r.t, content });
     }
@@ -391,7 +388,7 @@ export async function clear(store: Store): Promise<void> {
       for (const r of feed.items) deleteParts(tx, r.parts, (p) => resultPartKey(r.t, p));
       feed.counters.cleared += feed.items.length;
       feed.items = [];
-      tx.touchFeed();
+      tx.touch("feed");
     });
     await engine.dropSubmissionRecords();
   });
@@ -461,15 +458,11 @@ export async function restore(
       const parts = splitParts(item.content);
       writes.push(store.engine.write({
         name: "restore",
-        cost: (draft) => ({
-          mutations: parts.length + evictedParts(draft.queues[queue].items, QUEUE_CAPACITY),
-          bytes: byteLength(parts) + MUTATION_OVERHEAD_BYTES,
-        }),
+        cost: (draft) => appendItemCost(draft, queue, parts),
         apply(draft, tx) {
           const q = draft.queues[queue];
           appendItem(tx, q, queue, parts, item.content, item.created_at);
           q.counters.accepted++;
-          tx.touch(queue);
           return true;
         },
       }));
@@ -479,10 +472,7 @@ export async function restore(
     const parts = splitParts(result.content);
     writes.push(store.engine.write({
       name: "restore",
-      cost: (draft) => ({
-        mutations: parts.length + evictedParts(draft.feed.items, RESULTS_CAPACITY),
-        bytes: byteLength(parts) + MUTATION_OVERHEAD_BYTES,
-      }),
+      cost: (draft) => appendResultCost(draft, parts),
       apply(draft, tx) {
         appendResult(tx, draft.feed, parts, result.content, result.t);
         draft.feed.counters.pushed++;
@@ -492,10 +482,10 @@ export async function restore(
   }
   writes.push(store.engine.write({
     name: "restore",
-    cost: () => ({ mutations: 1, bytes: MUTATION_OVERHEAD_BYTES }),
+    cost: () => addCost({ mutations: 0, bytes: 0 }, 1),
     apply(draft, tx) {
       draft.feed.hwm = Math.max(draft.feed.hwm, backup.hwm);
-      tx.touchFeed();
+      tx.touch("feed");
       return true;
     },
   }));
@@ -547,6 +537,16 @@ interface FeedState {
   counters: ResultCounters;
 }
 
+/** A queue or the results feed: what one metadata entry describes. */
+type Collection = QueueName | "feed";
+
+const COLLECTIONS: readonly Collection[] = [...QUEUE_NAMES, "feed"];
+
+/** The key of a collection's metadata entry. */
+function metaKey(collection: Collection): Deno.KvKey {
+  return collection === "feed" ? resultsMetaKey() : queueMetaKey(collection);
+}
+
 /** The committed state: what KV holds, as of the last successful commit. */
 interface State {
   queues: Record<QueueName, QueueState>;
@@ -554,7 +554,7 @@ interface State {
   /** Duplicate records: SHA-256 hex → last accepted, epoch ms (C13). */
   seen: Map<string, number>;
   /** Versionstamps of the metadata entries as last read or written. */
-  stamps: Map<string, string | null>;
+  stamps: Record<Collection, string | null>;
 }
 
 /** A copy of the state that a batch changes; becomes the state when its commit succeeds. */
@@ -575,7 +575,7 @@ class Tx {
     string,
     { key: Deno.KvKey; value?: unknown; expireIn?: number }
   >();
-  readonly touched = new Set<QueueName | "feed">();
+  readonly touched = new Set<Collection>();
   bytes = 0;
 
   set(key: Deno.KvKey, value: unknown, options: { expireIn?: number } = {}): void {
@@ -589,21 +589,16 @@ class Tx {
     this.mutations.set(keyString(key), { key });
   }
 
-  /** Marks a queue's metadata (order, counters) as changed. */
-  touch(queue: QueueName): void {
-    this.touched.add(queue);
-  }
-
-  /** Marks the feed's metadata (order, counters, high-water mark) as changed. */
-  touchFeed(): void {
-    this.touched.add("feed");
+  /** Marks a queue's or the feed's metadata (order, counters, high-water mark) as changed. */
+  touch(collection: Collection): void {
+    this.touched.add(collection);
   }
 }
 
 /** One write waiting for the writer: its cost against the draft, then its effect. */
 interface WriteOp<T> {
   readonly name: string;
-  cost(draft: Draft): { mutations: number; bytes: number };
+  cost(draft: Draft): Cost;
   apply(draft: Draft, tx: Tx): T | Promise<T>;
 }
 
@@ -677,7 +672,6 @@ export class Engine {
       const state = await this.#load();
       const { draft, tx, seen } = this.#draft(state);
       change(draft, tx);
-      if (tx.mutations.size === 0 && tx.touched.size === 0) return;
       if (await this.#commit(state, draft, tx, seen)) return;
     }
     throw new StoreBusyError(name);
@@ -719,7 +713,7 @@ export class Engine {
     const out: QueuedItem[] = [];
     for (const item of items) {
       const content = item.content ??
-        await this.readParts(itemPartKey(queue, item.id, 0).slice(0, 3));
+        await this.readParts(itemPrefix(queue, item.id));
       if (content === undefined) return undefined;
       out.push({ id: item.id, content, queue, created_at: item.created_at });
     }
@@ -801,12 +795,6 @@ export class Engine {
       this.#pending.unshift(...candidates.slice(i));
       batch = applied;
       if (applied.length === 0) return;
-      if (tx.mutations.size === 0 && tx.touched.size === 0) {
-        // Nothing to store (empty pulls): answer without a commit, so that workers polling
-        // an empty queue cause no disk writes.
-        applied.forEach((p, k) => p.resolve(results[k]));
-        return;
-      }
       let ok: boolean;
       try {
         ok = await this.#commit(state, draft, tx, seen);
@@ -852,16 +840,16 @@ export class Engine {
 
   /**
    * Commits `tx` plus the touched metadata, checking every metadata versionstamp; on
-   * success makes `draft` the committed state.
+   * success makes `draft` the committed state. A change with nothing to store (an empty
+   * pull) commits nothing, so workers polling an empty queue cause no disk writes.
    *
    * @returns `false` when a check failed (the file changed under us; state reloaded).
    * @throws KV errors; the state is then reloaded before the next write.
    */
   async #commit(state: State, draft: Draft, tx: Tx, seen: Map<string, number>): Promise<boolean> {
+    if (tx.mutations.size === 0 && tx.touched.size === 0) return true;
     const op = this.#kv.atomic();
-    for (const [key, versionstamp] of state.stamps) {
-      op.check({ key: JSON.parse(key) as Deno.KvKey, versionstamp });
-    }
+    for (const c of COLLECTIONS) op.check({ key: metaKey(c), versionstamp: state.stamps[c] });
     for (const m of tx.mutations.values()) {
       if ("value" in m) {
         op.set(m.key, m.value, m.expireIn === undefined ? {} : { expireIn: m.expireIn });
@@ -869,12 +857,8 @@ export class Engine {
         op.delete(m.key);
       }
     }
-    for (const touched of tx.touched) {
-      if (touched === "feed") {
-        op.set(resultsMetaKey(), feedMeta(draft.feed));
-      } else {
-        op.set(queueMetaKey(touched), queueMeta(draft.queues[touched]));
-      }
+    for (const c of tx.touched) {
+      op.set(metaKey(c), c === "feed" ? feedMeta(draft.feed) : queueMeta(draft.queues[c]));
     }
     let res: Deno.KvCommitResult | Deno.KvCommitError;
     try {
@@ -887,24 +871,16 @@ export class Engine {
       this.#state = undefined;
       return false;
     }
-    // Committed: the draft becomes the state; multi-part content stays in KV only.
-    for (const q of QUEUE_NAMES) {
-      const items = draft.queues[q].items.map((i) =>
-        i.parts > 1 && i.content !== undefined ? { ...i, content: undefined } : i
-      );
-      state.queues[q] = { ...draft.queues[q], items };
+    // Committed: the changed collections of the draft become the state (every change
+    // touches its collection); multi-part content stays in KV only.
+    const inKvOnly = <T extends { parts: number; content: string | undefined }>(i: T): T =>
+      i.parts > 1 && i.content !== undefined ? { ...i, content: undefined } : i;
+    for (const c of tx.touched) {
+      if (c === "feed") state.feed = { ...draft.feed, items: draft.feed.items.map(inKvOnly) };
+      else state.queues[c] = { ...draft.queues[c], items: draft.queues[c].items.map(inKvOnly) };
+      state.stamps[c] = res.versionstamp;
     }
-    state.feed = {
-      ...draft.feed,
-      items: draft.feed.items.map((r) =>
-        r.parts > 1 && r.content !== undefined ? { ...r, content: undefined } : r
-      ),
-    };
     for (const [hash, at] of seen) state.seen.set(hash, at);
-    for (const touched of tx.touched) {
-      const key = touched === "feed" ? resultsMetaKey() : queueMetaKey(touched);
-      state.stamps.set(keyString(key), res.versionstamp);
-    }
     this.#prune(state, draft.now);
     return true;
   }
@@ -937,10 +913,9 @@ export class Engine {
 
   async #readState(): Promise<State> {
     const kv = this.#kv;
-    const metaKeys = [...QUEUE_NAMES.map(queueMetaKey), resultsMetaKey()];
-    const metas = await kv.getMany<unknown[]>(metaKeys);
-    const stamps = new Map<string, string | null>();
-    metaKeys.forEach((key, i) => stamps.set(keyString(key), metas[i]!.versionstamp));
+    const metas = await kv.getMany<unknown[]>(COLLECTIONS.map(metaKey));
+    const stamps = {} as Record<Collection, string | null>;
+    COLLECTIONS.forEach((c, i) => stamps[c] = metas[i]!.versionstamp);
     const queues = {} as Record<QueueName, QueueState>;
     for (const [i, queue] of QUEUE_NAMES.entries()) {
       const meta = metas[i]!.value as QueueMeta | null;
@@ -1022,6 +997,38 @@ function totalParts(items: readonly { parts: number }[]): number {
   return items.reduce((n, i) => n + i.parts, 0);
 }
 
+/** What one write adds to a commit: KV mutations and approximate bytes. */
+interface Cost {
+  mutations: number;
+  bytes: number;
+}
+
+/** `cost` plus `mutations` small mutations (a record, a delete). */
+function addCost(cost: Cost, mutations: number): Cost {
+  return {
+    mutations: cost.mutations + mutations,
+    bytes: cost.bytes + mutations * MUTATION_OVERHEAD_BYTES,
+  };
+}
+
+/** Cost of {@linkcode appendItem}: the parts and the evicted items' parts. */
+function appendItemCost(draft: Draft, queue: QueueName, parts: readonly Uint8Array[]): Cost {
+  const evicted = evictedParts(draft.queues[queue].items, QUEUE_CAPACITY);
+  return {
+    mutations: parts.length + evicted,
+    bytes: byteLength(parts) + (parts.length + evicted) * MUTATION_OVERHEAD_BYTES,
+  };
+}
+
+/** Cost of {@linkcode appendResult}: the parts and the evicted results' parts. */
+function appendResultCost(draft: Draft, parts: readonly Uint8Array[]): Cost {
+  const evicted = evictedParts(draft.feed.items, RESULTS_CAPACITY);
+  return {
+    mutations: parts.length + evicted,
+    bytes: byteLength(parts) + (parts.length + evicted) * MUTATION_OVERHEAD_BYTES,
+  };
+}
+
 /** Parts that appending one more entry to `items` would evict past `capacity`. */
 function evictedParts(items: readonly { parts: number }[], capacity: number): number {
   return items.length >= capacity ? totalParts(items.slice(0, items.length - capacity + 1)) : 0;
@@ -1101,7 +1108,7 @@ function appendResult(
     feed.counters.evicted++;
   }
   feed.hwm = Math.max(feed.hwm, t);
-  tx.touchFeed();
+  tx.touch("feed");
 }
 
 function queueMeta(q: QueueState): QueueMeta {

@@ -12,7 +12,14 @@
  */
 
 import { Backoff, sleep } from "./backoff.ts";
-import { pullQueue, pushResult, type RelayClient, RelayError, submitContent } from "./client.ts";
+import {
+  pullQueue,
+  pushResult,
+  type RelayClient,
+  RelayError,
+  submitContent,
+  waitToRetry,
+} from "./client.ts";
 import { runCapturing } from "./run.ts";
 
 /** Options of {@linkcode work}. */
@@ -53,10 +60,7 @@ export async function work(client: RelayClient, options: WorkOptions): Promise<W
       items = await pullQueue(client, queue);
       backoff.reset();
     } catch (error) {
-      if (!(error instanceof RelayError) || !error.retryable) throw error;
-      const wait = backoff.next();
-      log(`relay: ${error.message}; trying again in ${wait} ms`);
-      await sleep(wait, signal);
+      await waitToRetry(error, backoff, log, signal);
       continue;
     }
     let anyFailed = false;

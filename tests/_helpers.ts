@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { createApp } from "../src/app.ts";
 import type { Clock } from "../src/clock.ts";
 import type { PublishConfig } from "../src/publish.ts";
-import { createStore, type Store } from "../src/store.ts";
+import { createStore, type Store, type StoreStats } from "../src/store.ts";
 
 /** The repository root. */
 export const ROOT: string = fileURLToPath(new URL("../", import.meta.url));
@@ -98,11 +98,8 @@ export async function makeApp(
     log: (line) => logs.push(line),
     ...appOptions,
   });
-  const call = (path: string, init: RequestInit = {}) => {
-    const headers = new Headers(init.headers);
-    if (!headers.has("x-auth-key")) headers.set("x-auth-key", KEY);
-    return Promise.resolve(app.request(path, { ...init, headers }));
-  };
+  const call = (path: string, init: RequestInit = {}) =>
+    Promise.resolve(app.request(path, withKey(init)));
   return { ...base, app, logs, call };
 }
 
@@ -287,4 +284,45 @@ export async function startRelayProcess(
       await stop("SIGKILL");
     },
   };
+}
+
+/** `fetch` against `base` with the test key; the caller reads or cancels the body. */
+export function relayCall(
+  base: string,
+): (path: string, init?: RequestInit) => Promise<Response> {
+  return (path, init = {}) => fetch(`${base}${path}`, withKey(init));
+}
+
+/** `init` with the `X-Auth-Key` header set to {@linkcode KEY} unless it has one. */
+function withKey(init: RequestInit): RequestInit {
+  const headers = new Headers(init.headers);
+  if (!headers.has("x-auth-key")) headers.set("x-auth-key", KEY);
+  return { ...init, headers };
+}
+
+/** `GET /stats`, parsed. */
+export async function getStats(
+  call: (path: string) => Promise<Response>,
+): Promise<StoreStats> {
+  const res = await call("/stats");
+  if (res.status !== 200) throw new Error(`/stats answered ${res.status}: ${await res.text()}`);
+  return await res.json() as StoreStats;
+}
+
+/** Resident set size of process `pid`, bytes (from `/proc/<pid>/status`). */
+export function rssBytes(pid: number): number {
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  const kb = /VmRSS:\s+(\d+)\s+kB/.exec(status)?.[1];
+  if (kb === undefined) throw new Error(`no VmRSS for ${pid}`);
+  return Number(kb) * 1024;
+}
+
+/** Runs `job` with a fresh temp directory, removed afterwards. */
+export async function withTempDir(job: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "relay-rel-" });
+  try {
+    await job(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 }

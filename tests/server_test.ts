@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { childEnv, ROOT, startRelayProcess } from "./_helpers.ts";
+import { childEnv, ROOT, startRelayProcess, withTempDir } from "./_helpers.ts";
 
 async function tempDir(): Promise<string> {
   return await Deno.makeTempDir({ prefix: "relay-server-test-" });
@@ -335,8 +335,7 @@ Deno.test("relay serve C8 round-trips 300 KiB byte for byte and answers 413 past
 });
 
 Deno.test("relay serve warns at start when the configured API key is shorter than 16 characters", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "relay-test-" });
-  try {
+  await withTempDir(async (dir) => {
     {
       await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: "short-key" } });
       assert.ok(
@@ -346,17 +345,15 @@ Deno.test("relay serve warns at start when the configured API key is shorter tha
     }
     await using strong = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
     assert.ok(!strong.stdout.some((l) => l.includes("warning")), strong.stdout.join("\n"));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("relay serve writes nothing to disk while clients poll empty queues and read", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "relay-test-" });
-  try {
+  await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+    const call = client(relay.url);
     const get = async (path: string) => {
-      const res = await fetch(`${relay.url}${path}`, { headers: { "x-auth-key": KEY } });
+      const res = await call(path);
       await res.body?.cancel();
       return res.status;
     };
@@ -375,7 +372,5 @@ Deno.test("relay serve writes nothing to disk while clients poll empty queues an
       assert.equal(await get("/health"), 200);
     }
     assert.equal(await written() - before, 0);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

@@ -8,8 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { KEY, startRelayProcess } from "../_helpers.ts";
-import { relayCall, rssBytes, withTempDir } from "./_reliability.ts";
+import { KEY, relayCall, rssBytes, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 const encoder = new TextEncoder();
 const GiB = 1024 ** 3;

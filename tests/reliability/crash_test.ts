@@ -8,8 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { KEY, startRelayProcess } from "../_helpers.ts";
-import { getStats, relayCall, withTempDir } from "./_reliability.ts";
+import { getStats, KEY, relayCall, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 const ROUNDS = 5;
 const WRITERS = 6;

@@ -6,8 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { KEY, startRelayProcess } from "../_helpers.ts";
-import { getStats, relayCall, withTempDir } from "./_reliability.ts";
+import { getStats, KEY, relayCall, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 const SUBMITTERS = 8;
 const ITEMS_EACH = 300;

@@ -10,6 +10,7 @@
  */
 
 import { type Context, Hono } from "hono";
+import { streamSSE } from "hono/streaming";
 import pLimit from "p-limit";
 import { AuthFailureLimiter, keysMatch, presentedKey, redactedTarget } from "./auth.ts";
 import {
@@ -21,23 +22,31 @@ import {
   readLimited,
 } from "./body.ts";
 import { HttpError, problemResponse, truncate } from "./errors.ts";
+import { KEEP_ALIVE_MS, longPoll, streamResults } from "./live.ts";
+import { RelayMetrics, type Waiter } from "./metrics.ts";
 import { missingConfiguration, publish, type PublishConfig } from "./publish.ts";
 import { DEFAULT_QA_HOSTS, QUEUE_NAMES, routeContent } from "./queues.ts";
 import {
+  ackBodySchema,
   dedupeParamSchema,
+  itemId,
   parseOr400,
   publishBodySchema,
-  pullQueueParamSchema,
+  pullQuerySchema,
   pushFieldsSchema,
   queueParamSchema,
   resultsQuerySchema,
+  streamStartSchema,
   submitFieldsSchema,
 } from "./schemas.ts";
 import {
+  ack,
   clear,
+  type Collection,
+  lease,
+  nextLeaseEnd,
   peek,
   probe,
-  pull,
   pullFirst,
   push,
   readResults,
@@ -67,6 +76,18 @@ export interface AppOptions {
    * status, duration in ms); default `console.log`.
    */
   log?: (line: string) => void;
+  /**
+   * The metrics `GET /metrics` reports (issue 6); default a new set. Pass the one whose
+   * `commit` observer the store was created with to get KV commit latency.
+   */
+  metrics?: RelayMetrics;
+  /**
+   * Aborts when the relay is stopping: long-polls answer at once and streams end, so that
+   * the graceful shutdown (C72) is not held up by them.
+   */
+  closing?: AbortSignal;
+  /** Interval of keep-alive comments on an idle results stream, ms; default 30 s. */
+  keepAliveMs?: number;
 }
 
 /** What a route handler gets: the Hono context and the parsed request URL. */
@@ -156,6 +177,32 @@ export function createApp(options: AppOptions): Hono {
   const log = options.log ?? ((line: string) => console.log(line));
   const bulkRead = pLimit(CONCURRENT_BULK_READS);
   const authFailures = new AuthFailureLimiter(store.clock);
+  const metrics = options.metrics ?? new RelayMetrics();
+  const closing = options.closing ?? new AbortController().signal;
+  const keepAliveMs = options.keepAliveMs ?? KEEP_ALIVE_MS;
+
+  /**
+   * Long-polls (issue 6): tries `attempt` and, with `waitS` > 0, waits for a change to
+   * `collections` until it finds something, the client leaves or the relay stops.
+   */
+  async function waitFor<T>(
+    c: Context,
+    kind: Waiter,
+    waitS: number,
+    collections: readonly Collection[],
+    attempt: () => Promise<T | undefined>,
+    wakeAt?: () => Promise<number | undefined>,
+  ): Promise<T | undefined> {
+    if (waitS === 0) return await attempt();
+    const done = metrics.wait(kind);
+    try {
+      const signal = AbortSignal.any([c.req.raw.signal, closing]);
+      const waitMs = waitS * 1000;
+      return await longPoll(store, { collections, waitMs, signal, wakeAt }, attempt);
+    } finally {
+      done();
+    }
+  }
 
   const routes: Record<string, Route> = {
     "/submit": {
@@ -195,19 +242,49 @@ export function createApp(options: AppOptions): Hono {
     },
     "/pull": {
       methods: ["GET"],
-      handler: async (_c, url) => {
-        const queue = parseOr400(
-          pullQueueParamSchema,
-          url.searchParams.get("queue") ?? undefined,
+      handler: async (c, url) => {
+        const query = parseOr400(pullQuerySchema, {
+          queue: url.searchParams.get("queue") ?? undefined,
+          wait: absentIfEmpty(url.searchParams.get("wait")),
+          lease: absentIfEmpty(url.searchParams.get("lease")),
+          limit: absentIfEmpty(url.searchParams.get("limit")),
+        }, "pull");
+        const order = query.queue === undefined ? QUEUE_NAMES : [query.queue];
+        const leaseS = query.lease;
+        const taken = await waitFor(
+          c,
           "pull",
+          query.wait,
+          order,
+          () =>
+            bulkRead(() =>
+              leaseS === undefined
+                ? pullFirst(store, order)
+                : lease(store, order, { leaseMs: leaseS * 1000, limit: query.limit ?? 50 })
+            ),
+          // An ended lease makes its item available without a commit.
+          () => nextLeaseEnd(store, order),
         );
-        return await bulkRead(async () => {
-          const items = queue === undefined
-            ? (await pullFirst(store))?.items ?? []
-            : await pull(store, queue);
-          if (items.length === 0) return new Response(null, { status: 204 });
-          return json(items.map((item) => item.content));
-        });
+        if (taken === undefined) return new Response(null, { status: 204 });
+        if (leaseS === undefined) return json(taken.items.map((item) => item.content));
+        return json(taken.items.map((item) => ({
+          id: itemId(item),
+          content: item.content,
+          created_at: formatTimestamp(item.created_at),
+          lease_until: item.lease_until,
+        })));
+      },
+    },
+    "/ack": {
+      methods: ["POST"],
+      handler: async (c) => {
+        const body = await readBody(c, maxBody, "ack", ["application/json"]);
+        if (body.kind !== "fields") {
+          throw new HttpError(400, "Cannot ack: the body must be a JSON object");
+        }
+        const { ids } = parseOr400(ackBodySchema, body.fields, "ack");
+        const outcome = await ack(store, ids);
+        return json({ acked: outcome.acked.length, unknown: outcome.unknown.map(itemId) });
       },
     },
     "/peek": {
@@ -228,6 +305,8 @@ export function createApp(options: AppOptions): Hono {
               content: item.content,
               queue_type: item.queue,
               created_at: formatTimestamp(item.created_at),
+              // Issue 6: an item a leased pull holds says until when.
+              ...(item.lease_until === undefined ? {} : { lease_until: item.lease_until }),
             }));
           }
           if (total === 0) return new Response(null, { status: 204 });
@@ -254,18 +333,57 @@ export function createApp(options: AppOptions): Hono {
     },
     "/results": {
       methods: ["GET", "HEAD"],
-      handler: async (_c, url) => {
+      handler: async (c, url) => {
+        const since = absentIfEmpty(url.searchParams.get("since"));
         const query = parseOr400(resultsQuerySchema, {
-          since: absentIfEmpty(url.searchParams.get("since")),
+          since,
           limit: absentIfEmpty(url.searchParams.get("limit")),
+          wait: absentIfEmpty(url.searchParams.get("wait")),
         }, "read results");
-        return await bulkRead(async () => {
-          const page = await readResults(store, query);
-          return json({
-            cursor: page.cursor,
-            items: page.items.map((item) => ({ t: item.t, c: item.content })),
-          });
+        const read = () => bulkRead(() => readResults(store, query));
+        const page = await waitFor(
+          c,
+          "results",
+          query.wait,
+          ["feed"],
+          async () => {
+            const page = await read();
+            return page.items.length > 0 ? page : undefined;
+          },
+        ) ?? await read();
+        return json({
+          cursor: page.cursor,
+          items: page.items.map((item) => ({ t: item.t, c: item.content })),
+          // Issue 6: only for a reader that gave a cursor, and only when it missed results.
+          ...(since !== undefined && page.gap ? { gap: true } : {}),
         });
+      },
+    },
+    "/results/stream": {
+      methods: ["GET"],
+      handler: (c, url) => {
+        const since = parseOr400(streamStartSchema, {
+          lastEventId: absentIfEmpty(c.req.header("last-event-id")),
+          since: absentIfEmpty(url.searchParams.get("since")),
+        }, "stream results");
+        const signal = AbortSignal.any([c.req.raw.signal, closing]);
+        return Promise.resolve(streamSSE(c, async (stream) => {
+          const done = metrics.wait("stream");
+          const left = new AbortController();
+          stream.onAbort(() => left.abort());
+          try {
+            await streamResults(store, stream, {
+              since,
+              keepAliveMs,
+              signal: AbortSignal.any([signal, left.signal]),
+            });
+          } finally {
+            done();
+          }
+        }, (error) => {
+          console.error("relay: results stream failed:", error);
+          return Promise.resolve();
+        }));
       },
     },
     "/publish": {
@@ -288,6 +406,13 @@ export function createApp(options: AppOptions): Hono {
     "/stats": {
       methods: ["GET", "HEAD"],
       handler: async () => json(await stats(store)),
+    },
+    "/metrics": {
+      methods: ["GET", "HEAD"],
+      handler: async () =>
+        new Response(await metrics.text(store), {
+          headers: { "content-type": metrics.contentType },
+        }),
     },
     "/clear": {
       methods: ["POST"],
@@ -321,9 +446,15 @@ export function createApp(options: AppOptions): Hono {
     );
     if (refused === undefined) await next();
     const status = refused?.status ?? c.res.status;
-    const ms = (performance.now() - started).toFixed(1);
+    const ms = performance.now() - started;
     const target = redactedTarget(c.req.url);
-    log(`${new Date().toISOString()} ${c.req.method} ${target} ${status} ${ms}ms`);
+    log(`${new Date().toISOString()} ${c.req.method} ${target} ${status} ${ms.toFixed(1)}ms`);
+    metrics.request(
+      refused === undefined && c.req.path in routes ? c.req.path : "other",
+      c.req.method,
+      status,
+      ms,
+    );
     return refused;
   });
 

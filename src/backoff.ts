@@ -1,6 +1,7 @@
 /**
- * Waiting between attempts for the long-running client commands (`relay work`,
- * `relay results --follow`): an abortable sleep and an exponential backoff.
+ * Waiting: an abortable sleep (also used by the relay's long-poll and stream waits), and the
+ * exponential backoff of the long-running client commands (`relay work`,
+ * `relay results --follow`).
  *
  * @module
  */

@@ -95,20 +95,34 @@ export interface PeekBody {
 async function call(
   client: RelayClient,
   path: string,
-  init: { method?: string; body?: string; type?: string } = {},
+  init: RequestOptions = {},
 ): Promise<Response> {
   const res = await send(client, path, init, REQUEST_TIMEOUT_MS);
   if (res.status < 300) return res;
   throw await failure(client, res);
 }
 
-/** Sends a request; only a network failure or timeout throws. */
+/** What {@linkcode call} and {@linkcode send} send besides the path. */
+interface RequestOptions {
+  method?: string;
+  body?: string;
+  /** Content type of `body`; default `text/plain`. */
+  type?: string;
+  /** Seconds the relay may hold the request (long-poll, issue 6); added to the timeout. */
+  waitS?: number;
+  /** Abandons the request (the worker or follower is stopping). */
+  signal?: AbortSignal;
+}
+
+/** Sends a request; only a network failure, timeout or abort throws. */
 async function send(
   client: RelayClient,
   path: string,
-  init: { method?: string; body?: string; type?: string },
+  init: RequestOptions,
   timeoutMs: number,
 ): Promise<Response> {
+  timeoutMs += (init.waitS ?? 0) * 1000;
+  const timeout = AbortSignal.timeout(timeoutMs);
   try {
     return await fetch(joinUrl(client.url, path), {
       method: init.method ?? "GET",
@@ -117,7 +131,7 @@ async function send(
         ...(init.body === undefined ? {} : { "content-type": init.type ?? "text/plain" }),
       },
       ...(init.body === undefined ? {} : { body: init.body }),
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: init.signal === undefined ? timeout : AbortSignal.any([timeout, init.signal]),
     });
   } catch (error) {
     const reason = error instanceof DOMException && error.name === "TimeoutError"
@@ -189,6 +203,64 @@ export async function pullQueue(client: RelayClient, queue?: string): Promise<st
   return await res.json();
 }
 
+/** An item handed out by a leased pull (issue 6). */
+export interface LeasedItem {
+  /** `<queue>:<id>`, what {@linkcode ackItems} takes. */
+  readonly id: string;
+  readonly content: string;
+  /** Submission time, `YYYY-MM-DD HH:MM:SS` UTC (C7). */
+  readonly created_at: string;
+  /** When the lease ends and the item is handed out again unless acknowledged, epoch ms. */
+  readonly lease_until: number;
+}
+
+/**
+ * `GET /pull?lease=…` (issue 6): a leased pull, long-polling up to `waitS` seconds for an
+ * item to arrive.
+ *
+ * @param options.leaseS Lease, seconds (1–43200).
+ * @param options.limit Most items, 1–50.
+ * @param options.waitS Long-poll, seconds (0–60).
+ * @param options.signal Abandons the request; the relay may still have leased items, which
+ *   it hands out again when their lease ends.
+ * @returns The leased items, oldest first; `[]` when none arrived (204).
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function leaseItems(
+  client: RelayClient,
+  queue: string,
+  options: { leaseS: number; limit: number; waitS: number; signal?: AbortSignal },
+): Promise<LeasedItem[]> {
+  const query = new URLSearchParams({
+    queue,
+    lease: String(options.leaseS),
+    limit: String(options.limit),
+    wait: String(options.waitS),
+  });
+  const res = await call(client, `/pull?${query}`, {
+    waitS: options.waitS,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
+  if (res.status === 204) return [];
+  return await res.json();
+}
+
+/**
+ * `POST /ack` (issue 6): acknowledges leased items, which deletes them.
+ *
+ * @param ids Item ids as a leased pull gave them, e.g. `general:17`.
+ * @returns How many were deleted, and the ids the relay no longer held under a lease.
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function ackItems(
+  client: RelayClient,
+  ids: readonly string[],
+): Promise<{ acked: number; unknown: string[] }> {
+  const body = JSON.stringify({ ids });
+  return await (await call(client, "/ack", { method: "POST", body, type: "application/json" }))
+    .json();
+}
+
 /**
  * `GET /peek` (spec §4.3).
  *
@@ -218,16 +290,29 @@ export async function pushResult(client: RelayClient, content: string): Promise<
  *
  * @param options.since Cursor, epoch ms; default 0.
  * @param options.limit 1–50; default 50.
+ * @param options.waitS Long-poll (issue 6): seconds to wait for a result, 0–60; default 0.
+ * @param options.signal Abandons the request.
+ * @returns The page; `gap` is `true` when results after `since` were evicted unread.
  * @throws {RelayError} as {@linkcode call}.
  */
 export async function readResultsPage(
   client: RelayClient,
-  options: { since?: number | undefined; limit?: number | undefined } = {},
-): Promise<{ cursor: number; items: ResultEntry[] }> {
+  options: {
+    since?: number | undefined;
+    limit?: number | undefined;
+    waitS?: number;
+    signal?: AbortSignal;
+  } = {},
+): Promise<{ cursor: number; items: ResultEntry[]; gap?: boolean }> {
   const query = new URLSearchParams();
   if (options.since !== undefined) query.set("since", String(options.since));
   if (options.limit !== undefined) query.set("limit", String(options.limit));
-  return await (await call(client, `/results${query.size > 0 ? `?${query}` : ""}`)).json();
+  if (options.waitS) query.set("wait", String(options.waitS));
+  const path = `/results${query.size > 0 ? `?${query}` : ""}`;
+  return await (await call(client, path, {
+    ...(options.waitS ? { waitS: options.waitS } : {}),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  })).json();
 }
 
 /**

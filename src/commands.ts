@@ -72,7 +72,7 @@ export const CLIENT_COMMANDS: ReadonlyArray<readonly [string, string]> = [
     "publish an article downstream through the relay",
   ],
   [
-    "work --queue q [--interval 5s] -- CMD [ARGS…]",
+    "work --queue q [--lease 5m] [--interval 5s] -- CMD [ARGS…]",
     "run CMD for each item of a queue and push its output",
   ],
   [
@@ -110,6 +110,15 @@ function duration(name: string, text: string | undefined, fallback: number): num
     usage(`invalid --${name} "${text}": use a number with ms, s, m or h`);
   }
   return ms;
+}
+
+/** `--lease` of `relay work`: a duration of whole seconds, 1 s to 12 h; default 5 minutes. */
+function leaseSeconds(text: string | undefined): number {
+  const ms = duration("lease", text, 5 * 60_000);
+  if (ms % 1000 !== 0 || ms > 12 * 3_600_000) {
+    usage(`invalid --lease "${text}": use whole seconds up to 12h, e.g. 90s or 10m`);
+  }
+  return ms / 1000;
 }
 
 function wholeNumber(name: string, text: string | undefined): number | undefined {
@@ -320,7 +329,12 @@ async function dispatch(command: string, args: string[], io: CommandIo): Promise
       const { values, positionals } = parseArgs({
         args,
         allowPositionals: true,
-        options: { ...COMMON, queue: { type: "string", short: "q" }, interval: { type: "string" } },
+        options: {
+          ...COMMON,
+          queue: { type: "string", short: "q" },
+          interval: { type: "string" },
+          lease: { type: "string" },
+        },
       });
       if (values.queue === undefined) usage("work needs --queue (qa, article or general)");
       if (positionals.length === 0) {
@@ -332,6 +346,7 @@ async function dispatch(command: string, args: string[], io: CommandIo): Promise
         queue: values.queue,
         command: positionals,
         intervalMs: duration("interval", values.interval, 5000),
+        leaseS: leaseSeconds(values.lease),
         signal: io.signal,
         log: io.err,
       });

@@ -13,13 +13,16 @@ import { runWithInput } from "./run.ts";
 /** Results asked for per page: the most `/results` returns (C41). */
 const PAGE_SIZE = 50;
 
+/** Long-poll of each read, s: the most the relay allows (issue 6). */
+const LONG_POLL_S = 60;
+
 /** Options of {@linkcode followResults}. */
 export interface FollowOptions {
   /** File holding the cursor (epoch ms); read at start, rewritten after each result. */
   cursorFile?: string | undefined;
   /** Shell command run once per result with its content on stdin (`sh -c`). */
   exec?: string | undefined;
-  /** Wait between polls when the feed has nothing new, ms. */
+  /** Wait before a failed `exec` is tried again, at least, ms. */
   intervalMs: number;
   /** Stops the loop (SIGINT/SIGTERM). */
   signal: AbortSignal;
@@ -72,13 +75,23 @@ export async function followResults(client: RelayClient, options: FollowOptions)
   while (!options.signal.aborted) {
     let page;
     try {
-      page = await readResultsPage(client, { since: cursor, limit: PAGE_SIZE });
+      page = await readResultsPage(client, {
+        since: cursor,
+        limit: PAGE_SIZE,
+        waitS: LONG_POLL_S,
+        signal: options.signal,
+      });
     } catch (error) {
+      if (options.signal.aborted) break;
       await waitToRetry(error, backoff, options.log, options.signal);
       continue;
     }
     backoff.reset();
-    let failed = false;
+    if (page.gap) {
+      options.log(
+        `relay: results after cursor ${cursor} were evicted before they were read (the feed keeps 50)`,
+      );
+    }
     for (const item of page.items) {
       if (options.signal.aborted) break;
       if (options.exec !== undefined) {
@@ -86,12 +99,11 @@ export async function followResults(client: RelayClient, options: FollowOptions)
           RELAY_RESULT_T: `${item.t}`,
         });
         if (code !== 0) {
-          const wait = backoff.next();
+          const wait = Math.max(backoff.next(), options.intervalMs);
           options.log(
             `relay: --exec exited with code ${code} for result ${item.t}; trying it again in ${wait} ms`,
           );
           await sleep(wait, options.signal);
-          failed = true;
           break;
         }
       } else {
@@ -100,7 +112,6 @@ export async function followResults(client: RelayClient, options: FollowOptions)
       cursor = item.t;
       if (options.cursorFile !== undefined) await writeCursor(options.cursorFile, cursor);
     }
-    if (!failed && page.items.length < PAGE_SIZE) await sleep(options.intervalMs, options.signal);
   }
   return cursor;
 }

@@ -26,8 +26,12 @@ import type { QueueCounters, ResultCounters } from "./store.ts";
 export interface QueueMeta {
   /** The id the next submitted item gets; ids only grow, so key order is submission order. */
   next_id: number;
-  /** The queued items, oldest first, as `[id, number of parts]`. At most 50 (C14). */
-  items: Array<[number, number]>;
+  /**
+   * The queued items, oldest first, as `[id, number of parts]`, or
+   * `[id, number of parts, lease_until]` for an item a leased pull holds (issue 6; epoch
+   * ms). At most 50 (C14).
+   */
+  items: Array<[number, number] | [number, number, number]>;
   /** Durable counters (issue 5); absent in files written before they existed. */
   counters?: QueueCounters;
 }
@@ -36,6 +40,8 @@ export interface QueueMeta {
 export interface ResultsMeta {
   /** The largest `t` ever given out, kept across `/clear` and restarts (C40). */
   hwm: number;
+  /** The largest `t` the overflow evicted (the `gap` flag, issue 6); absent in older files. */
+  evicted_t?: number;
   /** The results in the feed, oldest first, as `[t, number of parts]`. At most 50. */
   items: Array<[number, number]>;
   /** Durable counters (issue 5); absent in files written before they existed. */

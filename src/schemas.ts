@@ -158,11 +158,39 @@ function wholeNumber(name: string, min: number) {
     );
 }
 
+function inRange(name: string, min: number, max: number, unit = "") {
+  return wholeNumber(name, min).refine((n) => n <= max, {
+    error: (issue) => `"${name}" must be at most ${max}${unit}, got "${issue.input}"`,
+  });
+}
+
 /** Highest `limit` of `GET /results`; larger values are clamped (spec §4.5, C41). */
 const RESULTS_LIMIT_MAX = 50;
 
+/** Longest long-poll, s (issue 6). */
+export const MAX_WAIT_S = 60;
+
+/** `wait`: seconds a long-poll may wait for something to arrive, 0–60; default 0 (issue 6). */
+const waitParam = inRange("wait", 0, MAX_WAIT_S, " seconds").optional().default(0);
+
+/**
+ * Query of `GET /pull` (spec §4.2, C20) and its extensions (issue 6): `wait` (long-poll,
+ * 0–60 s), `lease` (seconds, 1–43200: a leased pull) and `limit` (1–50, leased pulls only).
+ */
+export const pullQuerySchema = z
+  .object({
+    queue: pullQueueParamSchema,
+    wait: waitParam,
+    lease: inRange("lease", 1, 43_200, " seconds (12 hours)").optional(),
+    limit: inRange("limit", 1, 50).optional(),
+  })
+  .refine((q) => q.limit === undefined || q.lease !== undefined, {
+    error: '"limit" needs "lease": a plain pull always takes the whole queue',
+  });
+
 /** Query of `GET /results`: `since` ≥ 0 (default 0), `limit` ≥ 1 clamped to 50 (C41). */
 export const resultsQuerySchema = z.object({
+  wait: waitParam,
   since: wholeNumber("since", 0).optional().default(0),
   // Any whole number ≥ 1, however large, is clamped to 50 (C41).
   limit: z
@@ -187,4 +215,42 @@ export function parseOr400<T>(schema: z.ZodType<T, unknown>, input: unknown, act
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   throw new HttpError(400, `Cannot ${action}: ${issue?.message ?? "the request is malformed"}`);
+}
+
+/**
+ * Where `GET /results/stream` starts (issue 6): the `Last-Event-ID` header a reconnecting
+ * `EventSource` sends, else the `since` parameter, else 0. Each must be a whole number.
+ */
+export const streamStartSchema = z
+  .object({
+    lastEventId: wholeNumber("Last-Event-ID", 0).optional(),
+    since: wholeNumber("since", 0).optional(),
+  })
+  .transform((q) => q.lastEventId ?? q.since ?? 0);
+
+/** Item ids as `POST /ack` takes them (issue 6): `<queue>:<id>`, e.g. `qa:17`. */
+const itemIdSchema = z
+  .string({ error: 'every value of "ids" must be a string such as "qa:17"' })
+  .regex(new RegExp(`^(${QUEUE_NAMES.join("|")}):[1-9]\\d{0,14}$`), {
+    error: (issue) => `id ${quoted(issue.input)} is not an item id such as "qa:17"`,
+  })
+  .transform((id) => {
+    const [queue, n] = id.split(":") as [QueueName, string];
+    return { queue, id: Number(n) };
+  });
+
+/** Most ids one `POST /ack` takes. */
+const MAX_ACK_IDS = 500;
+
+/** The body of `POST /ack` (issue 6): `{"ids": ["qa:17", …]}`, 1–500 ids. */
+export const ackBodySchema = z.object({
+  ids: z
+    .array(itemIdSchema, { error: 'field "ids" must be an array of item ids such as "qa:17"' })
+    .min(1, { error: 'field "ids" must name at least one item' })
+    .max(MAX_ACK_IDS, { error: `field "ids" may name at most ${MAX_ACK_IDS} items` }),
+});
+
+/** The id of a queued item as the API shows it: `<queue>:<id>` (issue 6). */
+export function itemId(item: { queue: QueueName; id: number }): string {
+  return `${item.queue}:${item.id}`;
 }

@@ -14,6 +14,7 @@ import { lockDatabase } from "./lock.ts";
 import { missingConfiguration, type PublishConfig, TARGETS } from "./publish.ts";
 import { WEAK_KEY_LENGTH } from "./auth.ts";
 import { BatchedLog } from "./log.ts";
+import { RelayMetrics } from "./metrics.ts";
 import { createStore, type Store } from "./store.ts";
 
 /**
@@ -138,8 +139,14 @@ export async function startRelay(
       keyFile: config.apiKeyFile,
       db,
     });
-    const store = createStore(kv, { dedupeWindowMs: config.dedupeWindowMs });
+    const metrics = new RelayMetrics();
+    const store = createStore(kv, {
+      dedupeWindowMs: config.dedupeWindowMs,
+      onCommit: metrics.commit,
+    });
     const publish = publishConfig(config);
+    // Ends long-polls and results streams when the relay stops (C72).
+    const closing = new AbortController();
     const app = createApp({
       store,
       apiKey: apiKey.key,
@@ -147,6 +154,8 @@ export async function startRelay(
       maxBodyBytes: config.maxBodyBytes,
       publish,
       log: accessLog?.line ?? log,
+      metrics,
+      closing: closing.signal,
     });
     const publishing = TARGETS.filter((t) => missingConfiguration([t], publish).length === 0);
     log(
@@ -210,6 +219,7 @@ export async function startRelay(
       url,
       async shutdown() {
         draining = true;
+        closing.abort();
         if (inFlight === 0) idle.resolve();
         let timer: ReturnType<typeof setTimeout> | undefined;
         const drained = await Promise.race([

@@ -89,6 +89,11 @@ export interface StoreOptions {
   clock?: Clock;
   /** Duplicate window in ms, > 0; default 5 minutes (C13). */
   dedupeWindowMs?: number;
+  /**
+   * Called after every KV commit with its duration in ms and whether it succeeded
+   * (`GET /metrics`, issue 6).
+   */
+  onCommit?: (ms: number, ok: boolean) => void;
 }
 
 /**
@@ -108,7 +113,8 @@ export function createStore(kv: Deno.Kv, options: StoreOptions = {}): Store {
     throw new RangeError(`Cannot create store: dedupe window ${dedupeWindowMs} is not > 0 ms`);
   }
   const clock = options.clock ?? systemClock;
-  return { kv, clock, dedupeWindowMs, engine: new Engine(kv, clock, dedupeWindowMs) };
+  const engine = new Engine(kv, clock, dedupeWindowMs, options.onCommit);
+  return { kv, clock, dedupeWindowMs, engine };
 }
 
 /** Thrown when another process kept changing the KV file under a write (C73 broken). */
@@ -135,6 +141,11 @@ export interface QueuedItem {
   readonly queue: QueueName;
   /** Submission time, epoch ms. */
   readonly created_at: number;
+  /**
+   * Epoch ms until which a leased pull holds the item (issue 6); absent when the item is
+   * not leased or its lease has ended.
+   */
+  readonly lease_until?: number;
 }
 
 /** A result in the feed (spec §2.4): `t` is its push time and cursor (C40). */
@@ -151,6 +162,11 @@ export interface ResultsPage {
   readonly cursor: number;
   /** Items with `t > since`, oldest first. */
   readonly items: ResultItem[];
+  /**
+   * `true` when results with `t > since` were evicted by the 50-result overflow before
+   * this read: the reader missed them (issue 6).
+   */
+  readonly gap: boolean;
 }
 
 /**
@@ -162,8 +178,10 @@ export interface QueueCounters {
   accepted: number;
   /** Submissions refused as duplicates (C13); they queued nothing. */
   duplicate: number;
-  /** Items handed out by a pull. */
+  /** Items handed out by a plain pull, or acknowledged after a leased pull (issue 6). */
   delivered: number;
+  /** Items handed out by a leased pull, each re-delivery after an ended lease again. */
+  leased: number;
   /** Items dropped by the 50-item overflow (C14). */
   evicted: number;
   /** Items removed by `/clear` (C50). */
@@ -182,8 +200,11 @@ export interface ResultCounters {
 
 /** What `GET /stats` reports: the counters and the current depths. */
 export interface StoreStats {
-  /** Per queue: its counters and how many items it holds now. */
-  queues: Record<QueueName, QueueCounters & { depth: number }>;
+  /**
+   * Per queue: its counters, how many items it holds now (`depth`, leased ones included)
+   * and how many of those are leased (`in_flight`).
+   */
+  queues: Record<QueueName, QueueCounters & { depth: number; in_flight: number }>;
   /** The feed's counters, how many results it holds and the cursor mark (C40). */
   results: ResultCounters & { depth: number; hwm: number };
 }
@@ -240,7 +261,8 @@ export async function submit(
 
 /**
  * Returns every item of `queue`, oldest first, and empties the queue in the same commit
- * (spec §4.2; C22: each item is returned by exactly one pull).
+ * (spec §4.2; C22: each item is returned by exactly one pull). Items held by a leased pull
+ * stay (issue 6); items whose lease ended are returned like the others.
  *
  * @returns The items, or `[]` when the queue is empty.
  * @throws {StoreBusyError} when another process kept changing the file; KV errors.
@@ -251,7 +273,7 @@ export async function pull(store: Store, queue: QueueName): Promise<QueuedItem[]
 
 /**
  * Pulls the first non-empty queue of `order` and leaves the others untouched, all in one
- * step of the writer (spec §4.2 rule 2, C21, C22).
+ * step of the writer (spec §4.2 rule 2, C21, C22). Leased items do not count (issue 6).
  *
  * @param order Queues to try; default `qa`, `article`, `general`.
  * @returns The queue that was emptied and its items, or `undefined` when all are empty.
@@ -261,30 +283,180 @@ export async function pullFirst(
   store: Store,
   order: readonly QueueName[] = QUEUE_NAMES,
 ): Promise<{ queue: QueueName; items: QueuedItem[] } | undefined> {
-  const pick = (draft: Draft) => order.find((q) => draft.queues[q].items.length > 0);
+  return await take(store, order, undefined);
+}
+
+/** Longest lease, ms: 12 hours (issue 6). */
+export const MAX_LEASE_MS = 12 * 3_600_000;
+
+/**
+ * A leased pull (issue 6, at-least-once): hands out the first `limit` available items of
+ * the first queue of `order` that has any, and hides them from other pulls until
+ * `now + leaseMs` instead of deleting them. {@linkcode ack} deletes them; an item not
+ * acknowledged in time is available again, in its old place at the front of its queue.
+ * Counted as `leased` (again on each re-delivery).
+ *
+ * @param leaseMs 1 ms to {@linkcode MAX_LEASE_MS}.
+ * @param limit Most items to hand out, ≥ 1.
+ * @returns The queue and its leased items (each with `lease_until`), or `undefined` when
+ *   no queue of `order` has an available item.
+ * @throws {RangeError} for a lease or limit out of range; {@linkcode StoreBusyError}; KV
+ *   errors.
+ */
+export async function lease(
+  store: Store,
+  order: readonly QueueName[],
+  options: { leaseMs: number; limit: number },
+): Promise<{ queue: QueueName; items: QueuedItem[] } | undefined> {
+  const { leaseMs, limit } = options;
+  if (!Number.isSafeInteger(leaseMs) || leaseMs < 1 || leaseMs > MAX_LEASE_MS) {
+    throw new RangeError(`Cannot lease: ${leaseMs} ms is not between 1 ms and 12 h`);
+  }
+  if (!Number.isSafeInteger(limit) || limit < 1) {
+    throw new RangeError(`Cannot lease: limit ${limit} is not ≥ 1`);
+  }
+  return await take(store, order, { leaseMs, limit });
+}
+
+/** An item named by its queue and id, as {@linkcode ack} takes it. */
+export interface ItemRef {
+  readonly queue: QueueName;
+  readonly id: number;
+}
+
+/**
+ * Acknowledges items handed out by {@linkcode lease}: deletes them and counts them as
+ * `delivered` (issue 6). An item whose lease ended is still acknowledged, unless a plain
+ * pull took it meanwhile. Items not held under a lease (never leased, already acknowledged,
+ * evicted, cleared, pulled) are reported as unknown and change nothing.
+ *
+ * @returns The refs deleted now and the refs not found.
+ * @throws {StoreBusyError} when another process kept changing the file; KV errors.
+ */
+export async function ack(
+  store: Store,
+  refs: readonly ItemRef[],
+): Promise<{ acked: ItemRef[]; unknown: ItemRef[] }> {
+  const held = (draft: Draft, ref: ItemRef) =>
+    draft.queues[ref.queue].items.find((i) => i.id === ref.id && i.lease_until !== undefined);
   return await store.engine.write({
-    name: "pull",
+    name: "ack",
+    cost: (draft) =>
+      addCost({ mutations: 0, bytes: 0 }, totalParts(refs.flatMap((r) => held(draft, r) ?? []))),
+    apply(draft, tx) {
+      const acked: ItemRef[] = [];
+      const unknown: ItemRef[] = [];
+      for (const ref of refs) {
+        const item = held(draft, ref);
+        if (item === undefined) {
+          unknown.push(ref);
+          continue;
+        }
+        const q = draft.queues[ref.queue];
+        deleteParts(tx, item.parts, (p) => itemPartKey(ref.queue, item.id, p));
+        q.items = q.items.filter((i) => i !== item);
+        q.counters.delivered++;
+        tx.touch(ref.queue);
+        acked.push(ref);
+      }
+      return { acked, unknown };
+    },
+  });
+}
+
+/** Whether a pull may hand `item` out at `now`: not leased, or its lease has ended. */
+function available(item: ItemState, now: number): boolean {
+  return item.lease_until === undefined || item.lease_until <= now;
+}
+
+/**
+ * The plain pull (`lease` undefined: delete what is handed out) and the leased pull (mark
+ * it leased), as one write of the writer.
+ */
+async function take(
+  store: Store,
+  order: readonly QueueName[],
+  lease: { leaseMs: number; limit: number } | undefined,
+): Promise<{ queue: QueueName; items: QueuedItem[] } | undefined> {
+  const pick = (draft: Draft) => {
+    for (const queue of order) {
+      const items = draft.queues[queue].items.filter((i) => available(i, draft.now));
+      if (items.length > 0) return { queue, items: items.slice(0, lease?.limit ?? items.length) };
+    }
+    return undefined;
+  };
+  return await store.engine.write({
+    name: lease === undefined ? "pull" : "lease",
     cost(draft) {
-      const queue = pick(draft);
-      const items = queue === undefined ? [] : draft.queues[queue].items;
-      return { mutations: 1 + totalParts(items), bytes: MUTATION_OVERHEAD_BYTES * items.length };
+      const items = pick(draft)?.items ?? [];
+      const mutations = lease === undefined ? totalParts(items) : 0;
+      return addCost({ mutations, bytes: 0 }, 1 + items.length);
     },
     async apply(draft, tx) {
-      const queue = pick(draft);
-      if (queue === undefined) return undefined;
+      const picked = pick(draft);
+      if (picked === undefined) return undefined;
+      const { queue } = picked;
       const q = draft.queues[queue];
       // Read first, change after: a failed read leaves the draft as it was.
-      const items = await store.engine.itemsWithContent(queue, q.items);
+      const items = await store.engine.itemsWithContent(queue, picked.items, draft.now);
       if (items === undefined) throw new Error(`Cannot pull ${queue}: content parts are missing`);
-      for (const item of q.items) {
+      const taken = new Set(picked.items);
+      tx.touch(queue);
+      if (lease !== undefined) {
+        const until = draft.now + lease.leaseMs;
+        q.items = q.items.map((i) => taken.has(i) ? { ...i, lease_until: until } : i);
+        q.counters.leased += items.length;
+        return { queue, items: items.map((i) => ({ ...i, lease_until: until })) };
+      }
+      for (const item of picked.items) {
         deleteParts(tx, item.parts, (p) => itemPartKey(queue, item.id, p));
       }
-      q.counters.delivered += q.items.length;
-      q.items = [];
-      tx.touch(queue);
+      q.items = q.items.filter((i) => !taken.has(i));
+      q.counters.delivered += items.length;
       return { queue, items };
     },
   });
+}
+
+/**
+ * When the next lease among `queues` ends, epoch ms, or `undefined` when none is held: a
+ * waiting pull wakes then, since the item becomes available without a commit (issue 6).
+ *
+ * @throws KV errors while the state is first loaded.
+ */
+export async function nextLeaseEnd(
+  store: Store,
+  queues: readonly QueueName[],
+): Promise<number | undefined> {
+  return await store.engine.read((state) => {
+    const now = Math.floor(store.clock());
+    let next = Infinity;
+    for (const q of queues) {
+      for (const i of state.queues[q].items) {
+        if (i.lease_until !== undefined && i.lease_until > now) {
+          next = Math.min(next, i.lease_until);
+        }
+      }
+    }
+    return next === Infinity ? null : next;
+  }) ?? undefined;
+}
+
+/** A queue, or `"feed"` for the results feed: what a commit changes and a waiter watches. */
+export type Collection = QueueName | "feed";
+
+/**
+ * Resolves at the next successful commit that changes one of `collections` (a submit,
+ * pull, lease, ack, push, clear), or when `signal` aborts (issue 6: long-poll and stream
+ * wake-ups, without polling the store). Register before reading, then await: a change
+ * between the read and the wait is not missed.
+ */
+export function nextChange(
+  store: Store,
+  collections: readonly Collection[],
+  signal: AbortSignal,
+): Promise<void> {
+  return store.engine.nextChange(collections, signal);
 }
 
 /**
@@ -299,11 +471,12 @@ export async function peek(
   queues: readonly QueueName[] = QUEUE_NAMES,
 ): Promise<Map<QueueName, QueuedItem[]>> {
   const out = new Map<QueueName, QueuedItem[]>();
+  const now = Math.floor(store.clock());
   for (const queue of queues) {
     out.set(
       queue,
       await store.engine.read((state) =>
-        store.engine.itemsWithContent(queue, state.queues[queue].items)
+        store.engine.itemsWithContent(queue, state.queues[queue].items, now)
       ),
     );
   }
@@ -334,7 +507,8 @@ export async function push(store: Store, content: string): Promise<ResultItem> {
 
 /**
  * Lists results with `t > since`, oldest first, at most `limit` of them (spec §4.5; C41,
- * C42). Paging with `since = cursor` sees every result exactly once.
+ * C42). Paging with `since = cursor` sees every result exactly once, and `gap` says when
+ * results after `since` were evicted before they could be read (issue 6).
  *
  * @param options.since Cursor, epoch ms, ≥ 0.
  * @param options.limit Maximum items, 1–50.
@@ -347,15 +521,16 @@ export async function readResults(
   const { since, limit } = options;
   return await store.engine.read(async (state) => {
     const wanted = state.feed.items.filter((r) => r.t > since).slice(0, limit);
+    const gap = state.feed.evicted_t > since;
     const last = wanted.at(-1);
-    if (last === undefined) return { cursor: since, items: [] };
+    if (last === undefined) return { cursor: since, items: [], gap };
     const items: ResultItem[] = [];
     for (const r of wanted) {
       const content = r.content ?? await store.engine.readParts(resultPrefix(r.t));
       if (content === undefined) return undefined;
       items.push({ t: r.t, content });
     }
-    return { cursor: last.t, items };
+    return { cursor: last.t, items, gap };
   });
 }
 
@@ -423,10 +598,16 @@ export async function isEmpty(store: Store): Promise<boolean> {
  * @throws KV errors while the state is first loaded.
  */
 export async function stats(store: Store): Promise<StoreStats> {
+  const now = Math.floor(store.clock());
   return await store.engine.read((state) => {
     const queues = {} as StoreStats["queues"];
     for (const q of QUEUE_NAMES) {
-      queues[q] = { ...state.queues[q].counters, depth: state.queues[q].items.length };
+      const items = state.queues[q].items;
+      queues[q] = {
+        ...state.queues[q].counters,
+        depth: items.length,
+        in_flight: items.filter((i) => !available(i, now)).length,
+      };
     }
     const feed = state.feed;
     return { queues, results: { ...feed.counters, depth: feed.items.length, hwm: feed.hwm } };
@@ -516,6 +697,8 @@ interface ItemState {
   readonly parts: number;
   readonly created_at: number;
   readonly content: string | undefined;
+  /** Set by a leased pull, epoch ms; kept after the lease ends until a pull or ack. */
+  readonly lease_until?: number;
 }
 
 /** A result in memory; `content` is kept for single-part results only. */
@@ -533,12 +716,11 @@ interface QueueState {
 
 interface FeedState {
   hwm: number;
+  /** The largest `t` the overflow ever evicted, 0 for none (the `gap` flag, issue 6). */
+  evicted_t: number;
   items: ResultState[];
   counters: ResultCounters;
 }
-
-/** A queue or the results feed: what one metadata entry describes. */
-type Collection = QueueName | "feed";
 
 const COLLECTIONS: readonly Collection[] = [...QUEUE_NAMES, "feed"];
 
@@ -623,16 +805,42 @@ export class Engine {
   #pending: Pending[] = [];
   #running = false;
   #prunedAt = 0;
+  #onCommit: ((ms: number, ok: boolean) => void) | undefined;
+  #waiters = new Set<{ collections: readonly Collection[]; wake(): void }>();
 
   /**
    * @param kv The open database.
    * @param clock Source of time, epoch ms.
    * @param dedupeWindowMs Duplicate window, ms (C13).
+   * @param onCommit Told each KV commit's duration, ms, and whether it succeeded.
    */
-  constructor(kv: Deno.Kv, clock: Clock, dedupeWindowMs: number) {
+  constructor(
+    kv: Deno.Kv,
+    clock: Clock,
+    dedupeWindowMs: number,
+    onCommit?: (ms: number, ok: boolean) => void,
+  ) {
     this.#kv = kv;
     this.#clock = clock;
     this.#dedupeWindowMs = dedupeWindowMs;
+    this.#onCommit = onCommit;
+  }
+
+  /** See {@linkcode nextChange}. */
+  nextChange(collections: readonly Collection[], signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const waiter = {
+        collections,
+        wake: () => {
+          this.#waiters.delete(waiter);
+          signal.removeEventListener("abort", waiter.wake);
+          resolve();
+        },
+      };
+      this.#waiters.add(waiter);
+      signal.addEventListener("abort", waiter.wake, { once: true });
+    });
   }
 
   /**
@@ -702,20 +910,27 @@ export class Engine {
   }
 
   /**
-   * Items with their content: from memory, or read from KV for multi-part items.
+   * Items with their content: from memory, or read from KV for multi-part items; with
+   * `lease_until` when leased at `now` (epoch ms).
    *
    * @returns `undefined` when an item's parts are gone (removed by a later commit).
    */
   async itemsWithContent(
     queue: QueueName,
     items: readonly ItemState[],
+    now: number,
   ): Promise<QueuedItem[] | undefined> {
     const out: QueuedItem[] = [];
     for (const item of items) {
       const content = item.content ??
         await this.readParts(itemPrefix(queue, item.id));
       if (content === undefined) return undefined;
-      out.push({ id: item.id, content, queue, created_at: item.created_at });
+      const { id, created_at } = item;
+      out.push(
+        available(item, now)
+          ? { id, content, queue, created_at }
+          : { id, content, queue, created_at, lease_until: item.lease_until! },
+      );
     }
     return out;
   }
@@ -824,6 +1039,7 @@ export class Engine {
     }
     const feed = {
       hwm: state.feed.hwm,
+      evicted_t: state.feed.evicted_t,
       items: [...state.feed.items],
       counters: { ...state.feed.counters },
     };
@@ -861,12 +1077,15 @@ export class Engine {
       op.set(metaKey(c), c === "feed" ? feedMeta(draft.feed) : queueMeta(draft.queues[c]));
     }
     let res: Deno.KvCommitResult | Deno.KvCommitError;
+    const started = performance.now();
     try {
       res = await op.commit();
     } catch (error) {
       this.#state = undefined;
+      this.#onCommit?.(performance.now() - started, false);
       throw error;
     }
+    this.#onCommit?.(performance.now() - started, res.ok);
     if (!res.ok) {
       this.#state = undefined;
       return false;
@@ -882,6 +1101,9 @@ export class Engine {
     }
     for (const [hash, at] of seen) state.seen.set(hash, at);
     this.#prune(state, draft.now);
+    for (const waiter of this.#waiters) {
+      if (waiter.collections.some((c) => tx.touched.has(c))) waiter.wake();
+    }
     return true;
   }
 
@@ -922,7 +1144,7 @@ export class Engine {
       const found = await collectParts(
         kv.list<ItemHead | Uint8Array>({ prefix: queueItemsPrefix(queue) }),
       );
-      const items: ItemState[] = (meta?.items ?? []).map(([id, parts]) => {
+      const items: ItemState[] = (meta?.items ?? []).map(([id, parts, leaseUntil]) => {
         const slot = found.get(id);
         const head = slot?.head as ItemHead | undefined;
         return {
@@ -930,18 +1152,21 @@ export class Engine {
           parts,
           created_at: head?.created_at ?? 0,
           content: parts === 1 && slot !== undefined ? decodeSlot(slot, 1) : undefined,
+          ...(leaseUntil === undefined ? {} : { lease_until: leaseUntil }),
         };
       });
       queues[queue] = {
         next_id: meta?.next_id ?? 1,
         items,
         // Files written before the counters existed: their queued items count as accepted.
-        counters: meta?.counters ?? {
+        counters: {
           accepted: items.length,
           duplicate: 0,
           delivered: 0,
+          leased: 0,
           evicted: 0,
           cleared: 0,
+          ...meta?.counters,
         },
       };
     }
@@ -957,6 +1182,7 @@ export class Engine {
     });
     const feed: FeedState = {
       hwm: meta?.hwm ?? 0,
+      evicted_t: meta?.evicted_t ?? 0,
       items,
       counters: meta?.counters ?? { pushed: items.length, evicted: 0, cleared: 0 },
     };
@@ -1106,6 +1332,7 @@ function appendResult(
   for (const old of feed.items.splice(0, Math.max(0, feed.items.length - RESULTS_CAPACITY))) {
     deleteParts(tx, old.parts, (part) => resultPartKey(old.t, part));
     feed.counters.evicted++;
+    feed.evicted_t = Math.max(feed.evicted_t, old.t);
   }
   feed.hwm = Math.max(feed.hwm, t);
   tx.touch("feed");
@@ -1114,13 +1341,20 @@ function appendResult(
 function queueMeta(q: QueueState): QueueMeta {
   return {
     next_id: q.next_id,
-    items: q.items.map((i) => [i.id, i.parts]),
+    items: q.items.map((i) =>
+      i.lease_until === undefined ? [i.id, i.parts] : [i.id, i.parts, i.lease_until]
+    ),
     counters: q.counters,
   };
 }
 
 function feedMeta(feed: FeedState): ResultsMeta {
-  return { hwm: feed.hwm, items: feed.items.map((r) => [r.t, r.parts]), counters: feed.counters };
+  return {
+    hwm: feed.hwm,
+    evicted_t: feed.evicted_t,
+    items: feed.items.map((r) => [r.t, r.parts]),
+    counters: feed.counters,
+  };
 }
 
 /** Parts of one item or result as listed: its head (part 0) and every part's bytes. */

@@ -1,19 +1,23 @@
 /**
- * `relay work`: the background daemon. Pulls a queue, runs a command once per item with the
- * item on stdin, and pushes the command's stdout to the results feed (spec §1, §4.2, §4.4).
+ * `relay work`: the background daemon. Takes items from a queue one at a time under a lease
+ * (issue 6), runs a command once per item with the item on stdin, pushes the command's
+ * stdout to the results feed (spec §1, §4.4), and only then acknowledges the item.
  *
- * No item is silently lost: an item whose command fails is logged with the exit code and
- * put back on its queue (without the duplicate check, `POST /submit?dedupe=false`); items
- * not yet started when SIGTERM arrives are put back too. The spec's pull deletes what it
- * returns, so an item is only at risk while this process holds it: if the process is
- * killed with SIGKILL mid-item, that item is gone.
+ * Nothing is lost (at-least-once): an item is deleted only by its acknowledgement, after
+ * its result was pushed. If the worker is killed (even with SIGKILL) mid-item, the relay
+ * hands the item out again when its lease ends. An item whose command fails is logged with
+ * the exit code and put back at the end of its queue (without the duplicate check,
+ * `POST /submit?dedupe=false`) before it is acknowledged. The wait for the next item is a
+ * long-poll, so a submitted item starts within milliseconds.
  *
  * @module
  */
 
 import { Backoff, sleep } from "./backoff.ts";
 import {
-  pullQueue,
+  ackItems,
+  type LeasedItem,
+  leaseItems,
   pushResult,
   type RelayClient,
   RelayError,
@@ -22,14 +26,22 @@ import {
 } from "./client.ts";
 import { runCapturing } from "./run.ts";
 
+/** Long-poll of each leased pull, s: the most the relay allows (issue 6). */
+const LONG_POLL_S = 60;
+
 /** Options of {@linkcode work}. */
 export interface WorkOptions {
   /** The queue to pull: `qa`, `article` or `general`. */
   queue: string;
   /** The program and its arguments, run once per item. */
   command: string[];
-  /** Wait between pulls when the queue is empty or an item failed, ms. */
+  /** Wait after an item failed, ms. */
   intervalMs: number;
+  /**
+   * Lease of each item, s (1–43200): longer than the command ever runs, or the item is
+   * handed out again while it still runs.
+   */
+  leaseS: number;
   /** Stops the loop after the current item (SIGINT/SIGTERM). */
   signal: AbortSignal;
   /** Where progress and errors go, one line each. */
@@ -55,59 +67,69 @@ export async function work(client: RelayClient, options: WorkOptions): Promise<W
   const summary: WorkSummary = { done: 0, failed: 0 };
   const backoff = new Backoff();
   while (!signal.aborted) {
-    let items: string[];
+    let items: LeasedItem[];
     try {
-      items = await pullQueue(client, queue);
+      items = await leaseItems(client, queue, {
+        leaseS: options.leaseS,
+        limit: 1,
+        waitS: LONG_POLL_S,
+        signal,
+      });
       backoff.reset();
     } catch (error) {
+      if (signal.aborted) break;
       await waitToRetry(error, backoff, log, signal);
       continue;
     }
-    let anyFailed = false;
-    for (const [index, item] of items.entries()) {
-      if (signal.aborted) {
-        await putBack(client, queue, items.slice(index), log, signal);
-        break;
-      }
-      const { code, stdout } = await runCapturing(options.command, item);
+    for (const item of items) {
+      const { code, stdout } = await runCapturing(options.command, item.content);
       if (code !== 0) {
-        anyFailed = true;
         summary.failed++;
         log(
           `relay: ${
             options.command[0]
           } exited with code ${code}; putting the item back on "${queue}"`,
         );
-        await putBack(client, queue, [item], log, signal);
-        continue;
+        await retrying(
+          () => submitContent(client, item.content, { queue, dedupe: false }),
+          "put an item back",
+          log,
+          signal,
+        );
+      } else {
+        summary.done++;
+        const output = stdout.trim();
+        if (output === "") {
+          log(`relay: ${options.command[0]} printed nothing for an item; nothing to push`);
+        } else {
+          await retrying(() => pushResult(client, output), "push the result", log, signal);
+        }
       }
-      summary.done++;
-      const output = stdout.trim();
-      if (output === "") {
-        log(`relay: ${options.command[0]} printed nothing for an item; nothing to push`);
-        continue;
-      }
-      await retrying(() => pushResult(client, output), "push the result", log, signal);
+      await acknowledge(client, item, log, signal);
+      if (code !== 0) await sleep(options.intervalMs, signal);
     }
-    if (items.length === 0 || anyFailed) await sleep(options.intervalMs, signal);
   }
   return summary;
 }
 
-/** Puts items back at the end of their queue, without the duplicate check. */
-async function putBack(
+/** Acknowledges a finished item; says so when its lease had ended and it went elsewhere. */
+async function acknowledge(
   client: RelayClient,
-  queue: string,
-  items: string[],
+  item: LeasedItem,
   log: (line: string) => void,
   signal: AbortSignal,
 ): Promise<void> {
-  for (const item of items) {
-    await retrying(
-      () => submitContent(client, item, { queue, dedupe: false }),
-      "put an item back",
-      log,
-      signal,
+  let unknown: string[] = [];
+  await retrying(
+    async () => void ({ unknown } = await ackItems(client, [item.id])),
+    "acknowledge an item",
+    log,
+    signal,
+  );
+  if (unknown.length > 0) {
+    log(
+      `relay: item ${item.id} was no longer leased to this worker (its lease ended); ` +
+        "it may be processed twice: raise --lease above the command's longest run",
     );
   }
 }

@@ -756,9 +756,18 @@ Deno.test("GET /stats counts accepted, duplicate, delivered, evicted, cleared an
   assert.equal(res.headers.get("content-type"), JSON_TYPE);
   assert.deepEqual(await res.json(), {
     queues: {
-      qa: { accepted: 1, duplicate: 0, delivered: 1, evicted: 0, cleared: 0, depth: 0 },
-      article: { accepted: 2, duplicate: 0, delivered: 0, evicted: 0, cleared: 1, depth: 1 },
-      general: { accepted: 52, duplicate: 1, delivered: 0, evicted: 2, cleared: 50, depth: 0 },
+      qa: {
+        ...{ accepted: 1, duplicate: 0, delivered: 1, leased: 0, evicted: 0, cleared: 0 },
+        ...{ depth: 0, in_flight: 0 },
+      },
+      article: {
+        ...{ accepted: 2, duplicate: 0, delivered: 0, leased: 0, evicted: 0, cleared: 1 },
+        ...{ depth: 1, in_flight: 0 },
+      },
+      general: {
+        ...{ accepted: 52, duplicate: 1, delivered: 0, leased: 0, evicted: 2, cleared: 50 },
+        ...{ depth: 0, in_flight: 0 },
+      },
     },
     results: { pushed: 1, evicted: 0, cleared: 1, depth: 0, hwm: t.clock.now },
   });

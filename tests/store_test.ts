@@ -209,15 +209,21 @@ Deno.test("readResults() C41 pages with since = cursor and sees every item exact
 
 Deno.test("readResults() C42 answers cursor = since when nothing is newer, 0 on an empty feed", async () => {
   await using t = await makeStore();
-  assert.deepEqual(await readResults(t.store, { since: 0, limit: 50 }), { cursor: 0, items: [] });
+  assert.deepEqual(await readResults(t.store, { since: 0, limit: 50 }), {
+    cursor: 0,
+    items: [],
+    gap: false,
+  });
   const r = await push(t.store, "x");
   assert.deepEqual(await readResults(t.store, { since: r.t, limit: 50 }), {
     cursor: r.t,
     items: [],
+    gap: false,
   });
   assert.deepEqual(await readResults(t.store, { since: r.t + 1000, limit: 50 }), {
     cursor: r.t + 1000,
     items: [],
+    gap: false,
   });
 });
 

@@ -1,0 +1,110 @@
+/**
+ * Instant delivery (issue 6): the long-poll of `GET /pull` and `GET /results` (`wait=`),
+ * and the Server-Sent Events stream of `GET /results/stream`. Both wait on the store's
+ * commit notifications ({@linkcode nextChange}), so a submit or push wakes them as soon as
+ * it is durable, and waiting clients cost no reads of the store.
+ *
+ * @module
+ */
+
+import type { SSEStreamingApi } from "hono/streaming";
+import { sleep } from "./backoff.ts";
+import { type Collection, nextChange, readResults, type Store } from "./store.ts";
+
+/** Options of {@linkcode longPoll}. */
+export interface LongPollOptions {
+  /** What a change to wakes the wait: the queues pulled from, or `"feed"`. */
+  collections: readonly Collection[];
+  /** How long to wait for something to arrive, ms; 0 tries once. */
+  waitMs: number;
+  /** Ends the wait early (client gone, relay stopping). */
+  signal: AbortSignal;
+  /**
+   * When something becomes available without a commit (a lease ending), epoch ms by the
+   * store's clock, or `undefined`: the wait wakes then too.
+   */
+  wakeAt?: (() => Promise<number | undefined>) | undefined;
+}
+
+/**
+ * Runs `attempt` now, and again after each commit that changes one of `collections`,
+ * until it returns something, `waitMs` has passed, or `signal` aborts (issue 6).
+ *
+ * @returns What `attempt` returned, or `undefined` when the time ran out first.
+ * @throws Whatever `attempt` throws.
+ */
+export async function longPoll<T>(
+  store: Store,
+  options: LongPollOptions,
+  attempt: () => Promise<T | undefined>,
+): Promise<T | undefined> {
+  const deadline = performance.now() + options.waitMs;
+  for (;;) {
+    const round = new AbortController();
+    const stop = () => round.abort();
+    options.signal.addEventListener("abort", stop, { once: true });
+    try {
+      // Registered before the attempt: a commit between the two is not missed.
+      const changed = nextChange(store, options.collections, round.signal);
+      const found = await attempt();
+      let left = deadline - performance.now();
+      if (found !== undefined || left <= 0 || options.signal.aborted) return found;
+      const wake = await options.wakeAt?.();
+      if (wake !== undefined) left = Math.min(left, Math.max(0, wake - store.clock()));
+      await Promise.race([changed, sleep(left, round.signal)]);
+    } finally {
+      round.abort();
+      options.signal.removeEventListener("abort", stop);
+    }
+  }
+}
+
+/** Interval of keep-alive comments on an idle stream, ms (issue 6). */
+export const KEEP_ALIVE_MS = 30_000;
+
+/** Results written per read of the feed: the most one page holds (C41). */
+const STREAM_PAGE = 50;
+
+/**
+ * Writes the results feed to an SSE stream from `since` on, then each new result as it is
+ * pushed, until `signal` aborts (issue 6). Each result is an event with `id: <t>` and its
+ * content as `data` (line ends become `\n`: SSE has no other). When results after the
+ * cursor were evicted, a `gap` event with the cursor as data comes first. An idle stream
+ * gets a `: keep-alive` comment every `keepAliveMs`.
+ *
+ * @param since Cursor, epoch ms: results with `t > since` are sent.
+ * @throws KV errors (the caller's stream helper reports them and closes the stream).
+ */
+export async function streamResults(
+  store: Store,
+  stream: SSEStreamingApi,
+  options: { since: number; keepAliveMs: number; signal: AbortSignal },
+): Promise<void> {
+  const { signal, keepAliveMs } = options;
+  let cursor = options.since;
+  let gapAt: number | undefined;
+  await stream.write(": relay results stream\n\n");
+  while (!signal.aborted && !stream.aborted) {
+    const round = new AbortController();
+    const stop = () => round.abort();
+    signal.addEventListener("abort", stop, { once: true });
+    try {
+      const changed = nextChange(store, ["feed"], round.signal).then(() => "change" as const);
+      const page = await readResults(store, { since: cursor, limit: STREAM_PAGE });
+      if (page.gap && gapAt !== cursor) {
+        gapAt = cursor;
+        await stream.writeSSE({ event: "gap", data: String(cursor) });
+      }
+      for (const item of page.items) {
+        await stream.writeSSE({ id: String(item.t), data: item.content });
+      }
+      cursor = page.cursor;
+      if (page.items.length === STREAM_PAGE) continue;
+      const idle = sleep(keepAliveMs, round.signal).then((full) => full ? "idle" : "stop");
+      if (await Promise.race([changed, idle]) === "idle") await stream.write(": keep-alive\n\n");
+    } finally {
+      round.abort();
+      signal.removeEventListener("abort", stop);
+    }
+  }
+}

@@ -2,7 +2,8 @@
  * `deno task bench`: the relay against a bare `Deno.serve` "OK" server (bench/bare.ts),
  * both on this machine in the same run, driven by `wrk` (Debian's package; installed with
  * apt-get when missing) at 64 connections. Prints a Markdown table of every figure against
- * its target (issue 5) and says which fall short. Not part of CI.
+ * its target (issues 5 and 6) and says which fall short. Not part of CI. Also measures
+ * push-to-delivery latency to a long-polling reader and a stream reader (issue 6).
  *
  * Options: `--duration <s>` per load (default 10), `--idle <s>` for the idle-write figure
  * (default 60), `--connections <n>` (default 64).
@@ -201,11 +202,98 @@ async function wrk(url: string, script: string): Promise<Load> {
 }
 
 async function call(base: string, path: string, init: RequestInit = {}): Promise<Response> {
-  const headers = new Headers(init.headers);
-  headers.set("x-auth-key", KEY);
-  const res = await fetch(base + path, { ...init, headers });
+  const res = await fetch(base + path, withKey(init));
   await res.body?.cancel();
   return res;
+}
+
+/** A request with the key, answered with its JSON body. */
+async function callJson<T>(base: string, path: string, init: RequestInit = {}): Promise<T> {
+  return await (await fetch(base + path, withKey(init))).json();
+}
+
+function withKey(init: RequestInit): RequestInit {
+  const headers = new Headers(init.headers);
+  headers.set("x-auth-key", KEY);
+  return { ...init, headers };
+}
+
+/** The `q`-quantile (0–1) of `values`, nearest rank. */
+function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
+}
+
+/**
+ * Push-to-delivery latency (issue 6): `count` pushes, one at a time; each is timed from
+ * just before its `POST /push` until a long-polling `GET /results?wait=` reader and a
+ * `GET /results/stream` reader (both in this process) have it.
+ *
+ * @returns Latencies in ms, per reader.
+ */
+async function deliveryLatency(
+  base: string,
+  count: number,
+): Promise<{ longPoll: number[]; stream: number[] }> {
+  const since = (await callJson<{ cursor: number }>(base, "/results")).cursor;
+  const sentAt = new Map<string, number>();
+  const arrived = { longPoll: new Map<string, number>(), stream: new Map<string, number>() };
+  const stop = new AbortController();
+  let waiting: (() => void) | undefined;
+  const note = (reader: Map<string, number>, content: string) => {
+    reader.set(content, performance.now());
+    waiting?.();
+  };
+  const longPoller = (async () => {
+    let cursor = since;
+    while (!stop.signal.aborted) {
+      const page = await callJson<{ cursor: number; items: Array<{ c: string }> }>(
+        base,
+        `/results?since=${cursor}&wait=30`,
+        {
+          signal: stop.signal,
+        },
+      ).catch(() => undefined);
+      if (page === undefined) return;
+      for (const item of page.items) note(arrived.longPoll, item.c);
+      cursor = page.cursor;
+    }
+  })();
+  const streamed = await fetch(`${base}/results/stream?since=${since}&key=${KEY}`, {
+    signal: stop.signal,
+  });
+  const streamer = (async () => {
+    let buffer = "";
+    try {
+      for await (const chunk of streamed.body!.pipeThrough(new TextDecoderStream())) {
+        buffer += chunk;
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const data = /^data: (.*)$/m.exec(buffer.slice(0, end))?.[1];
+          buffer = buffer.slice(end + 2);
+          if (data !== undefined) note(arrived.stream, data);
+        }
+      }
+    } catch {
+      // stopped
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 200)); // both readers are waiting
+  for (let i = 0; i < count; i++) {
+    const content = `delivery ${i}`;
+    const both = () => arrived.longPoll.has(content) && arrived.stream.has(content);
+    const delivered = new Promise<void>((resolve) => {
+      waiting = () => both() && resolve();
+    });
+    sentAt.set(content, performance.now());
+    await call(base, "/push", { method: "POST", body: content });
+    await Promise.race([delivered, new Promise((r) => setTimeout(r, 5000))]);
+  }
+  stop.abort();
+  await Promise.all([longPoller, streamer]);
+  const latencies = (reader: Map<string, number>) =>
+    [...sentAt].map(([content, at]) => (reader.get(content) ?? Infinity) - at);
+  return { longPoll: latencies(arrived.longPoll), stream: latencies(arrived.stream) };
 }
 
 async function dirSize(dir: string): Promise<number> {
@@ -282,6 +370,7 @@ async function main(): Promise<void> {
   rows.push(["GET /peek (30 items)", await wrk(`${base}/peek`, SCRIPTS.get!)]);
   rows.push(["GET /results (10 items)", await wrk(`${base}/results?since=0`, SCRIPTS.get!)]);
   const loadedRss = rssMb(relay.child.pid);
+  const delivery = await deliveryLatency(base, 500);
 
   // Idle: no requests at all for IDLE seconds.
   await new Promise((r) => setTimeout(r, 2000));
@@ -347,6 +436,16 @@ async function main(): Promise<void> {
     "≤ 300 ms",
     firstHealth <= 300,
   );
+  for (const [reader, ms] of Object.entries(delivery)) {
+    const p50 = quantile(ms, 0.5);
+    const p99 = quantile(ms, 0.99);
+    figure(
+      `push-to-delivery, ${reader === "stream" ? "stream reader" : "long-polling reader"}`,
+      `p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms (${ms.length} pushes)`,
+      "p99 ≤ 10 ms",
+      p99 <= 10,
+    );
+  }
   figure("data files after the run", `${(dataBytes / 1024).toFixed(0)} KiB`, "—", true);
   figure(`disk writes in ${IDLE} idle s`, `${idleWrites} bytes`, "0 bytes", idleWrites === 0);
   console.log(out.join("\n"));

@@ -6,6 +6,7 @@
  * @module
  */
 
+import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { createApp } from "../src/app.ts";
 import type { Clock } from "../src/clock.ts";
@@ -64,11 +65,21 @@ export interface TestStore extends AsyncDisposable {
   temp: TempKv;
 }
 
-/** Creates a store on a temp KV file; `dedupeWindowMs` defaults to 5 minutes. */
-export async function makeStore(options: { dedupeWindowMs?: number } = {}): Promise<TestStore> {
+/**
+ * Creates a store on a temp KV file; `dedupeWindowMs` defaults to 5 minutes. With
+ * `systemClock` the store reads the real time (for real-time waits such as a lease ending
+ * under a long-poll) and `clock` is not used.
+ */
+export async function makeStore(
+  options: { dedupeWindowMs?: number; systemClock?: boolean } = {},
+): Promise<TestStore> {
+  const { systemClock, ...storeOptions } = options;
   const temp = await openTempKv();
   const clock = new ManualClock();
-  const store = createStore(temp.kv, { clock: clock.read, ...options });
+  const store = createStore(temp.kv, {
+    ...(systemClock ? {} : { clock: clock.read }),
+    ...storeOptions,
+  });
   return { store, clock, temp, [Symbol.asyncDispose]: () => temp[Symbol.asyncDispose]() };
 }
 
@@ -87,10 +98,16 @@ export async function makeApp(
     maxBodyBytes?: number;
     qaHosts?: string[];
     publish?: PublishConfig;
+    keepAliveMs?: number;
+    closing?: AbortSignal;
+    systemClock?: boolean;
   } = {},
 ): Promise<TestApp> {
-  const { dedupeWindowMs, ...appOptions } = options;
-  const base = await makeStore(dedupeWindowMs === undefined ? {} : { dedupeWindowMs });
+  const { dedupeWindowMs, systemClock, ...appOptions } = options;
+  const base = await makeStore({
+    ...(dedupeWindowMs === undefined ? {} : { dedupeWindowMs }),
+    ...(systemClock === undefined ? {} : { systemClock }),
+  });
   const logs: string[] = [];
   const app = createApp({
     store: base.store,
@@ -101,6 +118,20 @@ export async function makeApp(
   const call = (path: string, init: RequestInit = {}) =>
     Promise.resolve(app.request(path, withKey(init)));
   return { ...base, app, logs, call };
+}
+
+/** Asserts an RFC 9457 problem response (C1) and returns its detail. */
+export async function assertProblem(res: Response, status: number): Promise<string> {
+  assert.equal(res.status, status);
+  assert.equal(res.headers.get("content-type"), "application/problem+json");
+  const doc = await res.json();
+  assert.equal(doc.type, "about:blank");
+  assert.equal(doc.status, status);
+  assert.equal(typeof doc.title, "string");
+  assert.ok(doc.title.length > 0);
+  assert.equal(typeof doc.detail, "string");
+  assert.ok(doc.detail.length > 0);
+  return doc.detail;
 }
 
 /** Asserts nothing; reads a response's body as JSON and returns it untyped. */
@@ -324,5 +355,57 @@ export async function withTempDir(job: (dir: string) => Promise<void>): Promise<
     await job(dir);
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** One Server-Sent Event as a client sees it; comments are collected separately. */
+export interface SseEvent {
+  event: string;
+  data: string;
+  id: string | undefined;
+}
+
+/**
+ * Reads a `text/event-stream` body as it arrives (the parsing rules of the HTML standard
+ * that matter here: `event`, `data`, `id`, comments, any line end).
+ */
+export class SseReader {
+  readonly events: SseEvent[] = [];
+  readonly comments: string[] = [];
+  readonly done: Promise<void>;
+
+  constructor(body: ReadableStream<Uint8Array>) {
+    this.done = this.#read(body);
+  }
+
+  async #read(body: ReadableStream<Uint8Array>): Promise<void> {
+    let buffer = "";
+    let data: string[] = [];
+    let event = "message";
+    let id: string | undefined;
+    try {
+      for await (const chunk of body.pipeThrough(new TextDecoderStream())) {
+        buffer += chunk;
+        const lines = buffer.split(/\r\n|\r|\n/);
+        buffer = lines.pop()!;
+        for (const line of lines) {
+          if (line === "") {
+            if (data.length > 0) this.events.push({ event, data: data.join("\n"), id });
+            data = [];
+            event = "message";
+          } else if (line.startsWith(":")) this.comments.push(line.slice(1).trim());
+          else {
+            const colon = line.indexOf(":");
+            const field = colon === -1 ? line : line.slice(0, colon);
+            const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
+            if (field === "data") data.push(value);
+            else if (field === "event") event = value;
+            else if (field === "id") id = value;
+          }
+        }
+      }
+    } catch {
+      // the test cancelled the stream
+    }
   }
 }

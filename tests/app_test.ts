@@ -1,23 +1,8 @@
 import assert from "node:assert/strict";
-import { KEY, makeApp, type TestApp } from "./_helpers.ts";
+import { assertProblem, KEY, makeApp, type TestApp } from "./_helpers.ts";
 
-const PROBLEM = "application/problem+json";
 const TEXT = "text/plain; charset=utf-8";
 const JSON_TYPE = "application/json; charset=utf-8";
-
-/** Asserts an RFC 9457 problem response (C1) and returns its detail. */
-async function assertProblem(res: Response, status: number): Promise<string> {
-  assert.equal(res.status, status);
-  assert.equal(res.headers.get("content-type"), PROBLEM);
-  const doc = await res.json();
-  assert.equal(doc.type, "about:blank");
-  assert.equal(doc.status, status);
-  assert.equal(typeof doc.title, "string");
-  assert.ok(doc.title.length > 0);
-  assert.equal(typeof doc.detail, "string");
-  assert.ok(doc.detail.length > 0);
-  return doc.detail;
-}
 
 async function assertText(res: Response, expected: string): Promise<void> {
   assert.equal(res.status, 200);
@@ -793,4 +778,74 @@ Deno.test("C4 failed authentication is rate limited per client address with 429 
   assert.equal((await attempt(KEY, "192.0.2.1")).status, 204);
   // Open endpoints never count or refuse.
   assert.equal((await t.app.request("/health", {}, from("192.0.2.1"))).status, 200);
+});
+
+Deno.test("GET /pull?lease= issue 6 answers id, content, created_at (C7) and lease_until; POST /ack deletes", async () => {
+  await using t = await makeApp();
+  await submitText(t, "one", "/submit?queue=general");
+  await submitText(t, "two", "/submit?queue=general");
+  const res = await t.call("/pull?queue=queue_general&lease=60&limit=1");
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-type"), JSON_TYPE);
+  assert.deepEqual(await res.json(), [{
+    id: "general:1",
+    content: "one",
+    created_at: "2026-01-01 00:00:00",
+    lease_until: t.clock.now + 60_000,
+  }]);
+  // The spec's plain pull still answers an array of strings, without the leased item.
+  assert.deepEqual(await (await t.call("/pull?queue=general")).json(), ["two"]);
+  const peeked = await (await t.call("/peek?queue=general")).json();
+  assert.deepEqual(peeked.queues.general[0].lease_until, t.clock.now + 60_000);
+  const acked = await t.call("/ack", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ids: ["general:1", "qa:7"] }),
+  });
+  assert.equal(acked.status, 200);
+  assert.deepEqual(await acked.json(), { acked: 1, unknown: ["qa:7"] });
+  assert.equal((await t.call("/peek")).status, 204);
+});
+
+Deno.test("POST /ack issue 6 refuses bad bodies with problem documents and changes nothing", async () => {
+  await using t = await makeApp();
+  await submitText(t, "keep me", "/submit?queue=qa");
+  await t.call("/pull?lease=60");
+  const post = (body: string, type = "application/json") =>
+    t.call("/ack", { method: "POST", headers: { "content-type": type }, body });
+  await assertProblem(await post('{"ids":["qa:1"]}', "text/plain"), 415);
+  for (
+    const body of [
+      "not json",
+      "[]",
+      "{}",
+      '{"ids": "qa:1"}',
+      '{"ids": []}',
+      '{"ids": ["qa"]}',
+      '{"ids": ["nope:1"]}',
+      '{"ids": ["qa:0"]}',
+      '{"ids": ["qa:1x"]}',
+      '{"ids": [1]}',
+      JSON.stringify({ ids: Array.from({ length: 501 }, (_, i) => `qa:${i + 1}`) }),
+    ]
+  ) {
+    await assertProblem(await post(body), 400);
+  }
+  await assertProblem(await t.app.request("/ack", { method: "POST" }), 401);
+  await assertProblem(await t.call("/ack"), 405);
+  assert.equal((await (await t.call("/peek")).json()).total, 1);
+});
+
+Deno.test("GET /results issue 6 adds gap: true only for a reader with a cursor who missed evicted results", async () => {
+  await using t = await makeApp();
+  for (let i = 0; i < 51; i++) {
+    await t.call("/push", { method: "POST", body: `r${i}` });
+    t.clock.advance(1);
+  }
+  const first = Date.UTC(2026, 0, 1); // r0's t, evicted
+  const fresh = await (await t.call("/results")).json();
+  assert.equal("gap" in fresh, false, "no cursor given: the spec's answer, unchanged");
+  assert.equal((await (await t.call("/results?since=0")).json()).gap, true);
+  assert.equal((await (await t.call(`/results?since=${first - 1}&limit=1`)).json()).gap, true);
+  assert.equal("gap" in await (await t.call(`/results?since=${first}`)).json(), false);
 });

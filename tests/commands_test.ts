@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { startDownstream } from "./downstream.ts";
-import { eventually, freePort, runRelay, spawnRelay, startRelayProcess } from "./_helpers.ts";
+import {
+  eventually,
+  freePort,
+  getStats,
+  runRelay,
+  spawnRelay,
+  startRelayProcess,
+} from "./_helpers.ts";
 
 const KEY = "client-test-key-0123456789";
 
@@ -205,7 +212,7 @@ Deno.test("relay work runs the command per item, pushes its output, and puts fai
   // Upper-cases its input, and fails (exit 3) for anything containing "bad".
   const script = 'input=$(cat); case "$input" in *bad*) exit 3;; esac; echo "$input" | tr a-z A-Z';
   const worker = spawnRelay(
-    ["work", "--queue", "general", "--interval", "2s", "--", "sh", "-c", script],
+    ["work", "--queue", "general", "--interval", "2s", "--lease", "1s", "--", "sh", "-c", script],
     { env },
   );
   const results = async () =>
@@ -226,10 +233,12 @@ Deno.test("relay work runs the command per item, pushes its output, and puts fai
   const status = await worker.done;
   assert.equal(status.code, 0, worker.stderr.join("\n"));
   assert.match(worker.stderr.at(-1)!, /^relay: stopped after 2 done, \d+ failed and put back$/);
-  // Nothing was lost: the bad item is still queued (or was put back as the worker stopped).
-  const left = JSON.parse(
-    (await runRelay(["pull", "--json", "--queue", "general"], { env })).stdout,
-  );
+  // Nothing was lost: the bad item is still queued (held under a 1 s lease at most).
+  let left: string[] = [];
+  await eventually(async () => {
+    left = JSON.parse((await runRelay(["pull", "--json", "--queue", "general"], { env })).stdout);
+    return left.length > 0;
+  }, "the bad item");
   assert.deepEqual(left, ["bad one"]);
   await relay.stop();
   await Deno.remove(dir, { recursive: true });
@@ -313,6 +322,57 @@ Deno.test("relay results --follow --exec runs the command per result, result on 
   follower.child.kill("SIGTERM");
   await follower.done;
   assert.match(await Deno.readTextFile(out), /^alpha @\d+\nbeta @\d+\n$/);
+  await relay.stop();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("relay work issue 6: a worker killed with SIGKILL mid-item loses nothing; the next one finishes it", async () => {
+  const dir = await tempDir();
+  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
+  const started = `${dir}/started`;
+  // The first worker's command marks that it started, then hangs until killed.
+  const hang = spawnRelay(
+    [
+      "work",
+      "--queue",
+      "article",
+      "--lease",
+      "2s",
+      "--",
+      "sh",
+      "-c",
+      `touch ${started}; exec sleep 60 2>/dev/null`,
+    ],
+    { env },
+  );
+  await runRelay(["submit", "--queue", "article", "precious"], { env });
+  await eventually(async () => {
+    try {
+      await Deno.stat(started);
+      return true;
+    } catch {
+      return false;
+    }
+  }, "the first worker to start the item");
+  hang.child.kill("SIGKILL");
+  await hang.done;
+  // The item was leased, not deleted: still in its queue, handed out again when the lease
+  // ends.
+  const call = (path: string) => fetch(`${relay.url}${path}`, { headers: { "x-auth-key": KEY } });
+  assert.equal((await getStats(call)).queues.article.depth, 1);
+  const finisher = spawnRelay(["work", "--queue", "article", "--", "tr", "a-z", "A-Z"], { env });
+  await eventually(
+    async () => (await runRelay(["results", "--json"], { env })).stdout.includes("PRECIOUS"),
+    "the second worker's result",
+  );
+  finisher.child.kill("SIGTERM");
+  assert.equal((await finisher.done).code, 0);
+  const after = await getStats(call);
+  assert.deepEqual(
+    [after.queues.article.depth, after.queues.article.leased, after.queues.article.delivered],
+    [0, 2, 1],
+  );
   await relay.stop();
   await Deno.remove(dir, { recursive: true });
 });

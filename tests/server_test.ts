@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { childEnv, ROOT, startRelayProcess, withTempDir } from "./_helpers.ts";
+import {
+  childEnv,
+  eventually,
+  ROOT,
+  SseReader,
+  startRelayProcess,
+  withTempDir,
+} from "./_helpers.ts";
 
 async function tempDir(): Promise<string> {
   return await Deno.makeTempDir({ prefix: "relay-server-test-" });
@@ -372,5 +379,73 @@ Deno.test("relay serve writes nothing to disk while clients poll empty queues an
       assert.equal(await get("/health"), 200);
     }
     assert.equal(await written() - before, 0);
+  });
+});
+
+/** `relay_waiting_clients{kind=…}` from `GET /metrics`. */
+async function waiting(call: ReturnType<typeof client>, kind: string): Promise<number> {
+  const text = await (await call("/metrics")).text();
+  const match = text.match(new RegExp(`^relay_waiting_clients\\{kind="${kind}"\\} (\\d+)$`, "m"));
+  if (!match) throw new Error(`no relay_waiting_clients for ${kind} in:\n${text}`);
+  return Number(match[1]);
+}
+
+Deno.test("relay serve issue 6: a push reaches a long-polling reader and a stream reader over HTTP; disconnects free them", async () => {
+  await withTempDir(async (dir) => {
+    await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+    const call = client(relay.url);
+    const leaving = new AbortController();
+    const stream = await fetch(`${relay.url}/results/stream?key=${KEY}`, {
+      signal: leaving.signal,
+    });
+    assert.equal(stream.status, 200);
+    const reader = new SseReader(stream.body!);
+    const poll = call("/results?since=0&wait=30");
+    await eventually(async () => await waiting(call, "results") === 1, "the waiting reader");
+    assert.equal(await waiting(call, "stream"), 1);
+    assert.equal((await call("/push", { method: "POST", body: "hello" })).status, 200);
+    const page = await (await poll).json();
+    assert.deepEqual(page.items.map((i: { c: string }) => i.c), ["hello"]);
+    await eventually(() => reader.events.length === 1, "the streamed result");
+    assert.deepEqual(reader.events[0], {
+      event: "message",
+      data: "hello",
+      id: String(page.cursor),
+    });
+    // A client that goes away frees its wait: the stream, and a long-poll cut off mid-wait.
+    const cut = new AbortController();
+    const abandoned = fetch(`${relay.url}/pull?queue=qa&wait=30`, {
+      headers: { "x-auth-key": KEY },
+      signal: cut.signal,
+    }).catch(() => "aborted");
+    await eventually(async () => await waiting(call, "pull") === 1, "the waiting pull");
+    cut.abort();
+    leaving.abort();
+    assert.equal(await abandoned, "aborted");
+    await reader.done;
+    await eventually(async () => await waiting(call, "pull") === 0, "the pull freed");
+    await eventually(async () => await waiting(call, "stream") === 0, "the stream freed");
+    // The abandoned pull took nothing: a later submit waits in the queue.
+    await call("/submit?queue=qa", { method: "POST", body: "later" });
+    assert.deepEqual(await (await call("/pull?queue=qa")).json(), ["later"]);
+  });
+});
+
+Deno.test("relay serve C72 issue 6: SIGTERM answers waiting long-polls, ends streams, and exits 0", async () => {
+  await withTempDir(async (dir) => {
+    const relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+    const call = client(relay.url);
+    const stream = await fetch(`${relay.url}/results/stream?key=${KEY}`);
+    const reader = new SseReader(stream.body!);
+    const poll = call("/pull?wait=60");
+    await eventually(async () => await waiting(call, "pull") === 1, "the waiting pull");
+    const started = performance.now();
+    const status = await relay.stop("SIGTERM");
+    assert.equal(status.code, 0, relay.stderr.join("\n"));
+    assert.equal((await poll).status, 204);
+    await reader.done;
+    // Well within the 10 s grace: nothing waited for the 60 s long-poll.
+    assert.ok(performance.now() - started < 9_000);
+    assert.equal(relay.stdout.at(-1), "relay: stopped", "every request finished in time");
   });
 });

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import {
+  ack,
   clear,
   createStore,
+  lease,
+  nextChange,
+  nextLeaseEnd,
   peek,
   probe,
   pull,
@@ -320,4 +324,130 @@ Deno.test("submit() settles with the error when the store cannot be reloaded aft
   });
   await assert.rejects(submit(t.store, "two", "general"), /injected I\/O error/);
   assert.equal((await submit(t.store, "three", "general")).accepted, true);
+});
+
+Deno.test("lease() issue 6 hides items from pulls until ack() deletes them; counters stay accountable", async () => {
+  await using t = await makeStore();
+  for (const c of ["a", "b", "c"]) await submit(t.store, c, "general");
+  const got = await lease(t.store, ["general"], { leaseMs: 30_000, limit: 2 });
+  assert.equal(got?.queue, "general");
+  assert.deepEqual(got?.items.map((i) => [i.content, i.lease_until]), [
+    ["a", t.clock.now + 30_000],
+    ["b", t.clock.now + 30_000],
+  ]);
+  // Hidden from other pulls, leased or plain; still shown by peek, with lease_until.
+  assert.deepEqual(
+    (await lease(t.store, ["general"], { leaseMs: 1000, limit: 50 }))?.items
+      .map((i) => i.content),
+    ["c"],
+  );
+  assert.deepEqual(await pull(t.store, "general"), []);
+  const peeked = (await peek(t.store, ["general"])).get("general")!;
+  assert.deepEqual(peeked.map((i) => i.content), ["a", "b", "c"]);
+  assert.ok(peeked.every((i) => i.lease_until !== undefined));
+  const refs = got!.items.map((i) => ({ queue: i.queue, id: i.id }));
+  assert.deepEqual(await ack(t.store, refs), { acked: refs, unknown: [] });
+  // Acknowledged once: a second ack finds nothing.
+  assert.deepEqual(await ack(t.store, refs), { acked: [], unknown: refs });
+  const s = (await stats(t.store)).queues.general;
+  assert.deepEqual(
+    { ...s },
+    {
+      accepted: 3,
+      duplicate: 0,
+      delivered: 2,
+      leased: 3,
+      evicted: 0,
+      cleared: 0,
+      depth: 1,
+      in_flight: 1,
+    },
+  );
+  assert.equal(s.accepted, s.delivered + s.evicted + s.cleared + s.depth);
+});
+
+Deno.test("lease() issue 6: an item not acked in time returns to the front of its queue, in order", async () => {
+  await using t = await makeStore();
+  for (const c of ["first", "second", "third"]) await submit(t.store, c, "qa");
+  await lease(t.store, ["qa"], { leaseMs: 10_000, limit: 2 });
+  assert.equal(await nextLeaseEnd(t.store, ["qa"]), t.clock.now + 10_000);
+  assert.equal(await nextLeaseEnd(t.store, ["general"]), undefined);
+  t.clock.advance(9_999);
+  assert.deepEqual(
+    (await lease(t.store, ["qa"], { leaseMs: 10_000, limit: 50 }))?.items.map((i) => i.content),
+    ["third"],
+  );
+  t.clock.advance(1);
+  // first and second are back, ahead of anything newer; a plain pull takes them too.
+  await submit(t.store, "fourth", "qa");
+  assert.deepEqual((await pull(t.store, "qa")).map((i) => i.content), [
+    "first",
+    "second",
+    "fourth",
+  ]);
+  // Pulled plainly, the expired items can no longer be acknowledged.
+  assert.equal((await ack(t.store, [{ queue: "qa", id: 1 }])).unknown.length, 1);
+});
+
+Deno.test("ack() issue 6 refuses items that were never leased, and acks an ended lease not yet re-leased", async () => {
+  await using t = await makeStore();
+  await submit(t.store, "never leased", "article");
+  await submit(t.store, "leased", "article");
+  assert.deepEqual(await ack(t.store, [{ queue: "article", id: 1 }]), {
+    acked: [],
+    unknown: [{ queue: "article", id: 1 }],
+  });
+  await lease(t.store, ["article"], { leaseMs: 1000, limit: 1 }); // takes id 1
+  t.clock.advance(5_000);
+  // The worker was slow, but nobody took the item meanwhile: its ack still counts.
+  assert.equal((await ack(t.store, [{ queue: "article", id: 1 }])).acked.length, 1);
+  assert.deepEqual((await pull(t.store, "article")).map((i) => i.content), ["leased"]);
+  await assert.rejects(lease(t.store, ["qa"], { leaseMs: 0, limit: 1 }), RangeError);
+  await assert.rejects(lease(t.store, ["qa"], { leaseMs: 1000, limit: 0 }), RangeError);
+});
+
+Deno.test("lease() issue 6: leases are durable, a restarted relay still hides the item until the lease ends", async () => {
+  await using t = await makeStore();
+  await submit(t.store, "in flight", "general");
+  await lease(t.store, ["general"], { leaseMs: 60_000, limit: 1 });
+  const again = createStore(t.temp.kv, { clock: t.clock.read });
+  assert.deepEqual(await pull(again, "general"), []);
+  t.clock.advance(60_000);
+  assert.deepEqual((await pull(again, "general")).map((i) => i.content), ["in flight"]);
+});
+
+Deno.test("readResults() issue 6 sets gap when results after since were evicted, across restarts", async () => {
+  await using t = await makeStore();
+  const first = await push(t.store, "r0");
+  t.clock.advance(1);
+  for (let i = 1; i <= RESULTS_CAPACITY; i++) await push(t.store, `r${i}`); // evicts r0
+  assert.equal((await readResults(t.store, { since: 0, limit: 50 })).gap, true);
+  assert.equal((await readResults(t.store, { since: first.t - 1, limit: 50 })).gap, true);
+  // A reader who had r0 missed nothing.
+  const page = await readResults(t.store, { since: first.t, limit: 50 });
+  assert.equal(page.gap, false);
+  assert.equal(page.items[0]?.content, "r1");
+  const again = createStore(t.temp.kv, { clock: t.clock.read });
+  assert.equal((await readResults(again, { since: 0, limit: 1 })).gap, true);
+  // Clearing is not eviction: a reader after the clear sees no gap.
+  await clear(again);
+  assert.equal((await readResults(again, { since: first.t, limit: 1 })).gap, false);
+});
+
+Deno.test("nextChange() issue 6 wakes on a commit to a watched collection only, and on abort", async () => {
+  await using t = await makeStore();
+  const stop = new AbortController();
+  let feedWoke = false;
+  const feed = nextChange(t.store, ["feed"], stop.signal).then(() => feedWoke = true);
+  const qa = nextChange(t.store, ["qa"], stop.signal);
+  await submit(t.store, "x", "qa");
+  await qa;
+  assert.equal(feedWoke, false);
+  await push(t.store, "y");
+  await feed;
+  assert.equal(feedWoke, true);
+  // An aborted wait resolves at once and leaves nothing registered.
+  const never = nextChange(t.store, ["general"], stop.signal);
+  stop.abort();
+  await never;
 });

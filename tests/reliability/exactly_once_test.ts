@@ -73,3 +73,45 @@ Deno.test("C22 8 submitters x 300 items, 4 pullers: each accepted item delivered
     assert.equal(accepted.size, delivered.length + evicted, "the rest is counted as evicted");
   });
 });
+
+Deno.test("issue 6 leased pulls: 6 workers leasing concurrently never get one item twice; ack accounts for all", async () => {
+  await withTempDir(async (dir) => {
+    await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+    const call = relayCall(relay.url);
+    // 3 queues × 45 items: below the overflow, so every item must be handed out.
+    const submitted: string[] = [];
+    for (let i = 0; i < 135; i++) {
+      const queue = QUEUES[i % QUEUES.length]!;
+      const content = `job ${i}`;
+      const res = await call(`/submit?queue=${queue}`, { method: "POST", body: content });
+      assert.equal(await res.text(), `OK (${queue})`);
+      submitted.push(content);
+    }
+    const handedOut: Array<{ id: string; content: string }> = [];
+    const worker = async (w: number) => {
+      for (;;) {
+        const limit = 1 + (w % 3);
+        const res = await call(`/pull?lease=300&limit=${limit}&wait=1`);
+        if (res.status === 204) return;
+        assert.equal(res.status, 200);
+        const items = await res.json() as Array<{ id: string; content: string }>;
+        assert.ok(items.length >= 1 && items.length <= limit);
+        handedOut.push(...items);
+        const ack = await call("/ack", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ ids: items.map((i) => i.id) }),
+        });
+        assert.deepEqual(await ack.json(), { acked: items.length, unknown: [] });
+      }
+    };
+    await Promise.all(Array.from({ length: 6 }, (_, w) => worker(w)));
+    assert.equal(new Set(handedOut.map((i) => i.id)).size, handedOut.length, "no id twice");
+    assert.deepEqual(handedOut.map((i) => i.content).sort(), [...submitted].sort());
+    const stats = await getStats(call);
+    for (const queue of QUEUES) {
+      const q = stats.queues[queue];
+      assert.deepEqual([q.accepted, q.leased, q.delivered, q.depth], [45, 45, 45, 0], queue);
+    }
+  });
+});

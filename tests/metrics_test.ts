@@ -31,10 +31,13 @@ function parse(text: string): { types: Map<string, string>; samples: Map<string,
 
 Deno.test("GET /metrics issue 6 is Prometheus text with requests, latency, depths and counters", async () => {
   await using t = await makeApp();
+  await t.call("/submit?queue=general", { method: "POST", body: "before the first scrape" });
+  // The first scrape loads prom-client; requests are counted from then on.
+  assert.equal((await t.call("/metrics")).status, 200);
   await t.call("/submit?queue=qa", { method: "POST", body: "https://stackoverflow.com/q/1" });
   await t.call("/submit?queue=qa", { method: "POST", body: "https://stackoverflow.com/q/1" });
   await t.call("/submit?queue=general", { method: "POST", body: "two" });
-  await t.call("/pull?queue=general&lease=60");
+  await t.call("/pull?queue=general&lease=60&limit=1");
   await t.call("/push", { method: "POST", body: "r" });
   await t.call("/nowhere");
   const res = await t.call("/metrics");
@@ -55,11 +58,13 @@ Deno.test("GET /metrics issue 6 is Prometheus text with requests, latency, depth
   );
   assert.equal(samples.get('relay_http_request_duration_seconds_count{route="/submit"}'), 3);
   assert.equal(samples.get('relay_queue_depth{queue="qa"}'), 1);
-  assert.equal(samples.get('relay_queue_depth{queue="general"}'), 1);
+  // The store's counters and depths are complete: they include what came before.
+  assert.equal(samples.get('relay_queue_depth{queue="general"}'), 2);
   assert.equal(samples.get('relay_queue_in_flight{queue="general"}'), 1);
   assert.equal(samples.get('relay_queue_items_total{queue="qa",event="accepted"}'), 1);
   assert.equal(samples.get('relay_queue_items_total{queue="qa",event="duplicate"}'), 1);
   assert.equal(samples.get('relay_queue_items_total{queue="general",event="leased"}'), 1);
+  assert.equal(samples.get('relay_queue_items_total{queue="general",event="accepted"}'), 2);
   assert.equal(samples.get("relay_results_depth"), 1);
   assert.equal(samples.get('relay_results_total{event="pushed"}'), 1);
   assert.equal(samples.get('relay_waiting_clients{kind="stream"}'), 0);
@@ -75,10 +80,13 @@ Deno.test("RelayMetrics issue 6 counts KV commits and waiting clients", async ()
   await using temp = await openTempKv();
   const metrics = new RelayMetrics();
   const store = createStore(temp.kv, { onCommit: metrics.commit });
-  await submit(store, "x", "general");
   const done = metrics.wait("pull");
+  await submit(store, "before the first scrape", "general");
+  await metrics.text(store);
+  await submit(store, "x", "general");
   const during = parse(await metrics.text(store)).samples;
   assert.equal(during.get('relay_kv_commit_duration_seconds_count{outcome="ok"}'), 1);
+  // Waiting clients are counted from the start.
   assert.equal(during.get('relay_waiting_clients{kind="pull"}'), 1);
   done();
   done(); // a second call changes nothing

@@ -354,6 +354,7 @@ async function main(): Promise<void> {
   rows.push(["POST /submit (unique)", await wrk(base, SCRIPTS.submit!)]);
   rows.push(["POST /push", await wrk(base, SCRIPTS.push!)]);
   rows.push(["submit + GET /pull (drain cycles)", await wrk(base, SCRIPTS.pull!)]);
+  const delivery = await deliveryLatency(base, 500);
   // Peek and results read queues and a feed that hold 10 items each.
   await call(base, "/clear", { method: "POST" });
   for (const q of ["qa", "article", "general"]) {
@@ -370,7 +371,6 @@ async function main(): Promise<void> {
   rows.push(["GET /peek (30 items)", await wrk(`${base}/peek`, SCRIPTS.get!)]);
   rows.push(["GET /results (10 items)", await wrk(`${base}/results?since=0`, SCRIPTS.get!)]);
   const loadedRss = rssMb(relay.child.pid);
-  const delivery = await deliveryLatency(base, 500);
 
   // Idle: no requests at all for IDLE seconds.
   await new Promise((r) => setTimeout(r, 2000));

@@ -1,5 +1,7 @@
 /**
- * The relay's HTTP API on Hono: the endpoints of spec §4.1–4.7 with the contract's rules.
+ * The relay's HTTP API on Hono: the endpoints of spec §4.1–4.8 with the contract's rules,
+ * and the extensions: `/stats` (issue 5), long-poll, `/results/stream`, leases with `/ack`,
+ * and `/metrics` (issue 6).
  *
  * Every request passes, in this order (C3): known path (else 404), allowed method (else
  * 405 with `Allow`), API key (else 401), content type (else 415), body size (else 413),
@@ -251,28 +253,26 @@ export function createApp(options: AppOptions): Hono {
         }, "pull");
         const order = query.queue === undefined ? QUEUE_NAMES : [query.queue];
         const leaseS = query.lease;
-        const taken = await waitFor(
-          c,
-          "pull",
-          query.wait,
-          order,
-          () =>
-            bulkRead(() =>
-              leaseS === undefined
-                ? pullFirst(store, order)
-                : lease(store, order, { leaseMs: leaseS * 1000, limit: query.limit ?? 50 })
-            ),
-          // An ended lease makes its item available without a commit.
-          () => nextLeaseEnd(store, order),
-        );
-        if (taken === undefined) return new Response(null, { status: 204 });
-        if (leaseS === undefined) return json(taken.items.map((item) => item.content));
-        return json(taken.items.map((item) => ({
-          id: itemId(item),
-          content: item.content,
-          created_at: formatTimestamp(item.created_at),
-          lease_until: item.lease_until,
-        })));
+        // Serialised inside the limit of concurrent bulk reads, like the read itself.
+        const take = () =>
+          bulkRead(async () => {
+            if (leaseS === undefined) {
+              const taken = await pullFirst(store, order);
+              return taken && json(taken.items.map((item) => item.content));
+            }
+            const leaseMs = leaseS * 1000;
+            const taken = await lease(store, order, { leaseMs, limit: query.limit ?? 50 });
+            return taken && json(taken.items.map((item) => ({
+              id: itemId(item),
+              content: item.content,
+              created_at: formatTimestamp(item.created_at),
+              lease_until: item.lease_until,
+            })));
+          });
+        // An ended lease makes its item available without a commit: wake then too.
+        const wakeAt = () => nextLeaseEnd(store, order);
+        return await waitFor(c, "pull", query.wait, order, take, wakeAt) ??
+          new Response(null, { status: 204 });
       },
     },
     "/ack": {
@@ -340,23 +340,20 @@ export function createApp(options: AppOptions): Hono {
           limit: absentIfEmpty(url.searchParams.get("limit")),
           wait: absentIfEmpty(url.searchParams.get("wait")),
         }, "read results");
-        const read = () => bulkRead(() => readResults(store, query));
-        const page = await waitFor(
-          c,
-          "results",
-          query.wait,
-          ["feed"],
-          async () => {
-            const page = await read();
-            return page.items.length > 0 ? page : undefined;
-          },
-        ) ?? await read();
-        return json({
-          cursor: page.cursor,
-          items: page.items.map((item) => ({ t: item.t, c: item.content })),
-          // Issue 6: only for a reader that gave a cursor, and only when it missed results.
-          ...(since !== undefined && page.gap ? { gap: true } : {}),
-        });
+        // Serialised inside the limit of concurrent bulk reads, like the read itself.
+        const read = (orNothing: boolean) =>
+          bulkRead(async () => {
+            const page = await readResults(store, query);
+            if (orNothing && page.items.length === 0) return undefined;
+            return json({
+              cursor: page.cursor,
+              items: page.items.map((item) => ({ t: item.t, c: item.content })),
+              // Issue 6: only for a reader that gave a cursor, and only when it missed some.
+              ...(since !== undefined && page.gap ? { gap: true } : {}),
+            });
+          });
+        return await waitFor(c, "results", query.wait, ["feed"], () => read(true)) ??
+          await read(false) as Response;
       },
     },
     "/results/stream": {

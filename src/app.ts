@@ -363,6 +363,8 @@ export function createApp(options: AppOptions): Hono {
           lastEventId: absentIfEmpty(c.req.header("last-event-id")),
           since: absentIfEmpty(url.searchParams.get("since")),
         }, "stream results");
+        const resumed = c.req.header("last-event-id") !== undefined ||
+          url.searchParams.has("since");
         const signal = AbortSignal.any([c.req.raw.signal, closing]);
         return Promise.resolve(streamSSE(c, async (stream) => {
           const done = metrics.wait("stream");
@@ -372,14 +374,16 @@ export function createApp(options: AppOptions): Hono {
             await streamResults(store, stream, {
               since,
               keepAliveMs,
+              resumed,
               signal: AbortSignal.any([signal, left.signal]),
             });
+          } catch (error) {
+            // The cause stays in the relay's log; the client learns only that it failed.
+            console.error("relay: results stream failed:", error);
+            await stream.writeSSE({ event: "error", data: "the relay failed; reconnect" });
           } finally {
             done();
           }
-        }, (error) => {
-          console.error("relay: results stream failed:", error);
-          return Promise.resolve();
         }));
       },
     },

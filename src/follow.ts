@@ -71,6 +71,9 @@ async function writeCursor(path: string, cursor: number): Promise<void> {
  */
 export async function followResults(client: RelayClient, options: FollowOptions): Promise<number> {
   let cursor = await readCursor(options.cursorFile);
+  // A gap matters to a follower that had a cursor; said once per cursor.
+  let resumed = cursor > 0;
+  let gapAt: number | undefined;
   const backoff = new Backoff();
   while (!options.signal.aborted) {
     let page;
@@ -87,11 +90,13 @@ export async function followResults(client: RelayClient, options: FollowOptions)
       continue;
     }
     backoff.reset();
-    if (page.gap) {
+    if (page.gap && resumed && gapAt !== cursor) {
+      gapAt = cursor;
       options.log(
         `relay: results after cursor ${cursor} were evicted before they were read (the feed keeps 50)`,
       );
     }
+    resumed = true;
     for (const item of page.items) {
       if (options.signal.aborted) break;
       if (options.exec !== undefined) {

@@ -28,8 +28,9 @@ export interface QueueMeta {
   next_id: number;
   /**
    * The queued items, oldest first, as `[id, number of parts]`, or
-   * `[id, number of parts, lease_until]` for an item a leased pull holds (issue 6; epoch
-   * ms). At most 50 (C14).
+   * `[id, number of parts, lease_until]` for an item a leased pull handed out (issue 6;
+   * epoch ms; kept after the lease ends, until the item is acknowledged or pulled). At most
+   * 50 (C14).
    */
   items: Array<[number, number] | [number, number, number]>;
   /** Durable counters (issue 5); absent in files written before they existed. */

@@ -13,7 +13,7 @@ import { type Collection, nextChange, readResults, type Store } from "./store.ts
 
 /** Options of {@linkcode longPoll}. */
 export interface LongPollOptions {
-  /** What a change to wakes the wait: the queues pulled from, or `"feed"`. */
+  /** What the wait wakes for a change to: the queues pulled from, or `"feed"`. */
   collections: readonly Collection[];
   /** How long to wait for something to arrive, ms; 0 tries once. */
   waitMs: number;
@@ -28,9 +28,12 @@ export interface LongPollOptions {
 
 /**
  * Runs `attempt` now, and again after each commit that changes one of `collections`,
- * until it returns something, `waitMs` has passed, or `signal` aborts (issue 6).
+ * until it returns something, `waitMs` has passed, or `signal` aborts (issue 6). Once
+ * `signal` has aborted, `attempt` is not run again: for a pull it would take items for a
+ * client that has gone.
  *
- * @returns What `attempt` returned, or `undefined` when the time ran out first.
+ * @returns What `attempt` returned, or `undefined` when the time ran out or `signal`
+ *   aborted first.
  * @throws Whatever `attempt` throws.
  */
 export async function longPoll<T>(
@@ -39,7 +42,8 @@ export async function longPoll<T>(
   attempt: () => Promise<T | undefined>,
 ): Promise<T | undefined> {
   const deadline = performance.now() + options.waitMs;
-  for (;;) {
+  for (let first = true;; first = false) {
+    if (!first && options.signal.aborted) return undefined;
     const round = new AbortController();
     const stop = () => round.abort();
     options.signal.addEventListener("abort", stop, { once: true });
@@ -69,20 +73,23 @@ const STREAM_PAGE = 50;
  * Writes the results feed to an SSE stream from `since` on, then each new result as it is
  * pushed, until `signal` aborts (issue 6). Each result is an event with `id: <t>` and its
  * content as `data` (line ends become `\n`: SSE has no other). When results after the
- * cursor were evicted, a `gap` event with the cursor as data comes first. An idle stream
- * gets a `: keep-alive` comment every `keepAliveMs`.
+ * cursor were evicted, a `gap` event with the cursor as data comes first (not at the start
+ * of a new reader's stream). An idle stream gets a `: keep-alive` comment every
+ * `keepAliveMs`.
  *
- * @param since Cursor, epoch ms: results with `t > since` are sent.
+ * @param options.since Cursor, epoch ms: results with `t > since` are sent.
+ * @param options.resumed Whether the client gave the cursor (`since`, `Last-Event-ID`).
  * @throws KV errors (the caller's stream helper reports them and closes the stream).
  */
 export async function streamResults(
   store: Store,
   stream: SSEStreamingApi,
-  options: { since: number; keepAliveMs: number; signal: AbortSignal },
+  options: { since: number; keepAliveMs: number; signal: AbortSignal; resumed: boolean },
 ): Promise<void> {
   const { signal, keepAliveMs } = options;
   let cursor = options.since;
-  let gapAt: number | undefined;
+  // A new reader (no cursor given) missed nothing: like /results without since.
+  let gapAt: number | undefined = options.resumed ? undefined : cursor;
   await stream.write(": relay results stream\n\n");
   while (!signal.aborted && !stream.aborted) {
     const round = new AbortController();

@@ -107,6 +107,7 @@ async function collectors(): Promise<Collectors> {
  */
 export class RelayMetrics {
   #collectors: Collectors | undefined;
+  #loading: Promise<Collectors> | undefined;
   readonly #waiting: Record<Waiter, number> = { pull: 0, results: 0, stream: 0 };
 
   /** The media type of {@linkcode RelayMetrics.text}: Prometheus text format 0.0.4. */
@@ -152,7 +153,8 @@ export class RelayMetrics {
    * @throws KV errors while the store's state is first loaded.
    */
   async text(store: Store): Promise<string> {
-    const c = this.#collectors ??= await collectors();
+    // One load, even when two first scrapes arrive together.
+    const c = this.#collectors ??= await (this.#loading ??= collectors());
     const now = await stats(store);
     for (const [kind, n] of Object.entries(this.#waiting)) c.waiting.set({ kind }, n);
     for (const queue of QUEUE_NAMES) {

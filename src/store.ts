@@ -273,10 +273,11 @@ export async function pull(store: Store, queue: QueueName): Promise<QueuedItem[]
 
 /**
  * Pulls the first non-empty queue of `order` and leaves the others untouched, all in one
- * step of the writer (spec §4.2 rule 2, C21, C22). Leased items do not count (issue 6).
+ * step of the writer (spec §4.2 rule 2, C21, C22). Items a leased pull holds do not count
+ * and stay (issue 6).
  *
  * @param order Queues to try; default `qa`, `article`, `general`.
- * @returns The queue that was emptied and its items, or `undefined` when all are empty.
+ * @returns The queue pulled and its items, or `undefined` when all are empty.
  * @throws {StoreBusyError} when another process kept changing the file; KV errors.
  */
 export async function pullFirst(
@@ -419,8 +420,10 @@ async function take(
 }
 
 /**
- * When the next lease among `queues` ends, epoch ms, or `undefined` when none is held: a
- * waiting pull wakes then, since the item becomes available without a commit (issue 6).
+ * When the earliest lease among `queues` ends, epoch ms, or `undefined` when none is held:
+ * a waiting pull wakes then, since the item becomes available without a commit (issue 6).
+ * A lease that has already ended counts too (it may have ended after the waiter's last
+ * attempt), so the waiter tries again at once.
  *
  * @throws KV errors while the state is first loaded.
  */
@@ -429,13 +432,10 @@ export async function nextLeaseEnd(
   queues: readonly QueueName[],
 ): Promise<number | undefined> {
   return await store.engine.read((state) => {
-    const now = Math.floor(store.clock());
     let next = Infinity;
     for (const q of queues) {
       for (const i of state.queues[q].items) {
-        if (i.lease_until !== undefined && i.lease_until > now) {
-          next = Math.min(next, i.lease_until);
-        }
+        if (i.lease_until !== undefined) next = Math.min(next, i.lease_until);
       }
     }
     return next === Infinity ? null : next;
@@ -1083,6 +1083,8 @@ export class Engine {
     } catch (error) {
       this.#state = undefined;
       this.#onCommit?.(performance.now() - started, false);
+      // The commit may have been applied: let every waiter look again.
+      for (const waiter of this.#waiters) waiter.wake();
       throw error;
     }
     this.#onCommit?.(performance.now() - started, res.ok);

@@ -4,7 +4,8 @@
  */
 
 import assert from "node:assert/strict";
-import { assertProblem, KEY, makeApp, SseReader, type TestApp } from "./_helpers.ts";
+import { longPoll } from "../src/live.ts";
+import { assertProblem, KEY, makeApp, makeStore, SseReader, type TestApp } from "./_helpers.ts";
 
 function submit(t: TestApp, text: string, queue = "general") {
   return t.call(`/submit?queue=${queue}`, { method: "POST", body: text });
@@ -62,6 +63,22 @@ Deno.test("GET /pull?wait= issue 6: two waiting pulls, one submit: exactly one g
   const bodies = await Promise.all(answers.map((r) => r.text()));
   assert.deepEqual(answers.map((r) => r.status).sort(), [200, 204]);
   assert.deepEqual(bodies.sort(), ["", '["only one"]']);
+});
+
+Deno.test("longPoll() issue 6 never tries again for a client that has gone (a pull would take its items, C22)", async () => {
+  await using t = await makeStore();
+  const leaving = new AbortController();
+  let attempts = 0;
+  const polling = longPoll(
+    t.store,
+    { collections: ["general"], waitMs: 30_000, signal: leaving.signal },
+    () => Promise.resolve(void attempts++),
+  );
+  await pause(20);
+  assert.equal(attempts, 1);
+  leaving.abort();
+  assert.equal(await polling, undefined);
+  assert.equal(attempts, 1, "no attempt after the client left");
 });
 
 Deno.test("GET /pull?lease=&wait= issue 6 wakes when a lease ends and hands the item out again", async () => {
@@ -208,6 +225,13 @@ Deno.test("GET /results/stream issue 6 signals a gap when results after the curs
   assert.equal(reader.events[50]!.data, "r54");
   stream.cancel();
   await reader.done;
+  // A new reader (no cursor) missed nothing: no gap event, like /results without since.
+  const fresh = openStream(t);
+  const freshReader = new SseReader((await fresh.response).body!);
+  await until(() => freshReader.events.length === 50, "the 50 kept results");
+  assert.equal(freshReader.events[0]!.data, "r5");
+  fresh.cancel();
+  await freshReader.done;
 });
 
 Deno.test("GET /results/stream issue 6 ends when the relay is closing (C72)", async () => {

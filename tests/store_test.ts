@@ -378,6 +378,8 @@ Deno.test("lease() issue 6: an item not acked in time returns to the front of it
     ["third"],
   );
   t.clock.advance(1);
+  // An ended lease still counts: a waiter that missed the moment tries again at once.
+  assert.equal(await nextLeaseEnd(t.store, ["qa"]), t.clock.now);
   // first and second are back, ahead of anything newer; a plain pull takes them too.
   await submit(t.store, "fourth", "qa");
   assert.deepEqual((await pull(t.store, "qa")).map((i) => i.content), [

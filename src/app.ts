@@ -341,19 +341,24 @@ export function createApp(options: AppOptions): Hono {
           wait: absentIfEmpty(url.searchParams.get("wait")),
         }, "read results");
         // Serialised inside the limit of concurrent bulk reads, like the read itself.
-        const read = (orNothing: boolean) =>
+        const read = () =>
           bulkRead(async () => {
             const page = await readResults(store, query);
-            if (orNothing && page.items.length === 0) return undefined;
-            return json({
+            const answer = json({
               cursor: page.cursor,
               items: page.items.map((item) => ({ t: item.t, c: item.content })),
               // Issue 6: only for a reader that gave a cursor, and only when it missed some.
               ...(since !== undefined && page.gap ? { gap: true } : {}),
             });
+            return { found: page.items.length > 0, answer };
           });
-        return await waitFor(c, "results", query.wait, ["feed"], () => read(true)) ??
-          await read(false) as Response;
+        // Without wait, one read answers, whatever it found.
+        if (query.wait === 0) return (await read()).answer;
+        const found = async () => {
+          const { found, answer } = await read();
+          return found ? answer : undefined;
+        };
+        return await waitFor(c, "results", query.wait, ["feed"], found) ?? (await read()).answer;
       },
     },
     "/results/stream": {

@@ -109,9 +109,9 @@ interface RequestOptions {
   /** Content type of `body`; default `text/plain`. */
   type?: string;
   /** Seconds the relay may hold the request (long-poll, issue 6); added to the timeout. */
-  waitS?: number;
+  waitS?: number | undefined;
   /** Abandons the request (the worker or follower is stopping). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** Sends a request; only a network failure, timeout or abort throws. */
@@ -237,10 +237,7 @@ export async function leaseItems(
     limit: String(options.limit),
     wait: String(options.waitS),
   });
-  const res = await call(client, `/pull?${query}`, {
-    waitS: options.waitS,
-    ...(options.signal === undefined ? {} : { signal: options.signal }),
-  });
+  const res = await call(client, `/pull?${query}`, options);
   if (res.status === 204) return [];
   return await res.json();
 }
@@ -309,10 +306,7 @@ export async function readResultsPage(
   if (options.limit !== undefined) query.set("limit", String(options.limit));
   if (options.waitS) query.set("wait", String(options.waitS));
   const path = `/results${query.size > 0 ? `?${query}` : ""}`;
-  return await (await call(client, path, {
-    ...(options.waitS ? { waitS: options.waitS } : {}),
-    ...(options.signal === undefined ? {} : { signal: options.signal }),
-  })).json();
+  return await (await call(client, path, options)).json();
 }
 
 /**

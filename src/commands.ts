@@ -34,6 +34,7 @@ import { work } from "./work.ts";
 import { type Backup, exportStore, ImportError, importStore, parseBackup } from "./backup.ts";
 import { DatabaseInUseError } from "./lock.ts";
 import { publishConfig, withStore } from "./server.ts";
+import { MAX_LEASE_MS } from "./store.ts";
 
 /** Exit code for a bad command line. */
 export const EXIT_USAGE = 2;
@@ -115,7 +116,7 @@ function duration(name: string, text: string | undefined, fallback: number): num
 /** `--lease` of `relay work`: a duration of whole seconds, 1 s to 12 h; default 5 minutes. */
 function leaseSeconds(text: string | undefined): number {
   const ms = duration("lease", text, 5 * 60_000);
-  if (ms % 1000 !== 0 || ms > 12 * 3_600_000) {
+  if (ms % 1000 !== 0 || ms > MAX_LEASE_MS) {
     usage(`invalid --lease "${text}": use whole seconds up to 12h, e.g. 90s or 10m`);
   }
   return ms / 1000;

@@ -44,23 +44,39 @@ export async function longPoll<T>(
   const deadline = performance.now() + options.waitMs;
   for (let first = true;; first = false) {
     if (!first && options.signal.aborted) return undefined;
-    const round = new AbortController();
-    const stop = () => round.abort();
-    options.signal.addEventListener("abort", stop, { once: true });
-    try {
-      // Registered before the attempt: a commit between the two is not missed.
-      const changed = nextChange(store, options.collections, round.signal);
-      const found = await attempt();
-      let left = deadline - performance.now();
-      if (found !== undefined || left <= 0 || options.signal.aborted) return found;
-      const wake = await options.wakeAt?.();
-      if (wake !== undefined) left = Math.min(left, Math.max(0, wake - store.clock()));
-      await Promise.race([changed, sleep(left, round.signal)]);
-    } finally {
-      round.abort();
-      options.signal.removeEventListener("abort", stop);
-    }
+    using changes = watchChanges(store, options.collections, options.signal);
+    const found = await attempt();
+    let left = deadline - performance.now();
+    if (found !== undefined || left <= 0 || options.signal.aborted) return found;
+    const wake = await options.wakeAt?.();
+    if (wake !== undefined) left = Math.min(left, Math.max(0, wake - store.clock()));
+    await changes.until(left);
   }
+}
+
+/**
+ * Starts watching for the next commit that changes one of `collections`. Made before a
+ * read, then waited on after it, so that a commit between the two is not missed. Dispose
+ * of it after each round: that drops the registration and the timer.
+ */
+function watchChanges(
+  store: Store,
+  collections: readonly Collection[],
+  signal: AbortSignal,
+): Disposable & { until(ms: number): Promise<"change" | "timeout" | "stop"> } {
+  const round = new AbortController();
+  const stop = () => round.abort();
+  signal.addEventListener("abort", stop, { once: true });
+  const changed = nextChange(store, collections, round.signal).then(() => "change" as const);
+  return {
+    /** Waits for the change, `ms`, or `signal`, whichever comes first. */
+    until: (ms) =>
+      Promise.race([changed, sleep(ms, round.signal).then((full) => full ? "timeout" : "stop")]),
+    [Symbol.dispose]() {
+      round.abort();
+      signal.removeEventListener("abort", stop);
+    },
+  };
 }
 
 /** Interval of keep-alive comments on an idle stream, ms (issue 6). */
@@ -92,26 +108,17 @@ export async function streamResults(
   let gapAt: number | undefined = options.resumed ? undefined : cursor;
   await stream.write(": relay results stream\n\n");
   while (!signal.aborted && !stream.aborted) {
-    const round = new AbortController();
-    const stop = () => round.abort();
-    signal.addEventListener("abort", stop, { once: true });
-    try {
-      const changed = nextChange(store, ["feed"], round.signal).then(() => "change" as const);
-      const page = await readResults(store, { since: cursor, limit: STREAM_PAGE });
-      if (page.gap && gapAt !== cursor) {
-        gapAt = cursor;
-        await stream.writeSSE({ event: "gap", data: String(cursor) });
-      }
-      for (const item of page.items) {
-        await stream.writeSSE({ id: String(item.t), data: item.content });
-      }
-      cursor = page.cursor;
-      if (page.items.length === STREAM_PAGE) continue;
-      const idle = sleep(keepAliveMs, round.signal).then((full) => full ? "idle" : "stop");
-      if (await Promise.race([changed, idle]) === "idle") await stream.write(": keep-alive\n\n");
-    } finally {
-      round.abort();
-      signal.removeEventListener("abort", stop);
+    using changes = watchChanges(store, ["feed"], signal);
+    const page = await readResults(store, { since: cursor, limit: STREAM_PAGE });
+    if (page.gap && gapAt !== cursor) {
+      gapAt = cursor;
+      await stream.writeSSE({ event: "gap", data: String(cursor) });
     }
+    for (const item of page.items) {
+      await stream.writeSSE({ id: String(item.t), data: item.content });
+    }
+    cursor = page.cursor;
+    if (page.items.length === STREAM_PAGE) continue;
+    if (await changes.until(keepAliveMs) === "timeout") await stream.write(": keep-alive\n\n");
   }
 }

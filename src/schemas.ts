@@ -9,6 +9,7 @@ import { z } from "zod";
 import { HttpError, truncate } from "./errors.ts";
 import { type Article, type Target, TARGETS } from "./publish.ts";
 import { QUEUE_NAMES, type QueueName } from "./queues.ts";
+import { MAX_LEASE_MS, QUEUE_CAPACITY } from "./store.ts";
 
 const QUEUE_LIST = QUEUE_NAMES.map((q) => `"${q}"`).join(", ");
 const TARGET_LIST = TARGETS.map((t) => `"${t}"`).join(", ");
@@ -168,7 +169,7 @@ function inRange(name: string, min: number, max: number, unit = "") {
 const RESULTS_LIMIT_MAX = 50;
 
 /** Longest long-poll, s (issue 6). */
-export const MAX_WAIT_S = 60;
+const MAX_WAIT_S = 60;
 
 /** `wait`: seconds a long-poll may wait for something to arrive, 0–60; default 0 (issue 6). */
 const waitParam = inRange("wait", 0, MAX_WAIT_S, " seconds").optional().default(0);
@@ -181,8 +182,8 @@ export const pullQuerySchema = z
   .object({
     queue: pullQueueParamSchema,
     wait: waitParam,
-    lease: inRange("lease", 1, 43_200, " seconds (12 hours)").optional(),
-    limit: inRange("limit", 1, 50).optional(),
+    lease: inRange("lease", 1, MAX_LEASE_MS / 1000, " seconds (12 hours)").optional(),
+    limit: inRange("limit", 1, QUEUE_CAPACITY).optional(),
   })
   .refine((q) => q.limit === undefined || q.lease !== undefined, {
     error: '"limit" needs "lease": a plain pull always takes the whole queue',

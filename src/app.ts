@@ -4,7 +4,7 @@
  * and `/metrics` (issue 6).
  *
  * Every request passes, in this order (C3): known path (else 404), allowed method (else
- * 405 with `Allow`), API key (else 401), content type (else 415), body size (else 413),
+ * 405 with `Allow`), API key (else 401), the named key's scope (else 403, issue 7), content type (else 415), body size (else 413),
  * then the handler's own checks (400). Handlers are thin: parse, call one store function,
  * answer. Every error leaves as an RFC 9457 problem document (C1).
  *
@@ -24,6 +24,8 @@ import {
   readLimited,
 } from "./body.ts";
 import { HttpError, problemResponse, truncate } from "./errors.ts";
+import type { KeyRing, Scope } from "./named_keys.ts";
+import { WEBAPP_FILES, WEBAPP_PAGES, WEBAPP_PATH, webappFile } from "./webapp.ts";
 import { KEEP_ALIVE_MS, longPoll, streamResults } from "./live.ts";
 import { RelayMetrics, type Waiter } from "./metrics.ts";
 import { missingConfiguration, publish, type PublishConfig } from "./publish.ts";
@@ -64,6 +66,8 @@ export interface AppOptions {
   store: Store;
   /** The shared secret of spec §5; compared in constant time (C4). */
   apiKey: string;
+  /** Named keys with scopes (issue 7); without it only `apiKey` is accepted. */
+  keyRing?: KeyRing;
   /** Lower-case Q&A domains for routing (C11); default {@linkcode DEFAULT_QA_HOSTS}. */
   qaHosts?: readonly string[];
   /** Body limit in bytes (C5); default 512 KiB. */
@@ -95,12 +99,16 @@ export interface AppOptions {
 /** What a route handler gets: the Hono context and the parsed request URL. */
 type Handler = (c: Context, url: URL) => Promise<Response>;
 
-/** One endpoint: the methods it answers and whether it skips authentication. */
-interface Route {
-  readonly methods: readonly string[];
-  readonly open?: boolean;
-  readonly handler: Handler;
-}
+/**
+ * One endpoint: the methods it answers, and either `open` (no key needed) or the scope a
+ * named key needs for it (issue 7; the main key has every scope).
+ */
+type Route =
+  & { readonly methods: readonly string[]; readonly handler: Handler }
+  & ({ readonly open: true; readonly scope?: never } | {
+    readonly open?: never;
+    readonly scope: Scope;
+  });
 
 /**
  * Reads that may return whole queues or the whole feed (pull, peek, results) running at
@@ -208,6 +216,7 @@ export function createApp(options: AppOptions): Hono {
 
   const routes: Record<string, Route> = {
     "/submit": {
+      scope: "submit",
       methods: ["POST"],
       handler: async (c, url) => {
         const body = await readBody(c, maxBody, "submit");
@@ -243,6 +252,7 @@ export function createApp(options: AppOptions): Hono {
       },
     },
     "/pull": {
+      scope: "consume",
       methods: ["GET"],
       handler: async (c, url) => {
         const query = parseOr400(pullQuerySchema, {
@@ -276,6 +286,7 @@ export function createApp(options: AppOptions): Hono {
       },
     },
     "/ack": {
+      scope: "consume",
       methods: ["POST"],
       handler: async (c) => {
         const body = await readBody(c, maxBody, "ack", ["application/json"]);
@@ -288,6 +299,7 @@ export function createApp(options: AppOptions): Hono {
       },
     },
     "/peek": {
+      scope: "read",
       methods: ["GET", "HEAD"],
       handler: async (_c, url) => {
         const queue = parseOr400(
@@ -315,6 +327,7 @@ export function createApp(options: AppOptions): Hono {
       },
     },
     "/push": {
+      scope: "push",
       methods: ["POST"],
       handler: async (c) => {
         const body = await readBody(c, maxBody, "push");
@@ -332,6 +345,7 @@ export function createApp(options: AppOptions): Hono {
       },
     },
     "/results": {
+      scope: "read",
       methods: ["GET", "HEAD"],
       handler: async (c, url) => {
         const since = absentIfEmpty(url.searchParams.get("since"));
@@ -362,6 +376,7 @@ export function createApp(options: AppOptions): Hono {
       },
     },
     "/results/stream": {
+      scope: "read",
       methods: ["GET"],
       handler: (c, url) => {
         const since = parseOr400(streamStartSchema, {
@@ -393,6 +408,7 @@ export function createApp(options: AppOptions): Hono {
       },
     },
     "/publish": {
+      scope: "publish",
       methods: ["POST"],
       handler: async (c) => {
         const body = await readBody(c, maxBody, "publish", ["application/json"]);
@@ -410,10 +426,12 @@ export function createApp(options: AppOptions): Hono {
       },
     },
     "/stats": {
+      scope: "admin",
       methods: ["GET", "HEAD"],
       handler: async () => json(await stats(store)),
     },
     "/metrics": {
+      scope: "admin",
       methods: ["GET", "HEAD"],
       handler: async () =>
         new Response(await metrics.text(store), {
@@ -421,12 +439,35 @@ export function createApp(options: AppOptions): Hono {
         }),
     },
     "/clear": {
+      scope: "admin",
       methods: ["POST"],
       handler: async () => {
         await clear(store);
         return text("OK (all queues cleared)");
       },
     },
+    // Issue 7: the phone web app; its files are public, the key stays on the device.
+    "/app": {
+      methods: ["GET", "HEAD"],
+      open: true,
+      handler: (_c, url) =>
+        Promise.resolve(
+          new Response(null, {
+            status: 308,
+            headers: { location: `${WEBAPP_PATH}${url.search}` },
+          }),
+        ),
+    },
+    ...Object.fromEntries(
+      [
+        ...WEBAPP_PAGES.map((path) => [path, "index.html"] as const),
+        ...Object.keys(WEBAPP_FILES).map((name) => [`${WEBAPP_PATH}${name}`, name] as const),
+      ].map(([path, name]): [string, Route] => [path, {
+        methods: ["GET", "HEAD"],
+        open: true,
+        handler: (c) => webappFile(name, c.req.method),
+      }]),
+    ),
     "/health": {
       methods: ["GET", "HEAD"],
       open: true,
@@ -491,19 +532,32 @@ export function createApp(options: AppOptions): Hono {
           );
         }
         if (!keysMatch(given, apiKey)) {
-          if (address !== undefined) authFailures.fail(address);
-          throw new HttpError(401, "Wrong API key");
+          const named = options.keyRing?.find(given);
+          if (named === undefined) {
+            if (address !== undefined) authFailures.fail(address);
+            throw new HttpError(401, "Wrong API key");
+          }
+          if (!named.scopes.includes(route.scope)) {
+            throw new HttpError(
+              403,
+              `The key "${named.name}" may not use ${path}: that needs the "${route.scope}" ` +
+                `scope, and it has ${named.scopes.join(", ")}`,
+            );
+          }
         }
       }
       return await route.handler(c, url);
     });
   }
 
+  // The API's endpoints and the app's entry, for the 404 message (not every app file).
+  const endpoints = Object.keys(routes).filter((path) => !path.startsWith(WEBAPP_PATH));
+  endpoints.push(WEBAPP_PATH);
   app.notFound((c) => {
     const path = truncate(c.req.path);
     return problemResponse(
       404,
-      `No endpoint at "${path}": the relay serves ${Object.keys(routes).join(", ")}`,
+      `No endpoint at "${path}": the relay serves ${endpoints.join(", ")}`,
     );
   });
 

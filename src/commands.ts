@@ -31,6 +31,7 @@ import { ConfigError, defaultDbPath, loadConfig, parseDuration, readEnv } from "
 import { followResults } from "./follow.ts";
 import { deleteBlogPost } from "./publish.ts";
 import { work } from "./work.ts";
+import { KEYS_COMMANDS, keysCommand, pairCommand } from "./keys_command.ts";
 import { type Backup, exportStore, ImportError, importStore, parseBackup } from "./backup.ts";
 import { DatabaseInUseError } from "./lock.ts";
 import { publishConfig, withStore } from "./server.ts";
@@ -81,6 +82,7 @@ export const CLIENT_COMMANDS: ReadonlyArray<readonly [string, string]> = [
     "write queues, results and the cursor mark as JSON (relay stopped)",
   ],
   ["import F [--db F] [--force]", "restore a backup into an empty database (relay stopped)"],
+  ...KEYS_COMMANDS,
   [
     "blog-delete <post_id>",
     "delete a blog post (uses RELAY_PUBLISH_URL, RELAY_BLOG_ACCESS_COOKIE)",
@@ -359,6 +361,15 @@ async function dispatch(command: string, args: string[], io: CommandIo): Promise
     case "export":
     case "import":
       return await backupCommand(command, args, io);
+    case "keys":
+      return keysCommand(args, io, Date.now);
+    case "pair":
+      return await pairCommand(
+        args,
+        io,
+        async (values) => (await resolveClient(values, io)).key,
+        Date.now,
+      );
   }
   usage(`unknown command "${command}"`);
 }

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { z } from "zod";
 import { MAX_BODY_LIMIT_BYTES } from "./body.ts";
 import { DEFAULT_QA_HOSTS } from "./queues.ts";
@@ -94,6 +94,24 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
     default: undefined,
     help: "file holding the API key (RELAY_API_KEY wins; default: api-key beside --db)",
   },
+  {
+    flag: "keys-file",
+    env: "RELAY_KEYS_FILE",
+    default: "keys.json beside --db",
+    help: "named keys with scopes (relay keys add/list/remove)",
+  },
+  {
+    flag: "tls-cert",
+    env: "RELAY_TLS_CERT",
+    default: undefined,
+    help: "PEM certificate chain: serve HTTPS (needs --tls-key)",
+  },
+  {
+    flag: "tls-key",
+    env: "RELAY_TLS_KEY",
+    default: undefined,
+    help: "PEM private key of --tls-cert",
+  },
 ];
 
 /** Environment variables holding secrets; there are no flags for these (C70). */
@@ -129,6 +147,10 @@ export interface Config {
   readonly publishTimeoutMs: number;
   /** File holding the API key, when given. */
   readonly apiKeyFile: string | undefined;
+  /** The named keys with scopes (issue 7); may not exist yet. */
+  readonly keysFile: string;
+  /** PEM certificate chain and private key files for HTTPS (issue 7), both or neither. */
+  readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
   /** Secrets from the environment; each `undefined` when unset or empty. */
   readonly secrets: {
     readonly apiKey: string | undefined;
@@ -240,6 +262,9 @@ const configSchema = z.object({
       error: "must be a duration from 1ms to 720h: a number with ms, s, m or h (e.g. 15s)",
     }),
   "api-key-file": z.string().min(1, { error: "must not be empty" }).optional(),
+  "keys-file": z.string().min(1, { error: "must not be empty" }).optional(),
+  "tls-cert": z.string().min(1, { error: "must not be empty" }).optional(),
+  "tls-key": z.string().min(1, { error: "must not be empty" }).optional(),
 });
 
 /**
@@ -249,6 +274,11 @@ const configSchema = z.object({
 export function defaultDbPath(stateDirectory: string | undefined): string {
   const first = stateDirectory?.split(":")[0];
   return first ? join(first, "relay.kv") : join(".", "data", "relay.kv");
+}
+
+/** The default keys file (issue 7): `keys.json` in the database's directory. */
+export function defaultKeysFile(db: string): string {
+  return join(dirname(db), "keys.json");
 }
 
 /**
@@ -291,6 +321,8 @@ export function loadConfig(
     } else {
       raw[option.flag] = option.flag === "db"
         ? defaultDbPath(read("STATE_DIRECTORY"))
+        : option.flag === "keys-file"
+        ? undefined
         : option.default;
       origin[option.flag] = `--${option.flag}`;
     }
@@ -303,6 +335,15 @@ export function loadConfig(
     throw new ConfigError(`invalid ${where} "${raw[field] ?? ""}": ${issue?.message ?? "invalid"}`);
   }
   const value = parsed.data;
+  const certFile = value["tls-cert"];
+  const tlsKeyFile = value["tls-key"];
+  if ((certFile === undefined) !== (tlsKeyFile === undefined)) {
+    throw new ConfigError(
+      certFile === undefined
+        ? `invalid ${origin["tls-key"]}: HTTPS needs --tls-cert too`
+        : `invalid ${origin["tls-cert"]}: HTTPS needs --tls-key too`,
+    );
+  }
   return {
     hostname: value.hostname,
     port: value.port,
@@ -316,6 +357,10 @@ export function loadConfig(
     podcastUrl: value["podcast-url"],
     publishTimeoutMs: value["publish-timeout"],
     apiKeyFile: value["api-key-file"],
+    keysFile: value["keys-file"] ?? defaultKeysFile(value.db),
+    tls: certFile === undefined || tlsKeyFile === undefined
+      ? undefined
+      : { certFile, keyFile: tlsKeyFile },
     secrets: {
       apiKey: read(SECRET_ENV.apiKey),
       appId: read(SECRET_ENV.appId),

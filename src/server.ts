@@ -15,6 +15,7 @@ import { missingConfiguration, type PublishConfig, TARGETS } from "./publish.ts"
 import { WEAK_KEY_LENGTH } from "./auth.ts";
 import { BatchedLog } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
+import { KeyRing } from "./named_keys.ts";
 import { createStore, type Store } from "./store.ts";
 
 /**
@@ -98,9 +99,31 @@ export function publishConfig(config: Config): PublishConfig {
   };
 }
 
+/**
+ * Reads a PEM file for TLS (issue 7).
+ *
+ * @throws {ConfigError} when it cannot be read or holds no PEM block.
+ */
+function readPem(path: string, option: string): string {
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(path);
+  } catch (error) {
+    throw new ConfigError(
+      `invalid ${option} "${path}": cannot read it (${
+        error instanceof Error ? error.message : String(error)
+      })`,
+    );
+  }
+  if (!text.includes("-----BEGIN ")) {
+    throw new ConfigError(`invalid ${option} "${path}": not a PEM file`);
+  }
+  return text;
+}
+
 /** A relay that is serving. */
 export interface RunningRelay {
-  /** The address it listens on, e.g. `http://0.0.0.0:8787`. */
+  /** The address it listens on, e.g. `http://0.0.0.0:8787` (`https://` with TLS). */
   readonly url: string;
   /**
    * Stops accepting, waits up to {@linkcode SHUTDOWN_GRACE_MS} for in-flight requests,
@@ -114,13 +137,14 @@ export interface RunningRelay {
 /**
  * Starts the relay (C71–C73). Prints one line with the version, the data file and what is
  * enabled, one saying where the API key comes from, then
- * `relay listening on http://<host>:<port>`.
+ * `relay listening on http://<host>:<port>` (`https://` with `--tls-cert`, issue 7).
  *
  * @param config The validated configuration.
  * @param options.log Where messages and the access log go; default `console.log` for
  *   messages and batched writes to standard output for the access log ({@linkcode BatchedLog}).
  * @param options.version The relay's version, for the start line.
- * @throws {ConfigError} for a key file that cannot be read or written.
+ * @throws {ConfigError} for a key file that cannot be read or written, an invalid keys
+ *   file, or TLS files that cannot be read.
  * @throws {DatabaseInUseError} when another relay holds the database.
  * @throws {Deno.errors.AddrInUse} and other errors of `Deno.serve` and `Deno.openKv`.
  */
@@ -139,6 +163,11 @@ export async function startRelay(
       keyFile: config.apiKeyFile,
       db,
     });
+    const keyRing = new KeyRing(config.keysFile, Date.now, log);
+    const tls = config.tls === undefined ? undefined : {
+      cert: readPem(config.tls.certFile, "--tls-cert"),
+      key: readPem(config.tls.keyFile, "--tls-key"),
+    };
     const metrics = new RelayMetrics();
     const store = createStore(kv, {
       dedupeWindowMs: config.dedupeWindowMs,
@@ -150,6 +179,7 @@ export async function startRelay(
     const app = createApp({
       store,
       apiKey: apiKey.key,
+      keyRing,
       qaHosts: config.qaHosts,
       maxBodyBytes: config.maxBodyBytes,
       publish,
@@ -171,6 +201,7 @@ export async function startRelay(
         `relay: first start: generated an API key in ${apiKey.path} (read it with: cat ${apiKey.path})`,
       );
     } else log(`relay: API key from ${apiKey.path}`);
+    if (keyRing.size > 0) log(`relay: ${keyRing.size} named key(s) from ${config.keysFile}`);
     if (apiKey.key.length < WEAK_KEY_LENGTH) {
       log(
         `relay: warning: the API key is ${apiKey.key.length} characters long; ` +
@@ -204,9 +235,10 @@ export async function startRelay(
     const server = Deno.serve({
       hostname: config.hostname,
       port: config.port,
+      ...tls,
       onListen: (addr) => {
         const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
-        url = `http://${host}:${addr.port}`;
+        url = `${tls === undefined ? "http" : "https"}://${host}:${addr.port}`;
         log(`relay listening on ${url}`);
       },
       onError: (error) => {
@@ -230,6 +262,7 @@ export async function startRelay(
         ]);
         clearTimeout(timer);
         await accessLog?.flush();
+        keyRing.flush();
         database.close();
         return drained;
       },

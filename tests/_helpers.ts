@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { createApp } from "../src/app.ts";
 import type { Clock } from "../src/clock.ts";
+import type { KeyRing } from "../src/named_keys.ts";
 import type { PublishConfig } from "../src/publish.ts";
 import { createStore, type Store, type StoreStats } from "../src/store.ts";
 
@@ -101,6 +102,7 @@ export async function makeApp(
     keepAliveMs?: number;
     closing?: AbortSignal;
     systemClock?: boolean;
+    keyRing?: KeyRing;
   } = {},
 ): Promise<TestApp> {
   const { dedupeWindowMs, systemClock, ...appOptions } = options;
@@ -281,7 +283,7 @@ export async function startRelayProcess(
   const stderr: string[] = [];
   const listening = Promise.withResolvers<string>();
   const outDone = collectLines(child.stdout, stdout, (line) => {
-    const match = /^relay listening on (http:\/\/\S+)$/.exec(line);
+    const match = /^relay listening on (https?:\/\/\S+)$/.exec(line);
     if (match?.[1]) listening.resolve(match[1]);
   });
   const errDone = collectLines(child.stderr, stderr, () => {});

@@ -1,0 +1,315 @@
+/**
+ * Named API keys with scopes (issue 7), besides the single key of spec §5, which keeps
+ * full access. They live in a JSON keys file (`--keys-file`, `RELAY_KEYS_FILE`, default
+ * `keys.json` beside the database, {@linkcode defaultKeysFile}) that holds only SHA-256 digests: the secret is printed
+ * once by `relay keys add` and never stored. The relay re-reads the file when it changes,
+ * so a key added or removed takes effect without a restart, and records when each key was
+ * last used in a second file beside it (`<keys file>.last-used`), written at most once a
+ * minute.
+ *
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { ConfigError } from "./config.ts";
+
+export { defaultKeysFile } from "./config.ts";
+
+/**
+ * What a key may do, each naming the endpoints it opens (issue 7): `submit` (`/submit`),
+ * `consume` (`/pull`, `/ack`), `push` (`/push`), `read` (`/peek`, `/results`,
+ * `/results/stream`), `publish` (`/publish`), `admin` (`/clear`, `/stats`, `/metrics`).
+ */
+export const SCOPES = ["submit", "consume", "push", "read", "publish", "admin"] as const;
+
+/** One of {@linkcode SCOPES}. */
+export type Scope = typeof SCOPES[number];
+
+/** Random bytes in a new key: 256 bits, like the generated main key (C71). */
+const KEY_BYTES = 32;
+
+/** How often the relay writes last-use times, ms, and checks the keys file, ms. */
+const LAST_USED_FLUSH_MS = 60_000;
+const RELOAD_CHECK_MS = 1_000;
+
+const nameSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
+    error: "a key name is 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+  });
+
+const scopeSchema = z.enum(SCOPES, { error: `a scope is one of ${SCOPES.join(", ")}` });
+
+/** A named key as the keys file stores it. */
+export interface NamedKey {
+  /** Who holds it, e.g. `phone`; unique in the file. */
+  readonly name: string;
+  /** Lower-case hex SHA-256 of the key's UTF-8 bytes. */
+  readonly sha256: string;
+  /** What it may do; at least one. */
+  readonly scopes: readonly Scope[];
+  /** When it was added, epoch ms. */
+  readonly created_at: number;
+}
+
+/** The keys file: `{"keys": [NamedKey, …]}`, names unique. */
+const keysFileSchema = z.object({
+  keys: z
+    .array(z.object({
+      name: nameSchema,
+      sha256: z.string().regex(/^[0-9a-f]{64}$/, { error: "sha256 must be 64 hex digits" }),
+      scopes: z.array(scopeSchema).min(1),
+      created_at: z.number().int().nonnegative(),
+    }))
+    .refine((keys) => new Set(keys.map((k) => k.name)).size === keys.length, {
+      error: "two keys have the same name",
+    }),
+});
+
+/** The last-use file: key name → epoch ms. */
+const lastUsedSchema = z.record(z.string(), z.number());
+
+/** The file beside `keysFile` where the relay records each key's last use. */
+export function lastUsedFile(keysFile: string): string {
+  return `${keysFile}.last-used`;
+}
+
+/** Lower-case hex SHA-256 of a key. */
+function digest(key: string): string {
+  return createHash("sha256").update(key, "utf8").digest("hex");
+}
+
+/**
+ * Reads and validates a keys file.
+ *
+ * @returns Its keys; none when the file does not exist.
+ * @throws {ConfigError} when it cannot be read or is not a valid keys file.
+ */
+export function readKeysFile(path: string): NamedKey[] {
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return [];
+    throw new ConfigError(`invalid keys file "${path}": cannot read it (${describe(error)})`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new ConfigError(`invalid keys file "${path}": not JSON`);
+  }
+  const parsed = keysFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ConfigError(
+      `invalid keys file "${path}": ${issue?.path.join(".") ?? ""} ${issue?.message ?? ""}`.trim(),
+    );
+  }
+  return parsed.data.keys;
+}
+
+/** Replaces a file's contents in one step (write beside it, then rename). */
+function writeAtomically(path: string, text: string, mode: number): void {
+  const temporary = `${path}.${crypto.randomUUID()}.tmp`;
+  try {
+    Deno.writeTextFileSync(temporary, text, { mode });
+    Deno.renameSync(temporary, path);
+  } catch (error) {
+    try {
+      Deno.removeSync(temporary);
+    } catch {
+      // Nothing was written.
+    }
+    throw error;
+  }
+}
+
+/**
+ * Adds a named key to the keys file, creating the file when missing (mode 0644: it holds
+ * only digests, and the relay may run as another user than the one adding keys).
+ *
+ * @param path The keys file.
+ * @param name The key's name, unique in the file.
+ * @param scopes What it may do; at least one, each one of {@linkcode SCOPES}.
+ * @param now The time to record, epoch ms.
+ * @returns The new key: 256 random bits, base64url. It is not stored; show it once.
+ * @throws {ConfigError} for a bad name or scope, a name already present, or a file that
+ *   cannot be read or written.
+ */
+export function addKey(
+  path: string,
+  name: string,
+  scopes: readonly string[],
+  now: number,
+): string {
+  const checkedName = nameSchema.safeParse(name);
+  if (!checkedName.success) {
+    throw new ConfigError(`invalid key name "${name}": ${checkedName.error.issues[0]?.message}`);
+  }
+  if (scopes.length === 0) {
+    throw new ConfigError(`a key needs at least one --scope: ${SCOPES.join(", ")}`);
+  }
+  const checked = scopes.map((scope) => {
+    const result = scopeSchema.safeParse(scope);
+    if (!result.success) {
+      throw new ConfigError(`invalid scope "${scope}": use ${SCOPES.join(", ")}`);
+    }
+    return result.data;
+  });
+  const keys = readKeysFile(path);
+  if (keys.some((key) => key.name === name)) {
+    throw new ConfigError(`a key named "${name}" exists already: remove it first`);
+  }
+  const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(KEY_BYTES)))
+    .toString("base64url");
+  keys.push({ name, sha256: digest(secret), scopes: [...new Set(checked)], created_at: now });
+  writeKeys(path, keys);
+  return secret;
+}
+
+/**
+ * Removes a named key from the keys file.
+ *
+ * @returns `false` when no key has that name (nothing is written).
+ * @throws {ConfigError} when the file cannot be read or written.
+ */
+export function removeKey(path: string, name: string): boolean {
+  const keys = readKeysFile(path);
+  const kept = keys.filter((key) => key.name !== name);
+  if (kept.length === keys.length) return false;
+  writeKeys(path, kept);
+  return true;
+}
+
+function writeKeys(path: string, keys: readonly NamedKey[]): void {
+  try {
+    writeAtomically(path, `${JSON.stringify({ keys }, null, 2)}\n`, 0o644);
+  } catch (error) {
+    throw new ConfigError(`cannot write the keys file "${path}": ${describe(error)}`);
+  }
+}
+
+/**
+ * When each key was last used, as the relay last recorded it (at most a minute behind).
+ *
+ * @returns Key name → epoch ms; empty when nothing was recorded or the file is unreadable.
+ */
+export function readLastUsed(keysFile: string): Record<string, number> {
+  try {
+    const parsed = lastUsedSchema.safeParse(
+      JSON.parse(Deno.readTextFileSync(lastUsedFile(keysFile))),
+    );
+    return parsed.success ? parsed.data : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The named keys the relay accepts, kept current with the keys file: at most once a second
+ * a lookup checks whether the file changed (modification time, size, inode) and reloads
+ * it. A file that turns invalid while the relay runs is reported once and the keys read
+ * before stay in force. Lookups are synchronous and cost one SHA-256.
+ */
+export class KeyRing {
+  readonly #path: string;
+  readonly #clock: () => number;
+  readonly #warn: (line: string) => void;
+  #byDigest = new Map<string, NamedKey>();
+  #stamp = "";
+  #checkedAt = -Infinity;
+  #lastUsed: Record<string, number>;
+  #dirty = false;
+  #flushedAt: number;
+  #warnedWrite = false;
+
+  /**
+   * Loads the keys file.
+   *
+   * @param path The keys file; a missing file means no named keys (yet).
+   * @param clock Source of time, epoch ms.
+   * @param warn Where problems found while running go, one line each.
+   * @throws {ConfigError} when the file exists but is not a valid keys file.
+   */
+  constructor(path: string, clock: () => number, warn: (line: string) => void) {
+    this.#path = path;
+    this.#clock = clock;
+    this.#warn = warn;
+    this.#reload(true);
+    this.#lastUsed = readLastUsed(path);
+    this.#flushedAt = clock();
+  }
+
+  /** How many named keys are in force. */
+  get size(): number {
+    return this.#byDigest.size;
+  }
+
+  /**
+   * The named key equal to `given`, recording its use.
+   *
+   * @returns The key, or `undefined` when no named key matches.
+   */
+  find(given: string): NamedKey | undefined {
+    const now = this.#clock();
+    if (now - this.#checkedAt >= RELOAD_CHECK_MS) {
+      this.#checkedAt = now;
+      this.#reload(false);
+    }
+    const key = this.#byDigest.get(digest(given));
+    if (key !== undefined) {
+      this.#lastUsed[key.name] = now;
+      this.#dirty = true;
+      if (now - this.#flushedAt >= LAST_USED_FLUSH_MS) this.flush();
+    }
+    return key;
+  }
+
+  /** Writes the last-use times now, when any changed; the relay calls it on shutdown. */
+  flush(): void {
+    if (!this.#dirty) return;
+    this.#flushedAt = this.#clock();
+    this.#dirty = false;
+    try {
+      writeAtomically(
+        lastUsedFile(this.#path),
+        `${JSON.stringify(this.#lastUsed)}\n`,
+        0o644,
+      );
+    } catch (error) {
+      if (!this.#warnedWrite) {
+        this.#warnedWrite = true;
+        this.#warn(`relay: cannot record when keys were last used: ${describe(error)}`);
+      }
+    }
+  }
+
+  #reload(atStart: boolean): void {
+    let stamp = "missing";
+    try {
+      const info = Deno.statSync(this.#path);
+      stamp = `${info.mtime?.getTime()}:${info.size}:${info.ino}`;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) stamp = `error:${describe(error)}`;
+    }
+    if (stamp === this.#stamp) return;
+    try {
+      const keys = readKeysFile(this.#path);
+      this.#byDigest = new Map(keys.map((key) => [key.sha256, key]));
+      this.#stamp = stamp;
+      if (!atStart) this.#warn(`relay: keys file reloaded: ${keys.length} named key(s)`);
+    } catch (error) {
+      if (atStart) throw error;
+      // Report each bad version once, and keep the keys read before.
+      this.#stamp = stamp;
+      this.#warn(`relay: ${describe(error)}; keeping the keys read before`);
+    }
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

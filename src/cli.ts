@@ -143,7 +143,7 @@ async function serve(flags: Record<string, string | undefined>): Promise<number>
   }
   let relay;
   try {
-    relay = await startRelay(config, { version: VERSION });
+    relay = await startRelay(config, { version: VERSION, pairing: Deno.stdout.isTerminal() });
   } catch (error) {
     if (error instanceof ConfigError || error instanceof DatabaseInUseError) {
       console.error(`relay: ${error.message}`);

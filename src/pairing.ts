@@ -7,8 +7,7 @@
  * @module
  */
 
-// @ts-types="@types/qrcode"
-import QRCode from "qrcode";
+import { stripVTControlCharacters } from "node:util";
 import { WEBAPP_PATH } from "./webapp.ts";
 
 /**
@@ -29,6 +28,10 @@ export function pairingLink(baseUrl: string, key: string): string {
  * @param link From {@linkcode pairingLink}.
  */
 export async function pairingLines(link: string): Promise<string[]> {
-  const qr = await QRCode.toString(link, { type: "terminal", small: true });
-  return [...qr.trimEnd().split("\n"), link];
+  // Loaded when needed: the relay pairs at most once per start.
+  const { default: QRCode } = await import("qrcode");
+  const qr: string = await QRCode.toString(link, { type: "terminal", small: true });
+  // The library ends with a line of colour codes only; drop lines with nothing to see.
+  const drawn = qr.split("\n").filter((line) => stripVTControlCharacters(line).trim() !== "");
+  return [...drawn, link];
 }

@@ -16,6 +16,7 @@ import { WEAK_KEY_LENGTH } from "./auth.ts";
 import { BatchedLog } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { KeyRing } from "./named_keys.ts";
+import { pairingLines, pairingLink } from "./pairing.ts";
 import { createStore, type Store } from "./store.ts";
 
 /**
@@ -121,6 +122,26 @@ function readPem(path: string, option: string): string {
   return text;
 }
 
+/**
+ * The address a phone on the LAN can reach for a listening address: for a wildcard
+ * (`0.0.0.0`, `::`), the first non-loopback IPv4 address of this machine, when the
+ * permission to list interfaces is granted; otherwise the address itself.
+ */
+function lanAddress(hostname: string): string {
+  if (hostname !== "0.0.0.0" && hostname !== "::") {
+    return hostname.includes(":") ? `[${hostname}]` : hostname;
+  }
+  try {
+    const found = Deno.networkInterfaces().find((i) =>
+      i.family === "IPv4" && !i.address.startsWith("127.")
+    );
+    if (found !== undefined) return found.address;
+  } catch {
+    // No permission to list interfaces: fall through.
+  }
+  return "localhost";
+}
+
 /** A relay that is serving. */
 export interface RunningRelay {
   /** The address it listens on, e.g. `http://0.0.0.0:8787` (`https://` with TLS). */
@@ -143,6 +164,9 @@ export interface RunningRelay {
  * @param options.log Where messages and the access log go; default `console.log` for
  *   messages and batched writes to standard output for the access log ({@linkcode BatchedLog}).
  * @param options.version The relay's version, for the start line.
+ * @param options.pairing Print a QR code and link that pair a phone's web app with the
+ *   main key (issue 7); the command line asks for it when standard output is a terminal,
+ *   so that the key never lands in a service's journal.
  * @throws {ConfigError} for a key file that cannot be read or written, an invalid keys
  *   file, or TLS files that cannot be read.
  * @throws {DatabaseInUseError} when another relay holds the database.
@@ -150,7 +174,7 @@ export interface RunningRelay {
  */
 export async function startRelay(
   config: Config,
-  options: { log?: (line: string) => void; version?: string } = {},
+  options: { log?: (line: string) => void; version?: string; pairing?: boolean } = {},
 ): Promise<RunningRelay> {
   const log = options.log ?? ((line: string) => console.log(line));
   // The access log is written in batches unless the caller collects lines itself.
@@ -240,6 +264,14 @@ export async function startRelay(
         const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
         url = `${tls === undefined ? "http" : "https"}://${host}:${addr.port}`;
         log(`relay listening on ${url}`);
+        if (options.pairing) {
+          const scheme = tls === undefined ? "http" : "https";
+          const reachable = `${scheme}://${lanAddress(addr.hostname)}:${addr.port}`;
+          void pairingLines(pairingLink(reachable, apiKey.key)).then((lines) => {
+            log("relay: to pair a phone, scan this or open the link (again: relay pair):");
+            for (const line of lines) log(line);
+          });
+        }
       },
       onError: (error) => {
         console.error("relay: unexpected error:", error);

@@ -291,3 +291,28 @@ Deno.test("issue 7: a relay whose keys file is invalid does not start, with one 
     assert.match(out.stderr, /^relay: invalid keys file ".*mine\.json": keys\.0\.sha256 /m);
   });
 });
+
+Deno.test("issue 7: relay pair prints a QR code and the pairing link, with the main key or a new named key", async () => {
+  await withTempDir(async (dir) => {
+    const db = join(dir, "relay.kv");
+    const main = await runRelay(["pair", "--app-url", "https://nas.example:8787/", "--db", db], {
+      env: { RELAY_API_KEY: KEY },
+    });
+    assert.equal(main.code, 0, main.stderr);
+    const lines = main.stdout.trimEnd().split("\n");
+    assert.equal(lines.at(-1), `https://nas.example:8787/app/#key=${KEY}`);
+    assert.ok(lines.length > 10 && lines.slice(0, -1).every((line) => /[█▄▀]/.test(line)));
+
+    const named = await runRelay(
+      ["pair", "--name", "kitchen-tablet", "--app-url", "http://192.0.2.1:8787", "--db", db],
+      { env: { RELAY_API_KEY: KEY } },
+    );
+    assert.equal(named.code, 0, named.stderr);
+    const link = named.stdout.trimEnd().split("\n").at(-1)!;
+    const key = decodeURIComponent(link.replace("http://192.0.2.1:8787/app/#key=", ""));
+    assert.notEqual(key, KEY);
+    const ring = new KeyRing(join(dir, "keys.json"), Date.now, () => {});
+    assert.deepEqual(ring.find(key)?.scopes, ["submit", "read", "publish"]);
+    assert.equal(ring.find(key)?.name, "kitchen-tablet");
+  });
+});

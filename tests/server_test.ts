@@ -4,6 +4,7 @@ import {
   childEnv,
   eventually,
   ROOT,
+  runRelay,
   SseReader,
   startRelayProcess,
   withTempDir,
@@ -447,5 +448,87 @@ Deno.test("relay serve C72 issue 6: SIGTERM answers waiting long-polls, ends str
     // Well within the 10 s grace: nothing waited for the 60 s long-poll.
     assert.ok(performance.now() - started < 9_000);
     assert.equal(relay.stdout.at(-1), "relay: stopped", "every request finished in time");
+  });
+});
+
+/** A self-signed certificate for 127.0.0.1 made with openssl; returns the PEM files. */
+async function selfSignedCertificate(dir: string): Promise<{ cert: string; key: string }> {
+  const cert = `${dir}/cert.pem`;
+  const key = `${dir}/key.pem`;
+  const out = await new Deno.Command("openssl", {
+    args: [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-days",
+      "2",
+      "-subj",
+      "/CN=relay test",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      // rustls refuses a CA certificate as a server's own certificate.
+      "-addext",
+      "basicConstraints=critical,CA:FALSE",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+    ],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  return { cert, key };
+}
+
+Deno.test("issue 7: --tls-cert and --tls-key serve HTTPS, and the start line says https", async () => {
+  await withTempDir(async (dir) => {
+    const { cert, key } = await selfSignedCertificate(dir);
+    await using relay = await startRelayProcess(dir, {
+      args: ["--tls-cert", cert, "--tls-key", key],
+      env: { RELAY_API_KEY: KEY },
+    });
+    assert.match(relay.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+    using trusting = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(cert)] });
+    const res = await fetch(`${relay.url}/submit`, {
+      method: "POST",
+      headers: { "x-auth-key": KEY },
+      body: "over TLS",
+      client: trusting,
+    });
+    assert.equal(await res.text(), "OK (general)");
+    const page = await fetch(`${relay.url}/app/`, { client: trusting });
+    assert.equal(page.status, 200);
+    await page.body?.cancel();
+    // Plain HTTP to the TLS port gets no answer a client could take for one.
+    await assert.rejects(fetch(relay.url.replace("https:", "http:") + "/health"));
+  });
+});
+
+Deno.test("issue 7: TLS needs both files, readable and PEM; otherwise the relay does not start", async () => {
+  await withTempDir(async (dir) => {
+    const { cert, key } = await selfSignedCertificate(dir);
+    const db = `${dir}/relay.kv`;
+    const env = { RELAY_API_KEY: KEY };
+    const half = await runRelay(["serve", "--port", "0", "--db", db, "--tls-cert", cert], { env });
+    assert.equal(half.code, 2);
+    assert.match(half.stderr, /^relay: invalid --tls-cert: HTTPS needs --tls-key too$/m);
+    const missing = await runRelay(
+      ["serve", "--port", "0", "--db", db, "--tls-cert", `${dir}/nope.pem`, "--tls-key", key],
+      { env },
+    );
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /^relay: invalid --tls-cert ".*nope\.pem": cannot read it/m);
+    await Deno.writeTextFile(`${dir}/plain.txt`, "not a certificate");
+    const notPem = await runRelay(
+      ["serve", "--port", "0", "--db", db, "--tls-cert", cert, "--tls-key", `${dir}/plain.txt`],
+      { env },
+    );
+    assert.equal(notPem.code, 1);
+    assert.match(notPem.stderr, /^relay: invalid --tls-key ".*plain\.txt": not a PEM file$/m);
   });
 });

@@ -12,6 +12,7 @@
  */
 
 import { type Context, Hono } from "hono";
+import denoConfig from "../deno.json" with { type: "json" };
 import { streamSSE } from "hono/streaming";
 import pLimit from "p-limit";
 import { AuthFailureLimiter, keysMatch, presentedKey, redactedTarget } from "./auth.ts";
@@ -213,6 +214,8 @@ export function createApp(options: AppOptions): Hono {
       done();
     }
   }
+
+  let apiDocument: Promise<string> | undefined;
 
   const routes: Record<string, Route> = {
     "/submit": {
@@ -444,6 +447,17 @@ export function createApp(options: AppOptions): Hono {
       handler: async () => {
         await clear(store);
         return text("OK (all queues cleared)");
+      },
+    },
+    // Issue 7: the API document, built at the first request (zod-openapi is loaded then).
+    "/openapi.json": {
+      methods: ["GET", "HEAD"],
+      open: true,
+      handler: async () => {
+        apiDocument ??= import("./openapi.ts").then((m) =>
+          JSON.stringify(m.openApiDocument(denoConfig.version))
+        );
+        return new Response(await apiDocument, { headers: { "content-type": JSON_TYPE } });
       },
     },
     // Issue 7: the phone web app; its files are public, the key stays on the device.

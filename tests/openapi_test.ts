@@ -1,0 +1,137 @@
+/**
+ * The API document (issue 7): every route is in it, and every example in it is accepted
+ * by a running relay (with a downstream test server, so publishing succeeds); each
+ * operation's `x-scope` is the scope the relay really asks of a named key.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { WEBAPP_FILES } from "../src/webapp.ts";
+import { startDownstream } from "./downstream.ts";
+import { KEY, makeApp, runRelay, startRelayProcess, withTempDir } from "./_helpers.ts";
+
+interface Parameter {
+  in: "query" | "header" | "path";
+  name: string;
+  example?: string;
+}
+
+interface Operation {
+  parameters?: Parameter[];
+  requestBody?: { content: Record<string, { example?: unknown }> };
+  responses: Record<string, unknown>;
+  security?: unknown[];
+  "x-scope"?: string;
+}
+
+type Document = { openapi: string; paths: Record<string, Record<string, Operation>> };
+
+/** The request each example describes: one per media type of the body, or one. */
+function exampleRequests(path: string, method: string, operation: Operation) {
+  const url = new URL(`http://relay${path}`);
+  const headers: Record<string, string> = {};
+  for (const parameter of operation.parameters ?? []) {
+    assert.ok(parameter.example !== undefined, `${method} ${path}: ${parameter.name} example`);
+    if (parameter.in === "query") url.searchParams.set(parameter.name, parameter.example);
+    if (parameter.in === "header") headers[parameter.name] = parameter.example;
+    if (parameter.in === "path") {
+      url.pathname = url.pathname.replace(`%7B${parameter.name}%7D`, parameter.example);
+    }
+  }
+  const target = `${url.pathname}${url.search}`;
+  const bodies = Object.entries(operation.requestBody?.content ?? {});
+  if (bodies.length === 0) return [{ target, init: { method, headers } }];
+  return bodies.map(([type, media]) => {
+    assert.ok(media.example !== undefined, `${method} ${path}: ${type} example`);
+    const body = type === "application/json"
+      ? JSON.stringify(media.example)
+      : type === "application/x-www-form-urlencoded"
+      ? new URLSearchParams(media.example as Record<string, string>).toString()
+      : String(media.example);
+    return { target, init: { method, headers: { ...headers, "content-type": type }, body } };
+  });
+}
+
+Deno.test("issue 7: /openapi.json is valid OpenAPI 3.1 and lists every route of the relay", async () => {
+  await using t = await makeApp();
+  const res = await t.app.request("/openapi.json");
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-type"), "application/json; charset=utf-8");
+  const doc = await res.json() as Document;
+  assert.equal(doc.openapi, "3.1.0");
+  // Checked against the OpenAPI 3.1 schema by a validator that knows it.
+  const validator = new Validator();
+  const checked = await validator.validate(doc as unknown as Record<string, unknown>);
+  assert.equal(validator.version, "3.1");
+  assert.ok(checked.valid, JSON.stringify(checked.errors));
+  const routes = new Set(
+    t.app.routes.map((route) => route.path).filter((path) => path !== "/*"),
+  );
+  assert.ok(routes.size > 15, "the app's routes were found");
+  const documented = (path: string) =>
+    path in doc.paths || (Object.keys(WEBAPP_FILES).some((file) => path === `/app/${file}`) &&
+      "/app/{file}" in doc.paths);
+  for (const path of routes) {
+    if (path === "/app") continue; // A redirect to /app/.
+    assert.ok(documented(path), `${path} is in the document`);
+  }
+  for (const path of Object.keys(doc.paths)) {
+    assert.ok(routes.has(path) || path === "/app/{file}", `${path} is a real route`);
+  }
+  // Every protected operation documents 401 and 403, and the scope it needs.
+  for (const [path, methods] of Object.entries(doc.paths)) {
+    for (const [method, operation] of Object.entries(methods)) {
+      if (operation.security !== undefined) continue;
+      assert.ok("401" in operation.responses, `${method} ${path} documents 401`);
+      assert.ok("403" in operation.responses, `${method} ${path} documents 403`);
+      assert.ok(operation["x-scope"], `${method} ${path} has x-scope`);
+    }
+  }
+});
+
+Deno.test("issue 7: every example in /openapi.json is accepted by a running relay, and x-scope is the scope it checks", async () => {
+  await withTempDir(async (dir) => {
+    await using downstream = startDownstream();
+    const db = join(dir, "relay.kv");
+    // One named key per scope, added the way a household would.
+    const scoped: Record<string, string> = {};
+    for (const scope of ["submit", "consume", "push", "read", "publish", "admin"]) {
+      const added = await runRelay(["keys", "add", scope, "--scope", scope, "--db", db]);
+      assert.equal(added.code, 0, added.stderr);
+      scoped[scope] = added.stdout.trim();
+    }
+    await using relay = await startRelayProcess(dir, {
+      args: ["--publish-url", downstream.url],
+      env: {
+        RELAY_API_KEY: KEY,
+        RELAY_APP_ID: downstream.appId,
+        RELAY_BLOG_ACCESS_COOKIE: downstream.cookie,
+      },
+    });
+    const doc = await (await fetch(`${relay.url}/openapi.json`)).json() as Document;
+    let sent = 0;
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        const expected = Object.keys(operation.responses).filter((s) => s.startsWith("2"));
+        for (const { target, init } of exampleRequests(path, method.toUpperCase(), operation)) {
+          const scope = operation["x-scope"];
+          const key = scope === undefined ? KEY : scoped[scope]!;
+          const res = await fetch(`${relay.url}${target}`, {
+            ...init,
+            headers: { ...init.headers, "x-auth-key": key },
+          });
+          await res.body?.cancel();
+          const what = `${init.method} ${target} (${init.headers["content-type"] ?? "no body"})`;
+          assert.ok(expected.includes(String(res.status)), `${what}: ${res.status}`);
+          sent++;
+        }
+      }
+    }
+    assert.ok(sent >= 20, `${sent} examples sent`);
+    // The publish example reached all three downstream services.
+    assert.deepEqual(
+      [...new Set(downstream.requests.map((r) => r.service))].sort(),
+      ["blog", "notes", "podcast"],
+    );
+  });
+});

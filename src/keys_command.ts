@@ -10,7 +10,7 @@
 import { parseArgs } from "node:util";
 import { ConfigError, defaultDbPath, defaultKeysFile, readEnv } from "./config.ts";
 import { addKey, readKeysFile, readLastUsed, removeKey, SCOPES } from "./named_keys.ts";
-import { pairingLines, pairingLink } from "./pairing.ts";
+import { lanAddress, pairingLines, pairingLink } from "./pairing.ts";
 
 /** What the commands print to and read from (a subset of the client commands' IO). */
 export interface KeysIo {
@@ -152,9 +152,9 @@ export function keysCommand(args: string[], io: KeysIo, now: () => number): numb
 /**
  * Runs `relay pair [--app-url URL] [--name N [--scope S,…]]`: prints a QR code and the
  * pairing link of the web app at `--app-url` (else `RELAY_URL`, else
- * `http://127.0.0.1:8787`; use the address the phone reaches). With `--name` it first adds
- * a named key for the phone (scopes default to submit, read, publish); without it the
- * link carries the main key.
+ * `http://<this machine's LAN address>:8787`; give the address the phone reaches). With
+ * `--name` it first adds a named key for the phone (scopes default to submit, read,
+ * publish); without it the link carries the main key.
  *
  * @param mainKey Finds the main key as the client commands do (given `--api-key-file`
  *   and `--db`).
@@ -178,7 +178,8 @@ export async function pairCommand(
     },
   });
   if (positionals.length > 0) throw new ConfigError("pair takes no arguments");
-  const base = values["app-url"] ?? readEnv(io.env, "RELAY_URL") ?? "http://127.0.0.1:8787";
+  const base = values["app-url"] ?? readEnv(io.env, "RELAY_URL") ??
+    `http://${lanAddress("0.0.0.0")}:8787`;
   let key: string;
   if (values.name === undefined) key = await mainKey(values);
   else {

@@ -35,3 +35,27 @@ export async function pairingLines(link: string): Promise<string[]> {
   const drawn = qr.split("\n").filter((line) => stripVTControlCharacters(line).trim() !== "");
   return [...drawn, link];
 }
+
+/**
+ * The address a phone on the LAN can reach for a listening address: for a wildcard
+ * (`0.0.0.0`, `::`), the first non-loopback IPv4 address of this machine, when the
+ * permission to list interfaces is granted (`sys: networkInterfaces` in the permission
+ * set), else `localhost`; any other address as it is (IPv6 in brackets).
+ *
+ * @param hostname The address listened on, e.g. `0.0.0.0` or `192.168.1.20`.
+ * @returns A host for a URL, e.g. `192.168.1.20` or `[fd00::1]`.
+ */
+export function lanAddress(hostname: string): string {
+  if (hostname !== "0.0.0.0" && hostname !== "::") {
+    return hostname.includes(":") ? `[${hostname}]` : hostname;
+  }
+  try {
+    const found = Deno.networkInterfaces().find((i) =>
+      i.family === "IPv4" && !i.address.startsWith("127.")
+    );
+    if (found !== undefined) return found.address;
+  } catch {
+    // No permission to list interfaces: fall through.
+  }
+  return "localhost";
+}

@@ -16,7 +16,7 @@ import { WEAK_KEY_LENGTH } from "./auth.ts";
 import { BatchedLog } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { KeyRing } from "./named_keys.ts";
-import { pairingLines, pairingLink } from "./pairing.ts";
+import { lanAddress, pairingLines, pairingLink } from "./pairing.ts";
 import { createStore, type Store } from "./store.ts";
 
 /**
@@ -120,26 +120,6 @@ function readPem(path: string, option: string): string {
     throw new ConfigError(`invalid ${option} "${path}": not a PEM file`);
   }
   return text;
-}
-
-/**
- * The address a phone on the LAN can reach for a listening address: for a wildcard
- * (`0.0.0.0`, `::`), the first non-loopback IPv4 address of this machine, when the
- * permission to list interfaces is granted; otherwise the address itself.
- */
-function lanAddress(hostname: string): string {
-  if (hostname !== "0.0.0.0" && hostname !== "::") {
-    return hostname.includes(":") ? `[${hostname}]` : hostname;
-  }
-  try {
-    const found = Deno.networkInterfaces().find((i) =>
-      i.family === "IPv4" && !i.address.startsWith("127.")
-    );
-    if (found !== undefined) return found.address;
-  } catch {
-    // No permission to list interfaces: fall through.
-  }
-  return "localhost";
 }
 
 /** A relay that is serving. */
@@ -268,7 +248,10 @@ export async function startRelay(
           const scheme = tls === undefined ? "http" : "https";
           const reachable = `${scheme}://${lanAddress(addr.hostname)}:${addr.port}`;
           void pairingLines(pairingLink(reachable, apiKey.key)).then((lines) => {
-            log("relay: to pair a phone, scan this or open the link (again: relay pair):");
+            log(
+              "relay: to pair a phone, scan this or open the link " +
+                `(again: relay pair --app-url ${reachable}):`,
+            );
             for (const line of lines) log(line);
           });
         }

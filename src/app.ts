@@ -457,7 +457,12 @@ export function createApp(options: AppOptions): Hono {
         apiDocument ??= import("./openapi.ts").then((m) =>
           JSON.stringify(m.openApiDocument(denoConfig.version))
         );
-        return new Response(await apiDocument, { headers: { "content-type": JSON_TYPE } });
+        // A failed build is not kept: the next request tries again.
+        const document = await apiDocument.catch((error) => {
+          apiDocument = undefined;
+          throw error;
+        });
+        return new Response(document, { headers: { "content-type": JSON_TYPE } });
       },
     },
     // Issue 7: the phone web app; its files are public, the key stays on the device.

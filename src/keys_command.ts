@@ -52,6 +52,11 @@ const FILE_OPTIONS = {
   json: { type: "boolean" },
 } as const;
 
+/** `--scope` values as given (repeated, or comma-separated) → scope names, trimmed. */
+function scopeList(values: readonly string[]): string[] {
+  return values.flatMap((value) => value.split(",")).map((s) => s.trim()).filter((s) => s !== "");
+}
+
 /** `YYYY-MM-DD HH:MM` in UTC, or `never`. */
 function when(ms: number | undefined): string {
   return ms === undefined ? "never" : new Date(ms).toISOString().slice(0, 16).replace("T", " ");
@@ -82,8 +87,7 @@ export function keysCommand(args: string[], io: KeysIo, now: () => number): numb
       if (name === undefined || extra.length > 0) {
         throw new ConfigError("keys add needs exactly one name, e.g. relay keys add phone");
       }
-      const scopes = (values.scope ?? []).flatMap((s) => s.split(",")).map((s) => s.trim())
-        .filter((s) => s !== "");
+      const scopes = scopeList(values.scope ?? []);
       const path = keysFile(values, io);
       const key = addKey(path, name, scopes, now());
       if (values.json) io.out(JSON.stringify({ name, key, keys_file: path }));
@@ -183,7 +187,7 @@ export async function pairCommand(
   let key: string;
   if (values.name === undefined) key = await mainKey(values);
   else {
-    const scopes = (values.scope ?? ["submit,read,publish"]).flatMap((s) => s.split(","));
+    const scopes = scopeList(values.scope ?? ["submit,read,publish"]);
     key = addKey(keysFile(values, io), values.name, scopes, now());
     io.err(`relay: added key "${values.name}" (${scopes.join(", ")}) for this pairing`);
   }

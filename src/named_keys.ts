@@ -12,6 +12,7 @@
 
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
+import { dirname } from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./config.ts";
 
@@ -115,7 +116,10 @@ export function readKeysFile(path: string): NamedKey[] {
 function writeAtomically(path: string, text: string, mode: number): void {
   const temporary = `${path}.${crypto.randomUUID()}.tmp`;
   try {
+    Deno.mkdirSync(dirname(path), { recursive: true });
     Deno.writeTextFileSync(temporary, text, { mode });
+    // The mode given at creation is narrowed by the umask; set it as meant.
+    Deno.chmodSync(temporary, mode);
     Deno.renameSync(temporary, path);
   } catch (error) {
     try {
@@ -255,7 +259,7 @@ export class KeyRing {
    */
   find(given: string): NamedKey | undefined {
     const now = this.#clock();
-    if (now - this.#checkedAt >= RELOAD_CHECK_MS) {
+    if (due(now, this.#checkedAt, RELOAD_CHECK_MS)) {
       this.#checkedAt = now;
       this.#reload(false);
     }
@@ -263,12 +267,16 @@ export class KeyRing {
     if (key !== undefined) {
       this.#lastUsed[key.name] = now;
       this.#dirty = true;
-      if (now - this.#flushedAt >= LAST_USED_FLUSH_MS) this.flush();
+      if (due(now, this.#flushedAt, LAST_USED_FLUSH_MS)) this.flush();
     }
     return key;
   }
 
-  /** Writes the last-use times now, when any changed; the relay calls it on shutdown. */
+  /**
+   * Writes the last-use times now, when any changed. A use also writes them once a minute
+   * has passed since the last write; the relay calls this every minute and on shutdown, so
+   * the file is at most a minute behind.
+   */
   flush(): void {
     if (!this.#dirty) return;
     this.#flushedAt = this.#clock();
@@ -308,6 +316,15 @@ export class KeyRing {
       this.#warn(`relay: ${describe(error)}; keeping the keys read before`);
     }
   }
+}
+
+/**
+ * Whether `interval` ms have passed since `since`; also when the clock went back (a
+ * Raspberry Pi without a real-time clock steps its clock when NTP answers), so that
+ * reloading and recording never stop until the clock catches up.
+ */
+function due(now: number, since: number, interval: number): boolean {
+  return now - since >= interval || now < since;
 }
 
 function describe(error: unknown): string {

@@ -23,14 +23,21 @@ export function pairingLink(baseUrl: string, key: string): string {
 
 /**
  * The lines that show a pairing link: a QR code drawn with block characters for a
- * terminal, then the link itself.
+ * terminal, then the link itself. Never rejects: a link too long for a QR code gets a line
+ * saying so instead of the code.
  *
  * @param link From {@linkcode pairingLink}.
  */
 export async function pairingLines(link: string): Promise<string[]> {
   // Loaded when needed: the relay pairs at most once per start.
   const { default: QRCode } = await import("qrcode");
-  const qr: string = await QRCode.toString(link, { type: "terminal", small: true });
+  let qr: string;
+  try {
+    qr = await QRCode.toString(link, { type: "terminal", small: true });
+  } catch (error) {
+    // A key too long for a QR code: the link alone still pairs.
+    return [`(no QR code: ${error instanceof Error ? error.message : String(error)})`, link];
+  }
   // The library ends with a line of colour codes only; drop lines with nothing to see.
   const drawn = qr.split("\n").filter((line) => stripVTControlCharacters(line).trim() !== "");
   return [...drawn, link];

@@ -122,6 +122,27 @@ function readPem(path: string, option: string): string {
   return text;
 }
 
+/**
+ * `Deno.serve`, with a certificate or key that TLS cannot use reported as a configuration
+ * error naming the options (C70) rather than Deno's bare message.
+ *
+ * @throws {ConfigError} when `tls` is given and Deno rejects it.
+ */
+function serveOrExplain(
+  tls: { cert: string; key: string } | undefined,
+  options: Deno.ServeTcpOptions & Partial<Deno.TlsCertifiedKeyPem>,
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+): Deno.HttpServer<Deno.NetAddr> {
+  try {
+    return Deno.serve(options, handler);
+  } catch (error) {
+    if (tls === undefined || error instanceof Deno.errors.AddrInUse) throw error;
+    throw new ConfigError(
+      `invalid --tls-cert or --tls-key: ${error instanceof Error ? error.message : error}`,
+    );
+  }
+}
+
 /** A relay that is serving. */
 export interface RunningRelay {
   /** The address it listens on, e.g. `http://0.0.0.0:8787` (`https://` with TLS). */
@@ -236,7 +257,7 @@ export async function startRelay(
     };
 
     let url = "";
-    const server = Deno.serve({
+    const server = serveOrExplain(tls, {
       hostname: config.hostname,
       port: config.port,
       ...tls,
@@ -244,9 +265,14 @@ export async function startRelay(
         const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
         url = `${tls === undefined ? "http" : "https"}://${host}:${addr.port}`;
         log(`relay listening on ${url}`);
-        if (options.pairing) {
-          const scheme = tls === undefined ? "http" : "https";
-          const reachable = `${scheme}://${lanAddress(addr.hostname)}:${addr.port}`;
+        if (options.pairing && tls !== undefined) {
+          // A phone checks the certificate's name, which an address found here cannot be.
+          log(
+            "relay: to pair a phone: relay pair --name <phone> " +
+              `--app-url https://<the certificate's name>:${addr.port}`,
+          );
+        } else if (options.pairing) {
+          const reachable = `http://${lanAddress(addr.hostname)}:${addr.port}`;
           void pairingLines(pairingLink(reachable, apiKey.key)).then((lines) => {
             log(
               "relay: to pair a phone, scan this or open the link " +
@@ -261,6 +287,9 @@ export async function startRelay(
         return problemResponse(500, "Internal error: the relay logged the cause");
       },
     }, handler);
+    // Last use of named keys reaches its file within a minute, and only when there was one.
+    const recordUses = setInterval(() => keyRing.flush(), 60_000);
+    Deno.unrefTimer(recordUses);
 
     return {
       url,
@@ -277,6 +306,7 @@ export async function startRelay(
         ]);
         clearTimeout(timer);
         await accessLog?.flush();
+        clearInterval(recordUses);
         keyRing.flush();
         database.close();
         return drained;

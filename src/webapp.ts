@@ -1,8 +1,8 @@
 /**
  * The phone web app's static files (issue 7), served under `/app/` from the `webapp/`
- * folder. The compile tasks embed that folder with `--include webapp`, so the single
- * binary carries them; {@linkcode WEBAPP_FILES} is the list, and a test checks that each
- * file exists and that the compile tasks include them.
+ * folder. The compile tasks embed each of them with `--include webapp/<file>`, so the
+ * single binary carries them; {@linkcode WEBAPP_FILES} is the list, and a test checks that
+ * each file is served and that both compile tasks include it.
  *
  * @module
  */

@@ -530,5 +530,12 @@ Deno.test("issue 7: TLS needs both files, readable and PEM; otherwise the relay 
     );
     assert.equal(notPem.code, 1);
     assert.match(notPem.stderr, /^relay: invalid --tls-key ".*plain\.txt": not a PEM file$/m);
+    // PEM, but not a key: Deno's refusal is reported with the options it concerns.
+    const wrong = await runRelay(
+      ["serve", "--port", "0", "--db", db, "--tls-cert", cert, "--tls-key", cert],
+      { env },
+    );
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.stderr, /^relay: invalid --tls-cert or --tls-key: /m);
   });
 });

@@ -205,7 +205,10 @@ Deno.test("issue 7 web app: the Key screen checks a key before keeping it; a pai
     await screenshot(page, "settings");
 
     await page.getByRole("button", { name: "Forget key" }).click();
-    assert.equal(await textOf(page, "#key-status", /forgotten/), "Key forgotten on this device.");
+    assert.equal(
+      await textOf(page, "#key-status", /forgotten/),
+      "Key forgotten on this device, with any submissions still waiting to be sent.",
+    );
     assert.equal(await page.evaluate(() => localStorage.getItem("relay.key")), null);
 
     await page.goto(`${relay.url}/app/#key=${encodeURIComponent(KEY)}`);
@@ -467,6 +470,16 @@ Deno.test("issue 7 web app: the offline outbox keeps a submission while the rela
       "Sent 2 saved items from the outbox: OK (general), OK (general)",
     );
     await page.locator("#outbox").waitFor({ state: "hidden" });
+
+    // Forgetting the key drops what waits with it: nothing is sent with a forgotten key.
+    await back.stop();
+    await page.getByLabel("Link or text").fill("Not to be sent after the key is forgotten");
+    await page.getByRole("button", { name: "Submit", exact: true }).click();
+    await textOf(page, "#outbox-count", /^1 item/);
+    await page.getByRole("link", { name: "Key" }).click();
+    await page.getByRole("button", { name: "Forget key" }).click();
+    await page.getByRole("link", { name: "Submit" }).click();
+    await page.locator("#outbox").waitFor({ state: "hidden" });
   });
 });
 
@@ -614,7 +627,8 @@ Deno.test("issue 7 web app: every file is served with its type and CSP, embedded
   const bare = await t.app.request("/app?x=1");
   assert.equal(bare.status, 308);
   assert.equal(bare.headers.get("location"), "/app/?x=1");
-  await assertProblem(await t.app.request("/app/../api-key"), 404);
+  await assertProblem(await t.app.request("/app/%2e%2e/api-key"), 404);
+  await assertProblem(await t.app.request("/app/%2e%2e%2fapi-key"), 404);
   await assertProblem(await t.app.request("/app/secret.txt"), 404);
   await assertProblem(await t.app.request("/app/", { method: "POST" }), 405);
 

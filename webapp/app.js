@@ -683,7 +683,15 @@ function onForgetKey() {
   state.key = null;
   write(STORED.key, null);
   forgetResults();
-  setStatus(byId("key-status"), "Key forgotten on this device.", "ok");
+  // Submissions waiting in the outbox carry the key: they go with it.
+  void navigator.serviceWorker?.ready.then((registration) =>
+    registration.active?.postMessage({ type: "forget-key" })
+  );
+  setStatus(
+    byId("key-status"),
+    "Key forgotten on this device, with any submissions still waiting to be sent.",
+    "ok",
+  );
   render(false);
 }
 

@@ -27,6 +27,8 @@ const OUTBOX_DB = "relay-outbox";
 const OUTBOX_STORE = "requests";
 const SYNC_TAG = "outbox";
 const QUEUED_TEXT = "Saved: will be sent when the relay is back";
+/** Longest wait for the relay when the app submits; then the item waits in the outbox. */
+const SUBMIT_TIMEOUT_MS = 10_000;
 /** Longest wait for the relay while sending the outbox: a dead LAN host must not hang it. */
 const SEND_TIMEOUT_MS = 20_000;
 
@@ -78,6 +80,13 @@ self.addEventListener("message", (event) => {
   if (event.data?.type === "flush-outbox") event.waitUntil(flushOutbox());
   // A page that loaded while this worker was activating missed the claim: it asks.
   if (event.data?.type === "claim") event.waitUntil(self.clients.claim());
+  // The key was forgotten: items waiting with it must not be sent with it later.
+  if (event.data?.type === "forget-key") {
+    event.waitUntil(
+      outbox("readwrite", (store) => store.clear())
+        .then(() => notifyPages({ sent: 0, answers: [], refused: [] })),
+    );
+  }
 });
 
 // --- App shell
@@ -111,8 +120,10 @@ async function submitOrKeep(request) {
   const waiting = await outbox("readonly", (store) => store.count()).catch(() => 0);
   if (waiting > 0) await flushOutbox();
   try {
-    const response = await fetch(request);
-    return response;
+    // A home address that does not answer (the phone is on mobile data) must not leave
+    // the page "Sending…" for minutes: after SUBMIT_TIMEOUT_MS the item goes to the outbox.
+    const signal = AbortSignal.any([request.signal, AbortSignal.timeout(SUBMIT_TIMEOUT_MS)]);
+    return await fetch(request, { signal });
   } catch (error) {
     if (request.signal.aborted) throw error;
     const entry = {

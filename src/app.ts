@@ -1,10 +1,12 @@
 /**
  * The relay's HTTP API on Hono: the endpoints of spec §4.1–4.8 with the contract's rules,
  * and the extensions: `/stats` (issue 5), long-poll, `/results/stream`, leases with `/ack`,
- * and `/metrics` (issue 6).
+ * and `/metrics` (issue 6); named keys with scopes, `/openapi.json` and the web app under
+ * `/app/` (issue 7).
  *
  * Every request passes, in this order (C3): known path (else 404), allowed method (else
- * 405 with `Allow`), API key (else 401), the named key's scope (else 403, issue 7), content type (else 415), body size (else 413),
+ * 405 with `Allow`), API key (else 401), the named key's scope (else 403, issue 7),
+ * content type (else 415), body size (else 413),
  * then the handler's own checks (400). Handlers are thin: parse, call one store function,
  * answer. Every error leaves as an RFC 9457 problem document (C1).
  *

@@ -1,11 +1,11 @@
 /**
  * Named API keys with scopes (issue 7), besides the single key of spec §5, which keeps
  * full access. They live in a JSON keys file (`--keys-file`, `RELAY_KEYS_FILE`, default
- * `keys.json` beside the database, {@linkcode defaultKeysFile}) that holds only SHA-256 digests: the secret is printed
- * once by `relay keys add` and never stored. The relay re-reads the file when it changes,
- * so a key added or removed takes effect without a restart, and records when each key was
- * last used in a second file beside it (`<keys file>.last-used`), written at most once a
- * minute.
+ * `keys.json` beside the database: `defaultKeysFile` in config.ts) that holds only SHA-256
+ * digests: the secret is printed once by `relay keys add` and never stored. The relay
+ * re-reads the file when it changes, so a key added or removed takes effect without a
+ * restart, and records when each key was last used in a second file beside it
+ * (`<keys file>.last-used`), written within a minute of a use.
  *
  * @module
  */
@@ -15,8 +15,6 @@ import { createHash } from "node:crypto";
 import { dirname } from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./config.ts";
-
-export { defaultKeysFile } from "./config.ts";
 
 /**
  * What a key may do, each naming the endpoints it opens (issue 7): `submit` (`/submit`),

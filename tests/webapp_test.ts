@@ -483,7 +483,7 @@ Deno.test("issue 7 web app: the offline outbox keeps a submission while the rela
   });
 });
 
-Deno.test("issue 7 web app: every control is labelled, the nav works by keyboard, and nothing scrolls sideways at 360 px", async () => {
+Deno.test("issue 7 web app: every control is labelled, the nav works by keyboard, and nothing scrolls sideways at 360 px or on a desktop", async () => {
   await withApp({}, async ({ relay, page }) => {
     await openApp(page, relay);
     for (const screen of ["submit", "queues", "results", "publish", "settings"]) {
@@ -520,6 +520,18 @@ Deno.test("issue 7 web app: every control is labelled, the nav works by keyboard
       "page",
     );
     assert.equal(await page.evaluate(() => document.activeElement?.id), "queues-title");
+
+    // On a desktop window too: no sideways scrolling, and the screens keep a readable width.
+    await page.setViewportSize({ width: 1280, height: 800 });
+    for (const screen of ["submit", "results", "publish"]) {
+      await page.goto(`${relay.url}/app/#${screen}`);
+      await page.locator(`#screen-${screen}`).waitFor({ state: "visible" });
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(width <= 1280, `${screen} on a desktop: ${width} px wide`);
+      const box = await page.locator(`#screen-${screen}`).boundingBox();
+      assert.ok(box !== null && box.width <= 900, `${screen}: ${box?.width} px of text width`);
+    }
+    await page.setViewportSize(PHONE);
 
     // A relay without downstream services: the problem's detail is shown.
     await page.goto(`${relay.url}/app/#publish`);

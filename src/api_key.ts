@@ -9,6 +9,7 @@
 import { Buffer } from "node:buffer";
 import { dirname, join } from "node:path";
 import { ConfigError } from "./config.ts";
+import { errorMessage } from "./errors.ts";
 
 /** Random bytes in a generated key: 256 bits, above C71's 128-bit floor. */
 const GENERATED_KEY_BYTES = 32;
@@ -21,6 +22,12 @@ export interface ApiKey {
   readonly source: "environment" | "file" | "generated";
   /** The file it was read from or written to, for `file` and `generated`. */
   readonly path: string | undefined;
+}
+
+/** A new random key: {@linkcode GENERATED_KEY_BYTES} random bytes, base64url (43 characters). */
+export function newKey(): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(GENERATED_KEY_BYTES)))
+    .toString("base64url");
 }
 
 /** The path of the generated key file: `api-key` in the database's directory (C71). */
@@ -54,14 +61,13 @@ export async function resolveApiKey(options: {
     };
   }
   const path = generatedKeyPath(options.db);
-  const key = Buffer.from(crypto.getRandomValues(new Uint8Array(GENERATED_KEY_BYTES)))
-    .toString("base64url");
+  const key = newKey();
   try {
     await Deno.writeTextFile(path, `${key}\n`, { createNew: true, mode: 0o600 });
     return { key, source: "generated", path };
   } catch (error) {
     if (!(error instanceof Deno.errors.AlreadyExists)) {
-      throw new ConfigError(`cannot create the API key file "${path}": ${describe(error)}`);
+      throw new ConfigError(`cannot create the API key file "${path}": ${errorMessage(error)}`);
     }
   }
   return { key: await readKeyFile(path, "the API key file"), source: "file", path };
@@ -72,13 +78,9 @@ async function readKeyFile(path: string, what: string): Promise<string> {
   try {
     text = await Deno.readTextFile(path);
   } catch (error) {
-    throw new ConfigError(`invalid ${what} "${path}": cannot read it (${describe(error)})`);
+    throw new ConfigError(`invalid ${what} "${path}": cannot read it (${errorMessage(error)})`);
   }
   const key = text.trim();
   if (key === "") throw new ConfigError(`invalid ${what} "${path}": the file is empty`);
   return key;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -486,7 +486,7 @@ export function createApp(options: AppOptions): Hono {
       ].map(([path, name]): [string, Route] => [path, {
         methods: ["GET", "HEAD"],
         open: true,
-        handler: (c) => webappFile(name, c.req.method),
+        handler: () => webappFile(name),
       }]),
     ),
     "/health": {

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { HttpError } from "./errors.ts";
+import { errorMessage, HttpError } from "./errors.ts";
 
 /** Default body limit, bytes: 512 KiB (C5). */
 export const DEFAULT_MAX_BODY_BYTES = 512 * 1024;
@@ -224,7 +224,7 @@ export function parseBody(bytes: Uint8Array, type: BodyType, action: string): Pa
       try {
         value = JSON.parse(text);
       } catch (error) {
-        const reason = error instanceof Error ? error.message : String(error);
+        const reason = errorMessage(error);
         throw new HttpError(400, `Cannot ${action}: the body is not valid JSON (${reason})`);
       }
       if (typeof value !== "object" || value === null || Array.isArray(value)) {

@@ -17,6 +17,7 @@ import {
 } from "./commands.ts";
 import { ConfigError, loadConfig, SECRET_ENV, SERVER_OPTIONS } from "./config.ts";
 import { DatabaseInUseError } from "./lock.ts";
+import { errorMessage } from "./errors.ts";
 import { startRelay } from "./server.ts";
 
 /** The relay's version, from `deno.json`. */
@@ -86,7 +87,7 @@ export async function main(args: string[]): Promise<number> {
     });
   } catch (error) {
     console.error(
-      `relay: ${error instanceof Error ? error.message : String(error)}; see relay --help`,
+      `relay: ${errorMessage(error)}; see relay --help`,
     );
     return EXIT_USAGE;
   }
@@ -151,7 +152,7 @@ async function serve(flags: Record<string, string | undefined>): Promise<number>
       console.error(`relay: cannot listen on ${config.hostname}:${config.port}: address in use`);
     } else {
       console.error(
-        `relay: cannot start: ${error instanceof Error ? error.message : String(error)}`,
+        `relay: cannot start: ${errorMessage(error)}`,
       );
     }
     return EXIT_FAILURE;

@@ -27,13 +27,14 @@ import {
   RelayError,
   submitContent,
 } from "./client.ts";
-import { ConfigError, defaultDbPath, loadConfig, parseDuration, readEnv } from "./config.ts";
+import { commandDbPath, ConfigError, loadConfig, parseDuration, readEnv } from "./config.ts";
 import { followResults } from "./follow.ts";
 import { deleteBlogPost } from "./publish.ts";
 import { work } from "./work.ts";
 import { KEYS_COMMANDS, keysCommand, pairCommand } from "./keys_command.ts";
 import { type Backup, exportStore, ImportError, importStore, parseBackup } from "./backup.ts";
 import { DatabaseInUseError } from "./lock.ts";
+import { errorMessage } from "./errors.ts";
 import { publishConfig, withStore } from "./server.ts";
 import { MAX_LEASE_MS } from "./store.ts";
 
@@ -151,7 +152,7 @@ async function resolveClient(
   const fromEnv = read("RELAY_API_KEY");
   if (fromEnv !== undefined) return { url: parsed.data.url, key: fromEnv };
   const keyFile = values["api-key-file"] ?? read("RELAY_API_KEY_FILE");
-  const db = values.db ?? read("RELAY_DB") ?? defaultDbPath(read("STATE_DIRECTORY"));
+  const db = commandDbPath(values.db, io.env);
   const path = keyFile ?? generatedKeyPath(db);
   let key = "";
   try {
@@ -159,7 +160,7 @@ async function resolveClient(
   } catch (error) {
     if (keyFile !== undefined || !(error instanceof Deno.errors.NotFound)) {
       usage(
-        `cannot read the API key file "${path}": ${error instanceof Error ? error.message : error}`,
+        `cannot read the API key file "${path}": ${errorMessage(error)}`,
       );
     }
   }
@@ -455,7 +456,7 @@ async function readInput(path: string, io: CommandIo): Promise<string> {
   try {
     return path === "-" ? await io.stdin() : await Deno.readTextFile(path);
   } catch (error) {
-    usage(`cannot read "${path}": ${error instanceof Error ? error.message : error}`);
+    usage(`cannot read "${path}": ${errorMessage(error)}`);
   }
 }
 

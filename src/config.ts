@@ -97,8 +97,8 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
   {
     flag: "keys-file",
     env: "RELAY_KEYS_FILE",
-    default: "keys.json beside --db",
-    help: "named keys with scopes (relay keys add/list/remove)",
+    default: undefined,
+    help: "named keys with scopes (relay keys add/list/remove; default: keys.json beside --db)",
   },
   {
     flag: "tls-cert",
@@ -276,6 +276,20 @@ export function defaultDbPath(stateDirectory: string | undefined): string {
   return first ? join(first, "relay.kv") : join(".", "data", "relay.kv");
 }
 
+/**
+ * The database a command on the relay's machine means (C70's order): `--db` when given,
+ * else `RELAY_DB`, else {@linkcode defaultDbPath}.
+ *
+ * @param flag The command's `--db` value, if any.
+ * @param env Reads an environment variable; an empty value counts as unset.
+ */
+export function commandDbPath(
+  flag: string | undefined,
+  env: (name: string) => string | undefined,
+): string {
+  return flag ?? readEnv(env, "RELAY_DB") ?? defaultDbPath(readEnv(env, "STATE_DIRECTORY"));
+}
+
 /** The default keys file (issue 7): `keys.json` in the database's directory. */
 export function defaultKeysFile(db: string): string {
   return join(dirname(db), "keys.json");
@@ -321,8 +335,6 @@ export function loadConfig(
     } else {
       raw[option.flag] = option.flag === "db"
         ? defaultDbPath(read("STATE_DIRECTORY"))
-        : option.flag === "keys-file"
-        ? undefined
         : option.default;
       origin[option.flag] = `--${option.flag}`;
     }

@@ -9,6 +9,14 @@
 
 import { STATUS_CODES } from "node:http";
 
+/**
+ * The message of a thrown value, for one line of a log or a problem's detail: an `Error`'s
+ * `message`, anything else as a string.
+ */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** The media type of every error body (RFC 9457, C1). */
 const PROBLEM_CONTENT_TYPE = "application/problem+json";
 

@@ -8,7 +8,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { ConfigError, defaultDbPath, defaultKeysFile, readEnv } from "./config.ts";
+import { commandDbPath, ConfigError, defaultKeysFile, readEnv } from "./config.ts";
 import { addKey, readKeysFile, readLastUsed, removeKey, SCOPES } from "./named_keys.ts";
 import { lanAddress, pairingLines, pairingLink } from "./pairing.ts";
 
@@ -41,9 +41,8 @@ function keysFile(
   values: { "keys-file"?: string | undefined; db?: string | undefined },
   io: KeysIo,
 ) {
-  const read = (name: string) => readEnv(io.env, name);
-  const db = values.db ?? read("RELAY_DB") ?? defaultDbPath(read("STATE_DIRECTORY"));
-  return values["keys-file"] ?? read("RELAY_KEYS_FILE") ?? defaultKeysFile(db);
+  return values["keys-file"] ?? readEnv(io.env, "RELAY_KEYS_FILE") ??
+    defaultKeysFile(commandDbPath(values.db, io.env));
 }
 
 const FILE_OPTIONS = {

@@ -10,11 +10,12 @@
  * @module
  */
 
-import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { dirname } from "node:path";
 import { z } from "zod";
+import { newKey } from "./api_key.ts";
 import { ConfigError } from "./config.ts";
+import { errorMessage } from "./errors.ts";
 
 /**
  * What a key may do, each naming the endpoints it opens (issue 7): `submit` (`/submit`),
@@ -25,9 +26,6 @@ export const SCOPES = ["submit", "consume", "push", "read", "publish", "admin"] 
 
 /** One of {@linkcode SCOPES}. */
 export type Scope = typeof SCOPES[number];
-
-/** Random bytes in a new key: 256 bits, like the generated main key (C71). */
-const KEY_BYTES = 32;
 
 /** How often the relay writes last-use times, ms, and checks the keys file, ms. */
 const LAST_USED_FLUSH_MS = 60_000;
@@ -92,7 +90,7 @@ export function readKeysFile(path: string): NamedKey[] {
     text = Deno.readTextFileSync(path);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return [];
-    throw new ConfigError(`invalid keys file "${path}": cannot read it (${describe(error)})`);
+    throw new ConfigError(`invalid keys file "${path}": cannot read it (${errorMessage(error)})`);
   }
   let raw: unknown;
   try {
@@ -137,7 +135,8 @@ function writeAtomically(path: string, text: string, mode: number): void {
  * @param name The key's name, unique in the file.
  * @param scopes What it may do; at least one, each one of {@linkcode SCOPES}.
  * @param now The time to record, epoch ms.
- * @returns The new key: 256 random bits, base64url. It is not stored; show it once.
+ * @returns The new key: 256 random bits, base64url, as {@linkcode newKey} makes the main
+ *   key. It is not stored; show it once.
  * @throws {ConfigError} for a bad name or scope, a name already present, or a file that
  *   cannot be read or written.
  */
@@ -165,8 +164,7 @@ export function addKey(
   if (keys.some((key) => key.name === name)) {
     throw new ConfigError(`a key named "${name}" exists already: remove it first`);
   }
-  const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(KEY_BYTES)))
-    .toString("base64url");
+  const secret = newKey();
   keys.push({ name, sha256: digest(secret), scopes: [...new Set(checked)], created_at: now });
   writeKeys(path, keys);
   return secret;
@@ -190,7 +188,7 @@ function writeKeys(path: string, keys: readonly NamedKey[]): void {
   try {
     writeAtomically(path, `${JSON.stringify({ keys }, null, 2)}\n`, 0o644);
   } catch (error) {
-    throw new ConfigError(`cannot write the keys file "${path}": ${describe(error)}`);
+    throw new ConfigError(`cannot write the keys file "${path}": ${errorMessage(error)}`);
   }
 }
 
@@ -288,7 +286,7 @@ export class KeyRing {
     } catch (error) {
       if (!this.#warnedWrite) {
         this.#warnedWrite = true;
-        this.#warn(`relay: cannot record when keys were last used: ${describe(error)}`);
+        this.#warn(`relay: cannot record when keys were last used: ${errorMessage(error)}`);
       }
     }
   }
@@ -299,7 +297,7 @@ export class KeyRing {
       const info = Deno.statSync(this.#path);
       stamp = `${info.mtime?.getTime()}:${info.size}:${info.ino}`;
     } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) stamp = `error:${describe(error)}`;
+      if (!(error instanceof Deno.errors.NotFound)) stamp = `error:${errorMessage(error)}`;
     }
     if (stamp === this.#stamp) return;
     try {
@@ -311,7 +309,7 @@ export class KeyRing {
       if (atStart) throw error;
       // Report each bad version once, and keep the keys read before.
       this.#stamp = stamp;
-      this.#warn(`relay: ${describe(error)}; keeping the keys read before`);
+      this.#warn(`relay: ${errorMessage(error)}; keeping the keys read before`);
     }
   }
 }
@@ -323,8 +321,4 @@ export class KeyRing {
  */
 function due(now: number, since: number, interval: number): boolean {
   return now - since >= interval || now < since;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -8,6 +8,7 @@
  */
 
 import { stripVTControlCharacters } from "node:util";
+import { errorMessage } from "./errors.ts";
 import { WEBAPP_PATH } from "./webapp.ts";
 
 /**
@@ -36,7 +37,7 @@ export async function pairingLines(link: string): Promise<string[]> {
     qr = await QRCode.toString(link, { type: "terminal", small: true });
   } catch (error) {
     // A key too long for a QR code: the link alone still pairs.
-    return [`(no QR code: ${error instanceof Error ? error.message : String(error)})`, link];
+    return [`(no QR code: ${errorMessage(error)})`, link];
   }
   // The library ends with a line of colour codes only; drop lines with nothing to see.
   const drawn = qr.split("\n").filter((line) => stripVTControlCharacters(line).trim() !== "");

@@ -5,6 +5,8 @@
  * @module
  */
 
+import { errorMessage } from "./errors.ts";
+
 /**
  * Runs `command` with `input` on its stdin; its stdout and stderr go to ours.
  *
@@ -38,9 +40,7 @@ export async function runCapturing(
     child = new Deno.Command(program, { args, env, stdin: "piped", stdout, stderr: "inherit" })
       .spawn();
   } catch (error) {
-    console.error(
-      `relay: cannot run "${program}": ${error instanceof Error ? error.message : error}`,
-    );
+    console.error(`relay: cannot run "${program}": ${errorMessage(error)}`);
     return { code: 127, stdout: "" };
   }
   const writer = child.stdin.getWriter();

@@ -9,7 +9,7 @@ import { dirname, resolve } from "node:path";
 import { resolveApiKey } from "./api_key.ts";
 import { createApp } from "./app.ts";
 import { type Config, ConfigError } from "./config.ts";
-import { problemResponse } from "./errors.ts";
+import { errorMessage, problemResponse } from "./errors.ts";
 import { lockDatabase } from "./lock.ts";
 import { missingConfiguration, type PublishConfig, TARGETS } from "./publish.ts";
 import { WEAK_KEY_LENGTH } from "./auth.ts";
@@ -111,9 +111,7 @@ function readPem(path: string, option: string): string {
     text = Deno.readTextFileSync(path);
   } catch (error) {
     throw new ConfigError(
-      `invalid ${option} "${path}": cannot read it (${
-        error instanceof Error ? error.message : String(error)
-      })`,
+      `invalid ${option} "${path}": cannot read it (${errorMessage(error)})`,
     );
   }
   if (!text.includes("-----BEGIN ")) {
@@ -138,7 +136,7 @@ function serveOrExplain(
   } catch (error) {
     if (tls === undefined || error instanceof Deno.errors.AddrInUse) throw error;
     throw new ConfigError(
-      `invalid --tls-cert or --tls-key: ${error instanceof Error ? error.message : error}`,
+      `invalid --tls-cert or --tls-key: ${errorMessage(error)}`,
     );
   }
 }

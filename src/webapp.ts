@@ -47,13 +47,13 @@ const cache = new Map<string, Promise<Uint8Array<ArrayBuffer>>>();
 /**
  * The response for a web app file.
  *
- * @param name A key of {@linkcode WEBAPP_FILES}, e.g. `app.js`.
- * @param method `GET` or `HEAD`; `HEAD` gets the headers without the body.
+ * @param name A key of {@linkcode WEBAPP_FILES}, e.g. `app.js`. (Hono answers `HEAD`
+ *   with this response's headers and no body.)
  * @returns 200 with the file, its media type and {@linkcode SECURITY_HEADERS}.
  * @throws {Deno.errors.NotFound} when the file is missing from the build (a packaging bug,
  *   which the app's error handler turns into a logged 500).
  */
-export async function webappFile(name: string, method: string): Promise<Response> {
+export async function webappFile(name: string): Promise<Response> {
   const type = WEBAPP_FILES[name];
   if (type === undefined) throw new Error(`not a web app file: ${name}`);
   let bytes = cache.get(name);
@@ -63,7 +63,7 @@ export async function webappFile(name: string, method: string): Promise<Response
     bytes.catch(() => cache.delete(name));
   }
   const body = await bytes;
-  return new Response(method === "HEAD" ? null : body, {
+  return new Response(body, {
     headers: { ...SECURITY_HEADERS, "content-type": type },
   });
 }

@@ -32,10 +32,11 @@ import { followResults } from "./follow.ts";
 import { deleteBlogPost } from "./publish.ts";
 import { work } from "./work.ts";
 import { KEYS_COMMANDS, keysCommand, pairCommand } from "./keys_command.ts";
-import { type Backup, exportStore, ImportError, importStore, parseBackup } from "./backup.ts";
+import { type Backup, exportRelay, ImportError, importRelay, parseBackup } from "./backup.ts";
 import { DatabaseInUseError } from "./lock.ts";
 import { errorMessage } from "./errors.ts";
-import { publishConfig, withStore } from "./server.ts";
+import { writePrivateFile } from "./files.ts";
+import { publishConfig } from "./server.ts";
 import { MAX_LEASE_MS } from "./store.ts";
 
 /** Exit code for a bad command line. */
@@ -79,10 +80,10 @@ export const CLIENT_COMMANDS: ReadonlyArray<readonly [string, string]> = [
     "run CMD for each item of a queue and push its output",
   ],
   [
-    "export [--db F] [--out F]",
-    "write queues, results and the cursor mark as JSON (relay stopped)",
+    "export [--db F] [--out F] [--include-secrets]",
+    "write queues, results, cursor mark and named keys as JSON (relay stopped)",
   ],
-  ["import F [--db F] [--force]", "restore a backup into an empty database (relay stopped)"],
+  ["import F [--db F] [--force]", "restore a backup into an empty relay (relay stopped)"],
   ...KEYS_COMMANDS,
   [
     "blog-delete <post_id>",
@@ -468,31 +469,37 @@ async function backupCommand(
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { db: { type: "string" }, out: { type: "string" }, force: { type: "boolean" } },
+    options: {
+      db: { type: "string" },
+      out: { type: "string" },
+      force: { type: "boolean" },
+      "include-secrets": { type: "boolean" },
+    },
   });
-  const db = loadConfig({ db: values.db }, io.env).db;
+  const config = loadConfig({ db: values.db }, io.env);
+  const db = config.db;
   try {
     if (command === "export") {
       if (positionals.length > 0) usage("export takes no arguments; use --out F");
-      const backup = await withStore(db, exportStore);
+      const includeSecrets = values["include-secrets"] ?? false;
+      const backup = await exportRelay(config, { includeSecrets });
       const text = JSON.stringify(backup, null, 2) + "\n";
       if (values.out === undefined) io.out(text.trimEnd());
       else {
-        await Deno.writeTextFile(`${values.out}.tmp`, text, { mode: 0o600 });
-        await Deno.rename(`${values.out}.tmp`, values.out);
+        writePrivateFile(values.out, text);
         io.err(`relay: exported ${describeBackup(backup)} to ${values.out}`);
       }
       return 0;
     }
     if (positionals.length !== 1) usage("import needs exactly one backup file");
     const backup = parseBackup(await readInput(positionals[0]!, io));
-    await withStore(db, (store) => importStore(store, backup, { force: values.force ?? false }));
+    await importRelay(config, backup, { force: values.force ?? false });
     io.err(`relay: imported ${describeBackup(backup)} into ${db}`);
     return 0;
   } catch (error) {
     if (error instanceof ImportError || error instanceof DatabaseInUseError) {
       io.err(`relay: cannot ${command}: ${error.message}`);
-      return EXIT_FAILURE;
+      return error instanceof ImportError ? EXIT_USAGE : EXIT_FAILURE;
     }
     throw error;
   }
@@ -500,5 +507,7 @@ async function backupCommand(
 
 function describeBackup(backup: Backup): string {
   const queued = Object.values(backup.queues).reduce((n, items) => n + items.length, 0);
-  return `${queued} queued items and ${backup.results.length} results`;
+  const keys = backup.keys === undefined ? "" : `, ${backup.keys.length} named keys`;
+  const main = backup.api_key === undefined ? "" : " and the main API key";
+  return `${queued} queued items and ${backup.results.length} results${keys}${main}`;
 }

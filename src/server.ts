@@ -10,6 +10,7 @@ import { resolveApiKey } from "./api_key.ts";
 import { createApp } from "./app.ts";
 import { type Config, ConfigError } from "./config.ts";
 import { errorMessage, problemResponse } from "./errors.ts";
+import { createPrivateFile, makePrivateDirectory, restrictFile } from "./files.ts";
 import { lockDatabase } from "./lock.ts";
 import { missingConfiguration, type PublishConfig, TARGETS } from "./publish.ts";
 import { WEAK_KEY_LENGTH } from "./auth.ts";
@@ -28,7 +29,8 @@ export const SHUTDOWN_GRACE_MS = 10_000;
 
 /**
  * Opens the database under its lock (C73) for a one-off job such as export or import, runs
- * `job`, and closes it again. Creates the directory when missing.
+ * `job`, and closes it again. Creates the directory when missing (0700, as its missing
+ * parents).
  *
  * @throws {DatabaseInUseError} when a relay (or another job) holds the database.
  */
@@ -54,8 +56,9 @@ interface LockedDatabase {
 }
 
 /**
- * Creates the data directory when missing, takes the database's lock (C73) and opens the
- * KV file, turning each failure into one line that names the path.
+ * Creates the data directory when missing (with its missing parents, each 0700), takes the
+ * database's lock (C73) and opens the KV file, made 0600 with its `-wal` and `-shm` files
+ * (docs/operations.md, data files), turning each failure into one line that names the path.
  *
  * @throws {ConfigError} when the directory cannot be created or the file cannot be opened
  *   (corrupt, unwritable, not SQLite).
@@ -64,13 +67,18 @@ interface LockedDatabase {
 async function openLockedDatabase(db: string): Promise<LockedDatabase> {
   const path = resolve(db);
   try {
-    await Deno.mkdir(dirname(path), { recursive: true });
+    makePrivateDirectory(dirname(path));
   } catch (error) {
     throw new ConfigError(`cannot create the data directory "${dirname(path)}": ${String(error)}`);
   }
   const lock = await lockDatabase(path);
   let kv: Deno.Kv;
   try {
+    // SQLite creates the database 0644 and gives its -wal and -shm files the database's
+    // mode: a database created (or set) 0600 first keeps all three private whatever the umask.
+    createPrivateFile(path);
+    restrictFile(`${path}-wal`);
+    restrictFile(`${path}-shm`);
     kv = await Deno.openKv(path);
   } catch (error) {
     lock.release();

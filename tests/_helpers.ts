@@ -166,10 +166,13 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
   return { ...env, ...extra };
 }
 
-/** Runs `main.ts` to completion with the relay's permission set; returns output and code. */
+/**
+ * Runs `main.ts` to completion with the relay's permission set; returns output and code.
+ * With `umask` (octal digits, e.g. `"000"`) it runs under that umask.
+ */
 export async function runRelay(
   args: string[],
-  options: { env?: Record<string, string>; cwd?: string; stdin?: string } = {},
+  options: { env?: Record<string, string>; cwd?: string; stdin?: string; umask?: string } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const child = relayCommand(args, options, options.stdin === undefined ? "null" : "piped")
     .spawn();
@@ -231,11 +234,27 @@ export function freePort(): number {
 
 function relayCommand(
   args: string[],
-  options: { env?: Record<string, string>; cwd?: string },
+  options: { env?: Record<string, string>; cwd?: string; umask?: string },
   stdin: "piped" | "null",
 ): Deno.Command {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-P=relay", "--quiet", "--config", `${ROOT}deno.json`, `${ROOT}main.ts`, ...args],
+  const deno = [
+    Deno.execPath(),
+    "run",
+    "-P=relay",
+    "--quiet",
+    "--config",
+    `${ROOT}deno.json`,
+    `${ROOT}main.ts`,
+    ...args,
+  ];
+  if (options.umask !== undefined && !/^[0-7]{3,4}$/.test(options.umask)) {
+    throw new Error(`bad umask ${options.umask}`);
+  }
+  const [program, ...rest] = options.umask === undefined
+    ? deno
+    : ["sh", "-c", `umask ${options.umask}; exec "$@"`, "sh", ...deno];
+  return new Deno.Command(program!, {
+    args: rest,
     env: childEnv(options.env),
     clearEnv: true,
     cwd: options.cwd ?? ROOT,
@@ -269,16 +288,20 @@ async function collectLines(
 
 /**
  * Starts the relay on 127.0.0.1 port 0 with `--db <dir>/relay.kv` and waits for its
- * start line (C72). Rejects with its stderr when it exits first.
+ * start line (C72). Rejects with its stderr when it exits first. With `umask` (octal
+ * digits, e.g. `"000"`) it runs under that umask.
  */
 export async function startRelayProcess(
   dir: string,
-  options: { args?: string[]; env?: Record<string, string>; port?: number } = {},
+  options: { args?: string[]; env?: Record<string, string>; port?: number; umask?: string } = {},
 ): Promise<RelayProcess> {
   const port = String(options.port ?? 0);
   const args = ["serve", "--hostname", "127.0.0.1", "--port", port, "--db", `${dir}/relay.kv`];
-  const child = relayCommand([...args, ...(options.args ?? [])], { env: options.env ?? {} }, "null")
-    .spawn();
+  const child = relayCommand(
+    [...args, ...(options.args ?? [])],
+    { env: options.env ?? {}, ...(options.umask === undefined ? {} : { umask: options.umask }) },
+    "null",
+  ).spawn();
   const stdout: string[] = [];
   const stderr: string[] = [];
   const listening = Promise.withResolvers<string>();

@@ -146,16 +146,22 @@ function formatTimestamp(ms: number): string {
   return new Date(ms).toISOString().slice(0, 19).replace("T", " ");
 }
 
-/** Reads a POST body under the content-type and size rules of C5, in C3's order. */
+/**
+ * Reads a POST body under the content-type and size rules of C5, in C3's order.
+ *
+ * @param options.action What the request does, for messages, e.g. `"submit"`.
+ * @param options.accepted The content types the endpoint takes; default all three.
+ * @param options.formFields The fields a form body may name to be read as fields (the
+ *   keys of the endpoint's schema); any other form body is plain text.
+ */
 async function readBody(
   c: Context,
   limit: number,
-  action: string,
-  accepted?: readonly BodyType[],
+  options: { action: string; accepted?: readonly BodyType[]; formFields?: readonly string[] },
 ): Promise<ParsedBody> {
-  const type = bodyType(c.req.raw.headers, accepted);
+  const type = bodyType(c.req.raw.headers, options.accepted);
   const bytes = await readLimited(c.req.raw, limit);
-  return parseBody(bytes, type, action);
+  return parseBody(bytes, type, options);
 }
 
 /**
@@ -224,7 +230,10 @@ export function createApp(options: AppOptions): Hono {
       scope: "submit",
       methods: ["POST"],
       handler: async (c, url) => {
-        const body = await readBody(c, maxBody, "submit");
+        const body = await readBody(c, maxBody, {
+          action: "submit",
+          formFields: Object.keys(submitFieldsSchema.shape),
+        });
         let content: string;
         let queueField: string | undefined;
         if (body.kind === "text") {
@@ -294,7 +303,7 @@ export function createApp(options: AppOptions): Hono {
       scope: "consume",
       methods: ["POST"],
       handler: async (c) => {
-        const body = await readBody(c, maxBody, "ack", ["application/json"]);
+        const body = await readBody(c, maxBody, { action: "ack", accepted: ["application/json"] });
         if (body.kind !== "fields") {
           throw new HttpError(400, "Cannot ack: the body must be a JSON object");
         }
@@ -335,7 +344,10 @@ export function createApp(options: AppOptions): Hono {
       scope: "push",
       methods: ["POST"],
       handler: async (c) => {
-        const body = await readBody(c, maxBody, "push");
+        const body = await readBody(c, maxBody, {
+          action: "push",
+          formFields: Object.keys(pushFieldsSchema.shape),
+        });
         const content = body.kind === "text"
           ? body.text.trim()
           : (parseOr400(pushFieldsSchema, body.fields, "push").content?.trim() ?? "");
@@ -416,7 +428,10 @@ export function createApp(options: AppOptions): Hono {
       scope: "publish",
       methods: ["POST"],
       handler: async (c) => {
-        const body = await readBody(c, maxBody, "publish", ["application/json"]);
+        const body = await readBody(c, maxBody, {
+          action: "publish",
+          accepted: ["application/json"],
+        });
         if (body.kind !== "fields") {
           throw new HttpError(400, "Cannot publish: the body must be a JSON object");
         }

@@ -2,7 +2,7 @@
  * The relay's HTTP API on Hono: the endpoints of spec §4.1–4.8 with the contract's rules,
  * and the extensions: `/stats` (issue 5), long-poll, `/results/stream`, leases with `/ack`,
  * and `/metrics` (issue 6); named keys with scopes, `/openapi.json` and the web app under
- * `/app/` (issue 7).
+ * `/app/` (issue 7), where `GET /` sends a browser.
  *
  * Every request passes, in this order (C3): known path (else 404), allowed method (else
  * 405 with `Allow`), API key (else 401), the named key's scope (else 403, issue 7),
@@ -482,6 +482,15 @@ export function createApp(options: AppOptions): Hono {
         return new Response(document, { headers: { "content-type": JSON_TYPE } });
       },
     },
+    // A browser pointed at the relay's address finds the web app; no key needed.
+    "/": {
+      methods: ["GET", "HEAD"],
+      open: true,
+      handler: () =>
+        Promise.resolve(
+          new Response(null, { status: 302, headers: { location: WEBAPP_PATH } }),
+        ),
+    },
     // Issue 7: the phone web app; its files are public, the key stays on the device.
     "/app": {
       methods: ["GET", "HEAD"],
@@ -587,7 +596,9 @@ export function createApp(options: AppOptions): Hono {
   }
 
   // The API's endpoints and the app's entry, for the 404 message (not every app file).
-  const endpoints = Object.keys(routes).filter((path) => !path.startsWith(WEBAPP_PATH));
+  const endpoints = Object.keys(routes).filter((path) =>
+    path !== "/" && !path.startsWith(WEBAPP_PATH)
+  );
   endpoints.push(WEBAPP_PATH);
   app.notFound((c) => {
     const path = truncate(c.req.path);

@@ -654,10 +654,40 @@ Deno.test("problem documents", async (t) => {
   );
 });
 
+Deno.test("GET /", async (t) => {
+  await t.step("redirects a browser to the web app with 302, no key needed", async () => {
+    await using app = await makeApp();
+    for (const method of ["GET", "HEAD"]) {
+      const res = await app.app.request("/", { method });
+      assert.equal(res.status, 302, method);
+      assert.equal(res.headers.get("location"), "/app/", method);
+      assert.equal(await res.text(), "");
+    }
+    // With a wrong key too: the redirect asks for none.
+    const res = await app.app.request("/?x=1", { headers: { "x-auth-key": "wrong" } });
+    assert.equal(res.status, 302);
+    assert.equal(res.headers.get("location"), "/app/");
+  });
+
+  await t.step("leads to the web app's page", async () => {
+    await using app = await makeApp();
+    const location = (await app.app.request("/")).headers.get("location")!;
+    const page = await app.app.request(location);
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get("content-type") ?? "", /^text\/html/);
+  });
+
+  await t.step("is not listed among the endpoints a 404 names", async () => {
+    await using app = await makeApp();
+    const detail = await assertProblem(await app.app.request("/nope"), 404);
+    assert.match(detail, /the relay serves \/submit, /);
+  });
+});
+
 Deno.test("routing and error order", async (t) => {
   await t.step("C3 answers 404 for an unknown path, before authentication", async () => {
     await using app = await makeApp();
-    for (const path of ["/", "/nope", "/submit/", "/SUBMIT", "/publish/x"]) {
+    for (const path of ["/nope", "/submit/", "/SUBMIT", "/publish/x", "//"]) {
       await assertProblem(await app.app.request(path, { method: "POST" }), 404);
     }
   });
@@ -674,6 +704,8 @@ Deno.test("routing and error order", async (t) => {
         ["POST", "/results", "GET, HEAD"],
         ["GET", "/clear", "POST"],
         ["POST", "/health", "GET, HEAD"],
+        ["POST", "/", "GET, HEAD"],
+        ["DELETE", "/", "GET, HEAD"],
       ];
       for (const [method, path, allow] of cases) {
         const res = await app.app.request(path, { method });

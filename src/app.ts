@@ -30,6 +30,7 @@ import { HttpError, problemResponse, truncate } from "./errors.ts";
 import type { KeyRing, Scope } from "./named_keys.ts";
 import { WEBAPP_FILES, WEBAPP_PAGES, WEBAPP_PATH, webappFile } from "./webapp.ts";
 import { KEEP_ALIVE_MS, longPoll, streamResults } from "./live.ts";
+import { Logger } from "./log.ts";
 import { RelayMetrics, type Waiter } from "./metrics.ts";
 import { missingConfiguration, publish, type PublishConfig } from "./publish.ts";
 import { DEFAULT_QA_HOSTS, QUEUE_NAMES, routeContent } from "./queues.ts";
@@ -81,10 +82,11 @@ export interface AppOptions {
    */
   publish?: PublishConfig;
   /**
-   * Where the access log goes, one line per request (method, path with the key redacted,
-   * status, duration in ms); default `console.log`.
+   * Where the access log (one line per request, at level `info`: client address, method,
+   * path with the key redacted, status, body bytes, duration in ms) and unexpected errors
+   * go; default a text {@linkcode Logger} on standard output and error.
    */
-  log?: (line: string) => void;
+  logger?: Logger;
   /**
    * The metrics `GET /metrics` reports (issue 6); default a new set. Pass the one whose
    * `commit` observer the store was created with to get KV commit latency.
@@ -131,14 +133,42 @@ const NOT_CONFIGURED: PublishConfig = {
 };
 const JSON_TYPE = "application/json; charset=utf-8";
 
+const encoder = new TextEncoder();
+
+/**
+ * A response with `body` encoded and its `Content-Length`, which the access log reads
+ * instead of measuring the body again (a peek can be megabytes).
+ */
+function sized(body: string, status: number, type: string): Response {
+  const bytes = encoder.encode(body);
+  return new Response(bytes, {
+    status,
+    headers: { "content-type": type, "content-length": String(bytes.byteLength) },
+  });
+}
+
 /** A `text/plain; charset=utf-8` response (C2). */
 function text(body: string, status = 200): Response {
-  return new Response(body, { status, headers: { "content-type": TEXT } });
+  return sized(body, status, TEXT);
 }
 
 /** An `application/json; charset=utf-8` response (C2). */
 function json(value: unknown, status = 200): Response {
-  return new Response(JSON.stringify(value), { status, headers: { "content-type": JSON_TYPE } });
+  return sized(JSON.stringify(value), status, JSON_TYPE);
+}
+
+/**
+ * The size of the body a response sends, bytes, for the access log: 0 for HEAD, its
+ * `Content-Length` when it has one, else measured on a copy (problem documents, web app
+ * files: bodies already in memory); `undefined` for an event stream, whose size is not
+ * known when it starts.
+ */
+async function bodyBytes(method: string, res: Response): Promise<number | undefined> {
+  if (method === "HEAD") return 0;
+  const declared = res.headers.get("content-length");
+  if (declared !== null && /^\d+$/.test(declared)) return Number(declared);
+  if (res.headers.get("content-type")?.startsWith("text/event-stream")) return undefined;
+  return (await res.clone().arrayBuffer()).byteLength;
 }
 
 /** `YYYY-MM-DD HH:MM:SS` in UTC, as peek shows `created_at` (spec §2.2, C7). */
@@ -193,7 +223,7 @@ export function createApp(options: AppOptions): Hono {
   const { store, apiKey } = options;
   const qaHosts = options.qaHosts ?? DEFAULT_QA_HOSTS;
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const log = options.log ?? ((line: string) => console.log(line));
+  const logger = options.logger ?? new Logger();
   const bulkRead = pLimit(CONCURRENT_BULK_READS);
   const authFailures = new AuthFailureLimiter(store.clock);
   const metrics = options.metrics ?? new RelayMetrics();
@@ -416,7 +446,7 @@ export function createApp(options: AppOptions): Hono {
             });
           } catch (error) {
             // The cause stays in the relay's log; the client learns only that it failed.
-            console.error("relay: results stream failed:", error);
+            logger.error("relay: results stream failed", error);
             await stream.writeSSE({ event: "error", data: "the relay failed; reconnect" });
           } finally {
             done();
@@ -539,8 +569,16 @@ export function createApp(options: AppOptions): Hono {
     if (refused === undefined) await next();
     const status = refused?.status ?? c.res.status;
     const ms = performance.now() - started;
-    const target = redactedTarget(c.req.url);
-    log(`${new Date().toISOString()} ${c.req.method} ${target} ${status} ${ms.toFixed(1)}ms`);
+    if (logger.enabled("info")) {
+      logger.access({
+        method: c.req.method,
+        path: redactedTarget(c.req.url),
+        status,
+        durationMs: ms,
+        bytes: await bodyBytes(c.req.method, refused ?? c.res),
+        client: clientAddress(c),
+      });
+    }
     metrics.request(
       refused === undefined && c.req.path in routes ? c.req.path : "other",
       c.req.method,
@@ -615,7 +653,7 @@ export function createApp(options: AppOptions): Hono {
     if (error instanceof StoreBusyError) {
       return problemResponse(503, `${error.message}: try again`, { "retry-after": "1" });
     }
-    console.error("relay: unexpected error:", error);
+    logger.error("relay: unexpected error", error);
     return problemResponse(500, "Internal error: the relay logged the cause");
   });
 

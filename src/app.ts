@@ -168,7 +168,11 @@ async function bodyBytes(method: string, res: Response): Promise<number | undefi
   const declared = res.headers.get("content-length");
   if (declared !== null && /^\d+$/.test(declared)) return Number(declared);
   if (res.headers.get("content-type")?.startsWith("text/event-stream")) return undefined;
-  return (await res.clone().arrayBuffer()).byteLength;
+  try {
+    return (await res.clone().arrayBuffer()).byteLength;
+  } catch {
+    return undefined; // a body already read: the log line must not fail the request
+  }
 }
 
 /** `YYYY-MM-DD HH:MM:SS` in UTC, as peek shows `created_at` (spec §2.2, C7). */

@@ -14,7 +14,7 @@ import { createPrivateFile, makePrivateDirectory, restrictFile } from "./files.t
 import { lockDatabase } from "./lock.ts";
 import { missingConfiguration, type PublishConfig, TARGETS } from "./publish.ts";
 import { WEAK_KEY_LENGTH } from "./auth.ts";
-import { BatchedLog } from "./log.ts";
+import { BatchedLog, Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { KeyRing } from "./named_keys.ts";
 import { lanAddress, pairingLines, pairingLink } from "./pairing.ts";
@@ -153,6 +153,8 @@ function serveOrExplain(
 export interface RunningRelay {
   /** The address it listens on, e.g. `http://0.0.0.0:8787` (`https://` with TLS). */
   readonly url: string;
+  /** The relay's log, in the configured format and level, for the caller's own messages. */
+  readonly logger: Logger;
   /**
    * Stops accepting, waits up to {@linkcode SHUTDOWN_GRACE_MS} for in-flight requests,
    * closes KV and releases the lock (C72).
@@ -167,9 +169,11 @@ export interface RunningRelay {
  * enabled, one saying where the API key comes from, then
  * `relay listening on http://<host>:<port>` (`https://` with `--tls-cert`, issue 7).
  *
- * @param config The validated configuration.
- * @param options.log Where messages and the access log go; default `console.log` for
- *   messages and batched writes to standard output for the access log ({@linkcode BatchedLog}).
+ * @param config The validated configuration; its `logFormat` and `logLevel` shape every
+ *   line written.
+ * @param options.log Where every log line goes (errors too); default `console.log` for
+ *   messages, `console.error` for errors, and batched writes to standard output for the
+ *   access log ({@linkcode BatchedLog}).
  * @param options.version The relay's version, for the start line.
  * @param options.pairing Print a QR code and link that pair a phone's web app with the
  *   main key (issue 7); the command line asks for it when standard output is a terminal,
@@ -183,9 +187,15 @@ export async function startRelay(
   config: Config,
   options: { log?: (line: string) => void; version?: string; pairing?: boolean } = {},
 ): Promise<RunningRelay> {
-  const log = options.log ?? ((line: string) => console.log(line));
   // The access log is written in batches unless the caller collects lines itself.
   const accessLog = options.log === undefined ? new BatchedLog() : undefined;
+  const logger = new Logger({
+    format: config.logFormat,
+    level: config.logLevel,
+    ...(options.log === undefined ? {} : { write: options.log }),
+    ...(accessLog === undefined ? {} : { writeAccess: accessLog.line }),
+  });
+  const log = logger.info;
   const database = await openLockedDatabase(config.db);
   const { path: db, kv } = database;
   try {
@@ -194,7 +204,7 @@ export async function startRelay(
       keyFile: config.apiKeyFile,
       db,
     });
-    const keyRing = new KeyRing(config.keysFile, Date.now, log);
+    const keyRing = new KeyRing(config.keysFile, Date.now, logger.warn);
     const tls = config.tls === undefined ? undefined : {
       cert: readPem(config.tls.certFile, "--tls-cert"),
       key: readPem(config.tls.keyFile, "--tls-key"),
@@ -214,7 +224,7 @@ export async function startRelay(
       qaHosts: config.qaHosts,
       maxBodyBytes: config.maxBodyBytes,
       publish,
-      log: accessLog?.line ?? log,
+      logger,
       metrics,
       closing: closing.signal,
     });
@@ -234,7 +244,7 @@ export async function startRelay(
     } else log(`relay: API key from ${apiKey.path}`);
     if (keyRing.size > 0) log(`relay: ${keyRing.size} named key(s) from ${config.keysFile}`);
     if (apiKey.key.length < WEAK_KEY_LENGTH) {
-      log(
+      logger.warn(
         `relay: warning: the API key is ${apiKey.key.length} characters long; ` +
           `use at least ${WEAK_KEY_LENGTH} random characters (delete the key file to get a generated one)`,
       );
@@ -289,7 +299,7 @@ export async function startRelay(
         }
       },
       onError: (error) => {
-        console.error("relay: unexpected error:", error);
+        logger.error("relay: unexpected error", error);
         return problemResponse(500, "Internal error: the relay logged the cause");
       },
     }, handler);
@@ -299,6 +309,7 @@ export async function startRelay(
 
     return {
       url,
+      logger,
       async shutdown() {
         draining = true;
         closing.abort();

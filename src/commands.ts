@@ -36,7 +36,7 @@ import { type Backup, exportStore, ImportError, importStore, parseBackup } from 
 import { DatabaseInUseError } from "./lock.ts";
 import { errorMessage } from "./errors.ts";
 import { publishConfig, withStore } from "./server.ts";
-import { MAX_LEASE_MS } from "./store.ts";
+import { MAX_LEASE_MS } from "./store/store.ts";
 
 /** Exit code for a bad command line. */
 export const EXIT_USAGE = 2;

@@ -12,7 +12,7 @@ import { createApp } from "../src/app.ts";
 import type { Clock } from "../src/clock.ts";
 import type { KeyRing } from "../src/named_keys.ts";
 import type { PublishConfig } from "../src/publish.ts";
-import { createStore, type Store, type StoreStats } from "../src/store.ts";
+import { createStore, type Store, type StoreStats } from "../src/store/store.ts";
 
 /** The repository root. */
 export const ROOT: string = fileURLToPath(new URL("../", import.meta.url));

@@ -16,8 +16,8 @@ import {
   RESULTS_CAPACITY,
   stats,
   submit,
-} from "../src/store.ts";
-import { makeStore } from "./_helpers.ts";
+} from "../../src/store/store.ts";
+import { makeStore } from "../_helpers.ts";
 
 Deno.test("submit() C13 reports a duplicate within the window, relay-wide", async () => {
   await using t = await makeStore({ dedupeWindowMs: 1000 });

@@ -1,7 +1,7 @@
 /**
  * The relay's store over Deno KV: queues, the results feed, duplicate records and the
  * counters of `GET /stats`. This is the only module that touches KV; the key schema is
- * documented in `keys.ts`.
+ * documented in `kv_keys.ts`.
  *
  * **One writer, group commit.** A relay owns its KV file (C73), so the store keeps the
  * committed state of every queue and of the feed in memory and funnels every write through
@@ -26,14 +26,16 @@
  */
 
 import { createHash } from "node:crypto";
-import { type Clock, systemClock } from "./clock.ts";
+import { type Clock, systemClock } from "../clock.ts";
 import {
   type ItemHead,
   itemPartKey,
   itemPrefix,
+  type QueueCounters,
   queueItemsPrefix,
   type QueueMeta,
   queueMetaKey,
+  type ResultCounters,
   type ResultHead,
   resultPartKey,
   resultPrefix,
@@ -43,8 +45,10 @@ import {
   submissionKey,
   type SubmissionRecord,
   submissionsPrefix,
-} from "./keys.ts";
-import { QUEUE_NAMES, type QueueName } from "./queues.ts";
+} from "./kv_keys.ts";
+import { QUEUE_NAMES, type QueueName } from "../queues.ts";
+
+export type { QueueCounters, ResultCounters } from "./kv_keys.ts";
 
 /** Items an input queue holds; the oldest are evicted past it (spec §8, C14). */
 export const QUEUE_CAPACITY = 50;
@@ -167,35 +171,6 @@ export interface ResultsPage {
    * this read: the reader missed them (issue 6).
    */
   readonly gap: boolean;
-}
-
-/**
- * Durable counters of one queue (issue 5). At every moment
- * `accepted = delivered + evicted + cleared + depth`.
- */
-export interface QueueCounters {
-  /** Items queued by a submit (a put-back with `dedupe=false` counts again). */
-  accepted: number;
-  /** Submissions refused as duplicates (C13); they queued nothing. */
-  duplicate: number;
-  /** Items handed out by a plain pull, or acknowledged after a leased pull (issue 6). */
-  delivered: number;
-  /** Items handed out by a leased pull, each re-delivery after an ended lease again. */
-  leased: number;
-  /** Items dropped by the 50-item overflow (C14). */
-  evicted: number;
-  /** Items removed by `/clear` (C50). */
-  cleared: number;
-}
-
-/** Durable counters of the results feed: `pushed = evicted + cleared + depth`. */
-export interface ResultCounters {
-  /** Results appended by a push. */
-  pushed: number;
-  /** Results dropped by the 50-result overflow. */
-  evicted: number;
-  /** Results removed by `/clear` (C50). */
-  cleared: number;
 }
 
 /** What `GET /stats` reports: the counters and the current depths. */

@@ -47,20 +47,16 @@ import {
   submissionsPrefix,
 } from "./kv_keys.ts";
 import { QUEUE_NAMES, type QueueName } from "../queues.ts";
+import { collectParts, decodeSlot, readParts, splitParts } from "./_parts.ts";
 
 export type { QueueCounters, ResultCounters } from "./kv_keys.ts";
+export { CHUNK_BYTES } from "./_parts.ts";
 
 /** Items an input queue holds; the oldest are evicted past it (spec §8, C14). */
 export const QUEUE_CAPACITY = 50;
 
 /** Items the results feed holds; the oldest are evicted past it (spec §8). */
 export const RESULTS_CAPACITY = 50;
-
-/**
- * Bytes of content per KV value. A KV value holds at most 65,536 bytes; the head part
- * also carries a few fields and V8 serialisation framing, so stay well below.
- */
-export const CHUNK_BYTES = 60_000;
 
 /** Default duplicate window, ms: 5 minutes (spec §8, C13). */
 export const DEFAULT_DEDUPE_WINDOW_MS = 5 * 60_000;
@@ -915,12 +911,8 @@ export class Engine {
    *
    * @returns The content, or `undefined` when parts are missing.
    */
-  async readParts(prefix: Deno.KvKey): Promise<string | undefined> {
-    const found = await collectParts(this.#kv.list<ItemHead | Uint8Array>({ prefix }));
-    const slot = found.values().next().value;
-    if (slot === undefined || slot.head === undefined) return undefined;
-    const bytes = joinParts(slot, slot.head.parts);
-    return bytes === undefined ? undefined : decoder.decode(bytes);
+  readParts(prefix: Deno.KvKey): Promise<string | undefined> {
+    return readParts(this.#kv, prefix);
   }
 
   #kick(): void {
@@ -1176,9 +1168,6 @@ export class Engine {
 
 // ---------------------------------------------------------------------------------------
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
 function sha256Hex(content: string): string {
   return createHash("sha256").update(content, "utf8").digest("hex");
 }
@@ -1235,17 +1224,6 @@ function appendResultCost(draft: Draft, parts: readonly Uint8Array[]): Cost {
 /** Parts that appending one more entry to `items` would evict past `capacity`. */
 function evictedParts(items: readonly { parts: number }[], capacity: number): number {
   return items.length >= capacity ? totalParts(items.slice(0, items.length - capacity + 1)) : 0;
-}
-
-/** Splits content into UTF-8 byte parts of at most CHUNK_BYTES; always at least one. */
-function splitParts(content: string): Uint8Array[] {
-  const bytes = encoder.encode(content);
-  const parts: Uint8Array[] = [];
-  for (let i = 0; i < bytes.length || parts.length === 0; i += CHUNK_BYTES) {
-    // slice, not subarray: KV would serialise the whole underlying buffer of a view.
-    parts.push(bytes.slice(i, i + CHUNK_BYTES));
-  }
-  return parts;
 }
 
 /** Writes part 0 as a head record (with `extra` fields) and the rest as raw bytes. */
@@ -1332,54 +1310,4 @@ function feedMeta(feed: FeedState): ResultsMeta {
     items: feed.items.map((r) => [r.t, r.parts]),
     counters: feed.counters,
   };
-}
-
-/** Parts of one item or result as listed: its head (part 0) and every part's bytes. */
-interface PartSlot {
-  head: ItemHead | ResultHead | undefined;
-  data: Uint8Array[];
-}
-
-/** Groups listed part entries, whose keys end in `[…, id, part]`, by id. */
-async function collectParts(
-  iter: Deno.KvListIterator<ItemHead | ResultHead | Uint8Array>,
-): Promise<Map<number, PartSlot>> {
-  const found = new Map<number, PartSlot>();
-  for await (const entry of iter) {
-    const id = entry.key.at(-2) as number;
-    const part = entry.key.at(-1) as number;
-    const slot = found.get(id) ?? { head: undefined, data: [] };
-    if (part === 0) {
-      const head = entry.value as ItemHead | ResultHead;
-      slot.head = head;
-      slot.data[0] = head.data;
-    } else {
-      slot.data[part] = entry.value as Uint8Array;
-    }
-    found.set(id, slot);
-  }
-  return found;
-}
-
-function decodeSlot(slot: PartSlot, parts: number): string | undefined {
-  const bytes = joinParts(slot, parts);
-  return bytes === undefined ? undefined : decoder.decode(bytes);
-}
-
-/** Concatenates parts 0 … parts-1; `undefined` when any is missing (a torn read). */
-function joinParts(slot: PartSlot, parts: number): Uint8Array | undefined {
-  if (slot.data.length !== parts) return undefined;
-  let size = 0;
-  for (let i = 0; i < parts; i++) {
-    const data = slot.data[i];
-    if (data === undefined) return undefined;
-    size += data.length;
-  }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const data of slot.data) {
-    out.set(data, offset);
-    offset += data.length;
-  }
-  return out;
 }

@@ -34,7 +34,6 @@ import {
   type QueueCounters,
   queueItemsPrefix,
   type QueueMeta,
-  queueMetaKey,
   type ResultCounters,
   type ResultHead,
   resultPartKey,
@@ -48,25 +47,40 @@ import {
 } from "./kv_keys.ts";
 import { QUEUE_NAMES, type QueueName } from "../queues.ts";
 import { collectParts, decodeSlot, readParts, splitParts } from "./_parts.ts";
+import {
+  addCost,
+  appendItem,
+  appendItemCost,
+  appendResult,
+  appendResultCost,
+  available,
+  BATCH_MAX_BYTES,
+  BATCH_MAX_MUTATIONS,
+  type Change,
+  type Collection,
+  COLLECTIONS,
+  deleteParts,
+  Draft,
+  type FeedState,
+  type ItemState,
+  metaKey,
+  metaValue,
+  Mutations,
+  QUEUE_CAPACITY,
+  type QueueState,
+  RESULTS_CAPACITY,
+  type ResultState,
+  type State,
+  totalParts,
+  type WriteOp,
+} from "./_state.ts";
 
 export type { QueueCounters, ResultCounters } from "./kv_keys.ts";
 export { CHUNK_BYTES } from "./_parts.ts";
-
-/** Items an input queue holds; the oldest are evicted past it (spec §8, C14). */
-export const QUEUE_CAPACITY = 50;
-
-/** Items the results feed holds; the oldest are evicted past it (spec §8). */
-export const RESULTS_CAPACITY = 50;
+export { type Collection, QUEUE_CAPACITY, RESULTS_CAPACITY } from "./_state.ts";
 
 /** Default duplicate window, ms: 5 minutes (spec §8, C13). */
 export const DEFAULT_DEDUPE_WINDOW_MS = 5 * 60_000;
-
-// What one atomic commit may hold, with room for the metadata entries and their checks
-// (KV allows 1000 mutations and 800 KiB per commit; platform notes).
-const BATCH_MAX_MUTATIONS = 900;
-const BATCH_MAX_BYTES = 700 * 1024;
-// Approximate bytes of a key and serialisation framing, per mutation.
-const MUTATION_OVERHEAD_BYTES = 100;
 
 /** Times a batch is applied again after another process changed the file under it. */
 const MAX_COMMIT_ATTEMPTS = 20;
@@ -207,21 +221,21 @@ export async function submit(
     name: "submit",
     // The item, the evictions, and the duplicate record.
     cost: (draft) => addCost(appendItemCost(draft, queue, parts), 1),
-    apply(draft, tx) {
+    apply(draft, mutations) {
       const q = draft.queues[queue];
       const now = draft.now;
       const seen = draft.seen(hash);
-      tx.touch(queue);
+      mutations.touch(queue);
       // C13: compare the stored time; expired KV entries can still be read.
       if (dedupe && seen !== undefined && now - seen < store.dedupeWindowMs) {
         q.counters.duplicate++;
         return { accepted: false };
       }
-      const id = appendItem(tx, q, queue, parts, content, now);
+      const id = appendItem(mutations, q, queue, parts, content, now);
       q.counters.accepted++;
       if (dedupe) {
         draft.see(hash, now);
-        tx.set(submissionKey(hash), { last_seen_at: now } satisfies SubmissionRecord, {
+        mutations.set(submissionKey(hash), { last_seen_at: now } satisfies SubmissionRecord, {
           expireIn: store.dedupeWindowMs,
         });
       }
@@ -315,7 +329,7 @@ export async function ack(
     name: "ack",
     cost: (draft) =>
       addCost({ mutations: 0, bytes: 0 }, totalParts(refs.flatMap((r) => held(draft, r) ?? []))),
-    apply(draft, tx) {
+    apply(draft, mutations) {
       const acked: ItemRef[] = [];
       const unknown: ItemRef[] = [];
       for (const ref of refs) {
@@ -325,20 +339,15 @@ export async function ack(
           continue;
         }
         const q = draft.queues[ref.queue];
-        deleteParts(tx, item.parts, (p) => itemPartKey(ref.queue, item.id, p));
+        deleteParts(mutations, item.parts, (p) => itemPartKey(ref.queue, item.id, p));
         q.items = q.items.filter((i) => i !== item);
         q.counters.delivered++;
-        tx.touch(ref.queue);
+        mutations.touch(ref.queue);
         acked.push(ref);
       }
       return { acked, unknown };
     },
   });
-}
-
-/** Whether a pull may hand `item` out at `now`: not leased, or its lease has ended. */
-function available(item: ItemState, now: number): boolean {
-  return item.lease_until === undefined || item.lease_until <= now;
 }
 
 /**
@@ -364,7 +373,7 @@ async function take(
       const mutations = lease === undefined ? totalParts(items) : 0;
       return addCost({ mutations, bytes: 0 }, 1 + items.length);
     },
-    async apply(draft, tx) {
+    async apply(draft, mutations) {
       const picked = pick(draft);
       if (picked === undefined) return undefined;
       const { queue } = picked;
@@ -373,7 +382,7 @@ async function take(
       const items = await store.engine.itemsWithContent(queue, picked.items, draft.now);
       if (items === undefined) throw new Error(`Cannot pull ${queue}: content parts are missing`);
       const taken = new Set(picked.items);
-      tx.touch(queue);
+      mutations.touch(queue);
       if (lease !== undefined) {
         const until = draft.now + lease.leaseMs;
         q.items = q.items.map((i) => taken.has(i) ? { ...i, lease_until: until } : i);
@@ -381,7 +390,7 @@ async function take(
         return { queue, items: items.map((i) => ({ ...i, lease_until: until })) };
       }
       for (const item of picked.items) {
-        deleteParts(tx, item.parts, (p) => itemPartKey(queue, item.id, p));
+        deleteParts(mutations, item.parts, (p) => itemPartKey(queue, item.id, p));
       }
       q.items = q.items.filter((i) => !taken.has(i));
       q.counters.delivered += items.length;
@@ -412,9 +421,6 @@ export async function nextLeaseEnd(
     return next === Infinity ? null : next;
   }) ?? undefined;
 }
-
-/** A queue, or `"feed"` for the results feed: what a commit changes and a waiter watches. */
-export type Collection = QueueName | "feed";
 
 /**
  * Resolves at the next successful commit that changes one of `collections` (a submit,
@@ -467,9 +473,9 @@ export async function push(store: Store, content: string): Promise<ResultItem> {
   return await store.engine.write({
     name: "push",
     cost: (draft) => appendResultCost(draft, parts),
-    apply(draft, tx) {
+    apply(draft, mutations) {
       const t = Math.max(draft.now, draft.feed.hwm + 1);
-      appendResult(tx, draft.feed, parts, content, t);
+      appendResult(mutations, draft.feed, parts, content, t);
       draft.feed.counters.pushed++;
       return { t, content };
     },
@@ -517,24 +523,24 @@ export async function readResults(
 export async function clear(store: Store): Promise<void> {
   await store.engine.exclusive("clear", async (engine) => {
     for (const queue of QUEUE_NAMES) {
-      await engine.commitAlone("clear", (draft, tx) => {
+      await engine.commitAlone("clear", (draft, mutations) => {
         const q = draft.queues[queue];
         if (q.items.length === 0) return;
         for (const item of q.items) {
-          deleteParts(tx, item.parts, (p) => itemPartKey(queue, item.id, p));
+          deleteParts(mutations, item.parts, (p) => itemPartKey(queue, item.id, p));
         }
         q.counters.cleared += q.items.length;
         q.items = [];
-        tx.touch(queue);
+        mutations.touch(queue);
       });
     }
-    await engine.commitAlone("clear", (draft, tx) => {
+    await engine.commitAlone("clear", (draft, mutations) => {
       const feed = draft.feed;
       if (feed.items.length === 0) return;
-      for (const r of feed.items) deleteParts(tx, r.parts, (p) => resultPartKey(r.t, p));
+      for (const r of feed.items) deleteParts(mutations, r.parts, (p) => resultPartKey(r.t, p));
       feed.counters.cleared += feed.items.length;
       feed.items = [];
-      tx.touch("feed");
+      mutations.touch("feed");
     });
     await engine.dropSubmissionRecords();
   });
@@ -611,9 +617,9 @@ export async function restore(
       writes.push(store.engine.write({
         name: "restore",
         cost: (draft) => appendItemCost(draft, queue, parts),
-        apply(draft, tx) {
+        apply(draft, mutations) {
           const q = draft.queues[queue];
-          appendItem(tx, q, queue, parts, item.content, item.created_at);
+          appendItem(mutations, q, queue, parts, item.content, item.created_at);
           q.counters.accepted++;
           return true;
         },
@@ -625,8 +631,8 @@ export async function restore(
     writes.push(store.engine.write({
       name: "restore",
       cost: (draft) => appendResultCost(draft, parts),
-      apply(draft, tx) {
-        appendResult(tx, draft.feed, parts, result.content, result.t);
+      apply(draft, mutations) {
+        appendResult(mutations, draft.feed, parts, result.content, result.t);
         draft.feed.counters.pushed++;
         return true;
       },
@@ -635,9 +641,9 @@ export async function restore(
   writes.push(store.engine.write({
     name: "restore",
     cost: () => addCost({ mutations: 0, bytes: 0 }, 1),
-    apply(draft, tx) {
+    apply(draft, mutations) {
       draft.feed.hwm = Math.max(draft.feed.hwm, backup.hwm);
-      tx.touch("feed");
+      mutations.touch("feed");
       return true;
     },
   }));
@@ -657,102 +663,6 @@ export async function probe(store: Store): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-// ---------------------------------------------------------------------------------------
-// State
-
-/** A queued item in memory; `content` is kept for single-part items only. */
-interface ItemState {
-  readonly id: number;
-  readonly parts: number;
-  readonly created_at: number;
-  readonly content: string | undefined;
-  /** Set by a leased pull, epoch ms; kept after the lease ends until a pull or ack. */
-  readonly lease_until?: number;
-}
-
-/** A result in memory; `content` is kept for single-part results only. */
-interface ResultState {
-  readonly t: number;
-  readonly parts: number;
-  readonly content: string | undefined;
-}
-
-interface QueueState {
-  next_id: number;
-  items: ItemState[];
-  counters: QueueCounters;
-}
-
-interface FeedState {
-  hwm: number;
-  /** The largest `t` the overflow ever evicted, 0 for none (the `gap` flag, issue 6). */
-  evicted_t: number;
-  items: ResultState[];
-  counters: ResultCounters;
-}
-
-const COLLECTIONS: readonly Collection[] = [...QUEUE_NAMES, "feed"];
-
-/** The key of a collection's metadata entry. */
-function metaKey(collection: Collection): Deno.KvKey {
-  return collection === "feed" ? resultsMetaKey() : queueMetaKey(collection);
-}
-
-/** The committed state: what KV holds, as of the last successful commit. */
-interface State {
-  queues: Record<QueueName, QueueState>;
-  feed: FeedState;
-  /** Duplicate records: SHA-256 hex → last accepted, epoch ms (C13). */
-  seen: Map<string, number>;
-  /** Versionstamps of the metadata entries as last read or written. */
-  stamps: Record<Collection, string | null>;
-}
-
-/** A copy of the state that a batch changes; becomes the state when its commit succeeds. */
-interface Draft {
-  readonly queues: Record<QueueName, QueueState>;
-  readonly feed: FeedState;
-  /** The clock, read once per batch, epoch ms. */
-  readonly now: number;
-  /** When `hash` was last accepted, epoch ms, or `undefined`. */
-  seen(hash: string): number | undefined;
-  /** Records `hash` as accepted at `at`. */
-  see(hash: string, at: number): void;
-}
-
-/** KV mutations of one commit, one per key (the last one wins), with a size estimate. */
-class Tx {
-  readonly mutations = new Map<
-    string,
-    { key: Deno.KvKey; value?: unknown; expireIn?: number }
-  >();
-  readonly touched = new Set<Collection>();
-  bytes = 0;
-
-  set(key: Deno.KvKey, value: unknown, options: { expireIn?: number } = {}): void {
-    this.bytes += MUTATION_OVERHEAD_BYTES + (value instanceof Uint8Array ? value.length : 0) +
-      (isHead(value) ? value.data.length : 0);
-    this.mutations.set(keyString(key), { key, value, ...options });
-  }
-
-  delete(key: Deno.KvKey): void {
-    this.bytes += MUTATION_OVERHEAD_BYTES;
-    this.mutations.set(keyString(key), { key });
-  }
-
-  /** Marks a queue's or the feed's metadata (order, counters, high-water mark) as changed. */
-  touch(collection: Collection): void {
-    this.touched.add(collection);
-  }
-}
-
-/** One write waiting for the writer: its cost against the draft, then its effect. */
-interface WriteOp<T> {
-  readonly name: string;
-  cost(draft: Draft): Cost;
-  apply(draft: Draft, tx: Tx): T | Promise<T>;
 }
 
 interface Pending {
@@ -846,12 +756,13 @@ export class Engine {
    * Applies `change` to a draft and commits it on its own; only inside
    * {@linkcode Engine.exclusive}. The change must fit one commit.
    */
-  async commitAlone(name: string, change: (draft: Draft, tx: Tx) => void): Promise<void> {
+  async commitAlone(name: string, change: Change): Promise<void> {
     for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
       const state = await this.#load();
-      const { draft, tx, seen } = this.#draft(state);
-      change(draft, tx);
-      if (await this.#commit(state, draft, tx, seen)) return;
+      const draft = new Draft(state, Math.floor(this.#clock()));
+      const mutations = new Mutations();
+      change(draft, mutations);
+      if (await this.#commit(state, draft, mutations)) return;
     }
     throw new StoreBusyError(name);
   }
@@ -952,7 +863,8 @@ export class Engine {
         for (const p of [...batch, ...this.#pending.splice(0)]) p.reject(error);
         return;
       }
-      const { draft, tx, seen } = this.#draft(state);
+      const draft = new Draft(state, Math.floor(this.#clock()));
+      const mutations = new Mutations();
       const results: unknown[] = [];
       const applied: Pending[] = [];
       // On a retry, the same batch again; otherwise every waiting write that fits.
@@ -963,11 +875,11 @@ export class Engine {
         const cost = p.op!.cost(draft);
         if (
           applied.length > 0 &&
-          (tx.mutations.size + cost.mutations > BATCH_MAX_MUTATIONS ||
-            tx.bytes + cost.bytes > BATCH_MAX_BYTES)
+          (mutations.entries.size + cost.mutations > BATCH_MAX_MUTATIONS ||
+            mutations.bytes + cost.bytes > BATCH_MAX_BYTES)
         ) break;
         try {
-          results.push(await p.op!.apply(draft, tx));
+          results.push(await p.op!.apply(draft, mutations));
           applied.push(p);
         } catch (error) {
           p.reject(error);
@@ -979,7 +891,7 @@ export class Engine {
       if (applied.length === 0) return;
       let ok: boolean;
       try {
-        ok = await this.#commit(state, draft, tx, seen);
+        ok = await this.#commit(state, draft, mutations);
       } catch (error) {
         for (const p of applied) p.reject(error);
         return;
@@ -998,50 +910,27 @@ export class Engine {
     return this.#pending.splice(0, end === -1 ? this.#pending.length : end);
   }
 
-  #draft(state: State): { draft: Draft; tx: Tx; seen: Map<string, number> } {
-    const queues = {} as Record<QueueName, QueueState>;
-    for (const q of QUEUE_NAMES) {
-      const s = state.queues[q];
-      queues[q] = { next_id: s.next_id, items: [...s.items], counters: { ...s.counters } };
-    }
-    const feed = {
-      hwm: state.feed.hwm,
-      evicted_t: state.feed.evicted_t,
-      items: [...state.feed.items],
-      counters: { ...state.feed.counters },
-    };
-    const seen = new Map<string, number>();
-    const draft: Draft = {
-      queues,
-      feed,
-      now: Math.floor(this.#clock()),
-      seen: (hash) => seen.get(hash) ?? state.seen.get(hash),
-      see: (hash, at) => void seen.set(hash, at),
-    };
-    return { draft, tx: new Tx(), seen };
-  }
-
   /**
-   * Commits `tx` plus the touched metadata, checking every metadata versionstamp; on
+   * Commits `mutations` plus the touched metadata, checking every metadata versionstamp; on
    * success makes `draft` the committed state. A change with nothing to store (an empty
    * pull) commits nothing, so workers polling an empty queue cause no disk writes.
    *
    * @returns `false` when a check failed (the file changed under us; state reloaded).
    * @throws KV errors; the state is then reloaded before the next write.
    */
-  async #commit(state: State, draft: Draft, tx: Tx, seen: Map<string, number>): Promise<boolean> {
-    if (tx.mutations.size === 0 && tx.touched.size === 0) return true;
+  async #commit(state: State, draft: Draft, mutations: Mutations): Promise<boolean> {
+    if (mutations.entries.size === 0 && mutations.touched.size === 0) return true;
     const op = this.#kv.atomic();
     for (const c of COLLECTIONS) op.check({ key: metaKey(c), versionstamp: state.stamps[c] });
-    for (const m of tx.mutations.values()) {
+    for (const m of mutations.entries.values()) {
       if ("value" in m) {
         op.set(m.key, m.value, m.expireIn === undefined ? {} : { expireIn: m.expireIn });
       } else {
         op.delete(m.key);
       }
     }
-    for (const c of tx.touched) {
-      op.set(metaKey(c), c === "feed" ? feedMeta(draft.feed) : queueMeta(draft.queues[c]));
+    for (const c of mutations.touched) {
+      op.set(metaKey(c), metaValue(draft, c));
     }
     let res: Deno.KvCommitResult | Deno.KvCommitError;
     const started = performance.now();
@@ -1060,18 +949,11 @@ export class Engine {
       return false;
     }
     // Committed: the changed collections of the draft become the state (every change
-    // touches its collection); multi-part content stays in KV only.
-    const inKvOnly = <T extends { parts: number; content: string | undefined }>(i: T): T =>
-      i.parts > 1 && i.content !== undefined ? { ...i, content: undefined } : i;
-    for (const c of tx.touched) {
-      if (c === "feed") state.feed = { ...draft.feed, items: draft.feed.items.map(inKvOnly) };
-      else state.queues[c] = { ...draft.queues[c], items: draft.queues[c].items.map(inKvOnly) };
-      state.stamps[c] = res.versionstamp;
-    }
-    for (const [hash, at] of seen) state.seen.set(hash, at);
+    // touches its collection).
+    draft.settle(mutations, res.versionstamp);
     this.#prune(state, draft.now);
     for (const waiter of this.#waiters) {
-      if (waiter.collections.some((c) => tx.touched.has(c))) waiter.wake();
+      if (waiter.collections.some((c) => mutations.touched.has(c))) waiter.wake();
     }
     return true;
   }
@@ -1166,148 +1048,6 @@ export class Engine {
   }
 }
 
-// ---------------------------------------------------------------------------------------
-
 function sha256Hex(content: string): string {
   return createHash("sha256").update(content, "utf8").digest("hex");
-}
-
-function keyString(key: Deno.KvKey): string {
-  return JSON.stringify(key);
-}
-
-function isHead(value: unknown): value is { data: Uint8Array } {
-  return typeof value === "object" && value !== null && "data" in value &&
-    value.data instanceof Uint8Array;
-}
-
-function byteLength(parts: readonly Uint8Array[]): number {
-  return parts.reduce((n, p) => n + p.length, 0);
-}
-
-function totalParts(items: readonly { parts: number }[]): number {
-  return items.reduce((n, i) => n + i.parts, 0);
-}
-
-/** What one write adds to a commit: KV mutations and approximate bytes. */
-interface Cost {
-  mutations: number;
-  bytes: number;
-}
-
-/** `cost` plus `mutations` small mutations (a record, a delete). */
-function addCost(cost: Cost, mutations: number): Cost {
-  return {
-    mutations: cost.mutations + mutations,
-    bytes: cost.bytes + mutations * MUTATION_OVERHEAD_BYTES,
-  };
-}
-
-/** Cost of {@linkcode appendItem}: the parts and the evicted items' parts. */
-function appendItemCost(draft: Draft, queue: QueueName, parts: readonly Uint8Array[]): Cost {
-  const evicted = evictedParts(draft.queues[queue].items, QUEUE_CAPACITY);
-  return {
-    mutations: parts.length + evicted,
-    bytes: byteLength(parts) + (parts.length + evicted) * MUTATION_OVERHEAD_BYTES,
-  };
-}
-
-/** Cost of {@linkcode appendResult}: the parts and the evicted results' parts. */
-function appendResultCost(draft: Draft, parts: readonly Uint8Array[]): Cost {
-  const evicted = evictedParts(draft.feed.items, RESULTS_CAPACITY);
-  return {
-    mutations: parts.length + evicted,
-    bytes: byteLength(parts) + (parts.length + evicted) * MUTATION_OVERHEAD_BYTES,
-  };
-}
-
-/** Parts that appending one more entry to `items` would evict past `capacity`. */
-function evictedParts(items: readonly { parts: number }[], capacity: number): number {
-  return items.length >= capacity ? totalParts(items.slice(0, items.length - capacity + 1)) : 0;
-}
-
-/** Writes part 0 as a head record (with `extra` fields) and the rest as raw bytes. */
-function setParts(
-  tx: Tx,
-  parts: Uint8Array[],
-  key: (part: number) => Deno.KvKey,
-  extra: Record<string, number>,
-): void {
-  parts.forEach((data, part) => {
-    tx.set(key(part), part === 0 ? { ...extra, parts: parts.length, data } : data);
-  });
-}
-
-function deleteParts(tx: Tx, parts: number, key: (part: number) => Deno.KvKey): void {
-  for (let part = 0; part < parts; part++) tx.delete(key(part));
-}
-
-/**
- * Adds a new item at the end of `q`: its parts, and the eviction (counted) of the oldest
- * items past {@linkcode QUEUE_CAPACITY} (C14). Marks the queue's metadata as changed.
- *
- * @returns The new item's id.
- */
-function appendItem(
-  tx: Tx,
-  q: QueueState,
-  queue: QueueName,
-  parts: Uint8Array[],
-  content: string,
-  createdAt: number,
-): number {
-  const id = q.next_id;
-  setParts(tx, parts, (part) => itemPartKey(queue, id, part), { created_at: createdAt });
-  q.items.push({ id, parts: parts.length, created_at: createdAt, content });
-  q.next_id = id + 1;
-  for (const old of q.items.splice(0, Math.max(0, q.items.length - QUEUE_CAPACITY))) {
-    deleteParts(tx, old.parts, (part) => itemPartKey(queue, old.id, part));
-    q.counters.evicted++;
-  }
-  tx.touch(queue);
-  return id;
-}
-
-/**
- * Adds a result with time `t` at the end of the feed: its parts, the eviction (counted) of
- * the oldest results past {@linkcode RESULTS_CAPACITY}, and the high-water mark raised to
- * `t` (C40). Marks the feed's metadata as changed.
- *
- * @param t Greater than every `t` in the feed.
- */
-function appendResult(
-  tx: Tx,
-  feed: FeedState,
-  parts: Uint8Array[],
-  content: string,
-  t: number,
-): void {
-  setParts(tx, parts, (part) => resultPartKey(t, part), {});
-  feed.items.push({ t, parts: parts.length, content });
-  for (const old of feed.items.splice(0, Math.max(0, feed.items.length - RESULTS_CAPACITY))) {
-    deleteParts(tx, old.parts, (part) => resultPartKey(old.t, part));
-    feed.counters.evicted++;
-    feed.evicted_t = Math.max(feed.evicted_t, old.t);
-  }
-  feed.hwm = Math.max(feed.hwm, t);
-  tx.touch("feed");
-}
-
-function queueMeta(q: QueueState): QueueMeta {
-  return {
-    next_id: q.next_id,
-    items: q.items.map((i) =>
-      i.lease_until === undefined ? [i.id, i.parts] : [i.id, i.parts, i.lease_until]
-    ),
-    counters: q.counters,
-  };
-}
-
-function feedMeta(feed: FeedState): ResultsMeta {
-  return {
-    hwm: feed.hwm,
-    evicted_t: feed.evicted_t,
-    items: feed.items.map((r) => [r.t, r.parts]),
-    counters: feed.counters,
-  };
 }

@@ -25,28 +25,23 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
 import { type Clock, systemClock } from "../clock.ts";
 import {
-  type ItemHead,
   itemPartKey,
   itemPrefix,
   type QueueCounters,
-  queueItemsPrefix,
-  type QueueMeta,
   type ResultCounters,
-  type ResultHead,
   resultPartKey,
   resultPrefix,
-  type ResultsMeta,
   resultsMetaKey,
-  resultsPrefix,
   submissionKey,
   type SubmissionRecord,
-  submissionsPrefix,
 } from "./kv_keys.ts";
 import { QUEUE_NAMES, type QueueName } from "../queues.ts";
-import { collectParts, decodeSlot, readParts, splitParts } from "./_parts.ts";
+import { Changes } from "./_changes.ts";
+import { dropSubmissionRecords, sha256Hex } from "./_duplicates.ts";
+import { readParts, splitParts } from "./_parts.ts";
+import { Writer } from "./_writer.ts";
 import {
   addCost,
   appendItem,
@@ -54,36 +49,22 @@ import {
   appendResult,
   appendResultCost,
   available,
-  BATCH_MAX_BYTES,
-  BATCH_MAX_MUTATIONS,
-  type Change,
   type Collection,
-  COLLECTIONS,
   deleteParts,
   Draft,
-  type FeedState,
   type ItemState,
-  metaKey,
-  metaValue,
-  Mutations,
   QUEUE_CAPACITY,
-  type QueueState,
   RESULTS_CAPACITY,
-  type ResultState,
-  type State,
   totalParts,
-  type WriteOp,
 } from "./_state.ts";
 
 export type { QueueCounters, ResultCounters } from "./kv_keys.ts";
 export { CHUNK_BYTES } from "./_parts.ts";
+export { StoreBusyError } from "./_writer.ts";
 export { type Collection, QUEUE_CAPACITY, RESULTS_CAPACITY } from "./_state.ts";
 
 /** Default duplicate window, ms: 5 minutes (spec §8, C13). */
 export const DEFAULT_DEDUPE_WINDOW_MS = 5 * 60_000;
-
-/** Times a batch is applied again after another process changed the file under it. */
-const MAX_COMMIT_ATTEMPTS = 20;
 
 /** A store: a Deno KV handle plus the clock and the duplicate window it decides with. */
 export interface Store {
@@ -93,8 +74,6 @@ export interface Store {
   readonly clock: Clock;
   /** Duplicate window in ms (C13). */
   readonly dedupeWindowMs: number;
-  /** The single writer and committed state; internal to this module. */
-  readonly engine: Engine;
 }
 
 /** Options of {@linkcode createStore}. */
@@ -127,17 +106,25 @@ export function createStore(kv: Deno.Kv, options: StoreOptions = {}): Store {
     throw new RangeError(`Cannot create store: dedupe window ${dedupeWindowMs} is not > 0 ms`);
   }
   const clock = options.clock ?? systemClock;
-  const engine = new Engine(kv, clock, dedupeWindowMs, options.onCommit);
-  return { kv, clock, dedupeWindowMs, engine };
+  const changes = new Changes();
+  const writer = new Writer(kv, { clock, dedupeWindowMs, changes, onCommit: options.onCommit });
+  const store: Store = { kv, clock, dedupeWindowMs };
+  INTERNALS.set(store, { writer, changes });
+  return store;
 }
 
-/** Thrown when another process kept changing the KV file under a write (C73 broken). */
-export class StoreBusyError extends Error {
-  /** @param operation What was being written, e.g. `"submit"`. */
-  constructor(operation: string) {
-    super(`Cannot ${operation}: the store changed under it ${MAX_COMMIT_ATTEMPTS} times`);
-    this.name = "StoreBusyError";
-  }
+/** What {@linkcode createStore} keeps of each store, out of the callers' sight. */
+const INTERNALS = new WeakMap<Store, { writer: Writer; changes: Changes }>();
+
+/** The writer of `store`; throws a `TypeError` for a store not made by `createStore`. */
+function writerOf(store: Store): Writer {
+  return internals(store).writer;
+}
+
+function internals(store: Store): { writer: Writer; changes: Changes } {
+  const found = INTERNALS.get(store);
+  if (found === undefined) throw new TypeError("Cannot use the store: not made by createStore()");
+  return found;
 }
 
 /** What {@linkcode submit} did: queued the item, or saw a duplicate and queued nothing. */
@@ -217,7 +204,7 @@ export async function submit(
   const dedupe = options.dedupe ?? true;
   const hash = sha256Hex(content);
   const parts = splitParts(content);
-  return await store.engine.write<SubmitOutcome>({
+  return await writerOf(store).write<SubmitOutcome>({
     name: "submit",
     // The item, the evictions, and the duplicate record.
     cost: (draft) => addCost(appendItemCost(draft, queue, parts), 1),
@@ -325,7 +312,7 @@ export async function ack(
 ): Promise<{ acked: ItemRef[]; unknown: ItemRef[] }> {
   const held = (draft: Draft, ref: ItemRef) =>
     draft.queues[ref.queue].items.find((i) => i.id === ref.id && i.lease_until !== undefined);
-  return await store.engine.write({
+  return await writerOf(store).write({
     name: "ack",
     cost: (draft) =>
       addCost({ mutations: 0, bytes: 0 }, totalParts(refs.flatMap((r) => held(draft, r) ?? []))),
@@ -366,7 +353,7 @@ async function take(
     }
     return undefined;
   };
-  return await store.engine.write({
+  return await writerOf(store).write({
     name: lease === undefined ? "pull" : "lease",
     cost(draft) {
       const items = pick(draft)?.items ?? [];
@@ -379,7 +366,7 @@ async function take(
       const { queue } = picked;
       const q = draft.queues[queue];
       // Read first, change after: a failed read leaves the draft as it was.
-      const items = await store.engine.itemsWithContent(queue, picked.items, draft.now);
+      const items = await itemsWithContent(store.kv, queue, picked.items, draft.now);
       if (items === undefined) throw new Error(`Cannot pull ${queue}: content parts are missing`);
       const taken = new Set(picked.items);
       mutations.touch(queue);
@@ -411,7 +398,7 @@ export async function nextLeaseEnd(
   store: Store,
   queues: readonly QueueName[],
 ): Promise<number | undefined> {
-  return await store.engine.read((state) => {
+  return await writerOf(store).read((state) => {
     let next = Infinity;
     for (const q of queues) {
       for (const i of state.queues[q].items) {
@@ -433,7 +420,7 @@ export function nextChange(
   collections: readonly Collection[],
   signal: AbortSignal,
 ): Promise<void> {
-  return store.engine.nextChange(collections, signal);
+  return internals(store).changes.next(collections, signal);
 }
 
 /**
@@ -452,8 +439,8 @@ export async function peek(
   for (const queue of queues) {
     out.set(
       queue,
-      await store.engine.read((state) =>
-        store.engine.itemsWithContent(queue, state.queues[queue].items, now)
+      await writerOf(store).read((state) =>
+        itemsWithContent(store.kv, queue, state.queues[queue].items, now)
       ),
     );
   }
@@ -470,7 +457,7 @@ export async function peek(
  */
 export async function push(store: Store, content: string): Promise<ResultItem> {
   const parts = splitParts(content);
-  return await store.engine.write({
+  return await writerOf(store).write({
     name: "push",
     cost: (draft) => appendResultCost(draft, parts),
     apply(draft, mutations) {
@@ -496,14 +483,14 @@ export async function readResults(
   options: { since: number; limit: number },
 ): Promise<ResultsPage> {
   const { since, limit } = options;
-  return await store.engine.read(async (state) => {
+  return await writerOf(store).read(async (state) => {
     const wanted = state.feed.items.filter((r) => r.t > since).slice(0, limit);
     const gap = state.feed.evicted_t > since;
     const last = wanted.at(-1);
     if (last === undefined) return { cursor: since, items: [], gap };
     const items: ResultItem[] = [];
     for (const r of wanted) {
-      const content = r.content ?? await store.engine.readParts(resultPrefix(r.t));
+      const content = r.content ?? await readParts(store.kv, resultPrefix(r.t));
       if (content === undefined) return undefined;
       items.push({ t: r.t, content });
     }
@@ -521,9 +508,9 @@ export async function readResults(
  * @throws {StoreBusyError} when another process kept changing the file; KV errors.
  */
 export async function clear(store: Store): Promise<void> {
-  await store.engine.exclusive("clear", async (engine) => {
+  await writerOf(store).exclusive("clear", async (writer) => {
     for (const queue of QUEUE_NAMES) {
-      await engine.commitAlone("clear", (draft, mutations) => {
+      await writer.commitAlone("clear", (draft, mutations) => {
         const q = draft.queues[queue];
         if (q.items.length === 0) return;
         for (const item of q.items) {
@@ -534,7 +521,7 @@ export async function clear(store: Store): Promise<void> {
         mutations.touch(queue);
       });
     }
-    await engine.commitAlone("clear", (draft, mutations) => {
+    await writer.commitAlone("clear", (draft, mutations) => {
       const feed = draft.feed;
       if (feed.items.length === 0) return;
       for (const r of feed.items) deleteParts(mutations, r.parts, (p) => resultPartKey(r.t, p));
@@ -542,7 +529,7 @@ export async function clear(store: Store): Promise<void> {
       feed.items = [];
       mutations.touch("feed");
     });
-    await engine.dropSubmissionRecords();
+    await dropSubmissionRecords(store.kv, (change) => writer.commitAlone("clear", change));
   });
 }
 
@@ -552,7 +539,7 @@ export async function clear(store: Store): Promise<void> {
  * @throws KV errors while the state is first loaded.
  */
 export async function resultsHighWaterMark(store: Store): Promise<number> {
-  return await store.engine.read((state) => state.feed.hwm);
+  return await writerOf(store).read((state) => state.feed.hwm);
 }
 
 /**
@@ -562,7 +549,7 @@ export async function resultsHighWaterMark(store: Store): Promise<number> {
  * @throws KV errors while the state is first loaded.
  */
 export async function isEmpty(store: Store): Promise<boolean> {
-  return await store.engine.read((state) =>
+  return await writerOf(store).read((state) =>
     QUEUE_NAMES.every((q) => state.queues[q].items.length === 0) &&
     state.feed.items.length === 0
   );
@@ -576,7 +563,7 @@ export async function isEmpty(store: Store): Promise<boolean> {
  */
 export async function stats(store: Store): Promise<StoreStats> {
   const now = Math.floor(store.clock());
-  return await store.engine.read((state) => {
+  return await writerOf(store).read((state) => {
     const queues = {} as StoreStats["queues"];
     for (const q of QUEUE_NAMES) {
       const items = state.queues[q].items;
@@ -614,39 +601,45 @@ export async function restore(
   for (const queue of QUEUE_NAMES) {
     for (const item of (backup.queues[queue] ?? []).slice(-QUEUE_CAPACITY)) {
       const parts = splitParts(item.content);
-      writes.push(store.engine.write({
-        name: "restore",
-        cost: (draft) => appendItemCost(draft, queue, parts),
-        apply(draft, mutations) {
-          const q = draft.queues[queue];
-          appendItem(mutations, q, queue, parts, item.content, item.created_at);
-          q.counters.accepted++;
-          return true;
-        },
-      }));
+      writes.push(
+        writerOf(store).write({
+          name: "restore",
+          cost: (draft) => appendItemCost(draft, queue, parts),
+          apply(draft, mutations) {
+            const q = draft.queues[queue];
+            appendItem(mutations, q, queue, parts, item.content, item.created_at);
+            q.counters.accepted++;
+            return true;
+          },
+        }),
+      );
     }
   }
   for (const result of backup.results.slice(-RESULTS_CAPACITY)) {
     const parts = splitParts(result.content);
-    writes.push(store.engine.write({
+    writes.push(
+      writerOf(store).write({
+        name: "restore",
+        cost: (draft) => appendResultCost(draft, parts),
+        apply(draft, mutations) {
+          appendResult(mutations, draft.feed, parts, result.content, result.t);
+          draft.feed.counters.pushed++;
+          return true;
+        },
+      }),
+    );
+  }
+  writes.push(
+    writerOf(store).write({
       name: "restore",
-      cost: (draft) => appendResultCost(draft, parts),
+      cost: () => addCost({ mutations: 0, bytes: 0 }, 1),
       apply(draft, mutations) {
-        appendResult(mutations, draft.feed, parts, result.content, result.t);
-        draft.feed.counters.pushed++;
+        draft.feed.hwm = Math.max(draft.feed.hwm, backup.hwm);
+        mutations.touch("feed");
         return true;
       },
-    }));
-  }
-  writes.push(store.engine.write({
-    name: "restore",
-    cost: () => addCost({ mutations: 0, bytes: 0 }, 1),
-    apply(draft, mutations) {
-      draft.feed.hwm = Math.max(draft.feed.hwm, backup.hwm);
-      mutations.touch("feed");
-      return true;
-    },
-  }));
+    }),
+  );
   await Promise.all(writes);
 }
 
@@ -665,389 +658,28 @@ export async function probe(store: Store): Promise<boolean> {
   }
 }
 
-interface Pending {
-  readonly op?: WriteOp<unknown>;
-  readonly alone?: (engine: Engine) => Promise<unknown>;
-  readonly name: string;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-}
-
 /**
- * The single writer of a store and its committed state (see the module doc). Internal:
- * use the module's functions.
+ * Items with their content: from memory, or read from KV for multi-part items; with
+ * `lease_until` when leased at `now` (epoch ms).
+ *
+ * @returns `undefined` when an item's parts are gone (removed by a later commit).
  */
-export class Engine {
-  #kv: Deno.Kv;
-  #clock: Clock;
-  #dedupeWindowMs: number;
-  #state: State | undefined;
-  #loading: Promise<State> | undefined;
-  #pending: Pending[] = [];
-  #running = false;
-  #prunedAt = 0;
-  #onCommit: ((ms: number, ok: boolean) => void) | undefined;
-  #waiters = new Set<{ collections: readonly Collection[]; wake(): void }>();
-
-  /**
-   * @param kv The open database.
-   * @param clock Source of time, epoch ms.
-   * @param dedupeWindowMs Duplicate window, ms (C13).
-   * @param onCommit Told each KV commit's duration, ms, and whether it succeeded.
-   */
-  constructor(
-    kv: Deno.Kv,
-    clock: Clock,
-    dedupeWindowMs: number,
-    onCommit?: (ms: number, ok: boolean) => void,
-  ) {
-    this.#kv = kv;
-    this.#clock = clock;
-    this.#dedupeWindowMs = dedupeWindowMs;
-    this.#onCommit = onCommit;
-  }
-
-  /** See {@linkcode nextChange}. */
-  nextChange(collections: readonly Collection[], signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const waiter = {
-        collections,
-        wake: () => {
-          this.#waiters.delete(waiter);
-          signal.removeEventListener("abort", waiter.wake);
-          resolve();
-        },
-      };
-      this.#waiters.add(waiter);
-      signal.addEventListener("abort", waiter.wake, { once: true });
-    });
-  }
-
-  /**
-   * Queues `op` for the writer; resolves with its result once its commit is durable.
-   *
-   * @throws {StoreBusyError}, KV errors (the batch's outcome is then unknown).
-   */
-  write<T>(op: WriteOp<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.#pending.push({
-        op: op as WriteOp<unknown>,
-        name: op.name,
-        resolve: resolve as (v: unknown) => void,
-        reject,
-      });
-      this.#kick();
-    });
-  }
-
-  /**
-   * Runs `job` with the writer to itself (no other write is applied meanwhile); `job`
-   * commits through {@linkcode Engine.commitAlone}.
-   */
-  exclusive<T>(name: string, job: (engine: Engine) => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.#pending.push({ alone: job, name, resolve: resolve as (v: unknown) => void, reject });
-      this.#kick();
-    });
-  }
-
-  /**
-   * Applies `change` to a draft and commits it on its own; only inside
-   * {@linkcode Engine.exclusive}. The change must fit one commit.
-   */
-  async commitAlone(name: string, change: Change): Promise<void> {
-    for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
-      const state = await this.#load();
-      const draft = new Draft(state, Math.floor(this.#clock()));
-      const mutations = new Mutations();
-      change(draft, mutations);
-      if (await this.#commit(state, draft, mutations)) return;
-    }
-    throw new StoreBusyError(name);
-  }
-
-  /** Deletes every duplicate record, in KV and in memory; only inside `exclusive`. */
-  async dropSubmissionRecords(): Promise<void> {
-    const keys: Deno.KvKey[] = [];
-    for await (const entry of this.#kv.list({ prefix: submissionsPrefix() })) keys.push(entry.key);
-    for (let i = 0; i < keys.length; i += BATCH_MAX_MUTATIONS) {
-      const op = this.#kv.atomic();
-      for (const key of keys.slice(i, i + BATCH_MAX_MUTATIONS)) op.delete(key);
-      await op.commit();
-    }
-    (await this.#load()).seen.clear();
-  }
-
-  /**
-   * Runs `reader` on the committed state; runs it again on the newer state when it returns
-   * `undefined` (content it read from KV was removed meanwhile).
-   */
-  async read<T>(reader: (state: State) => T | undefined | Promise<T | undefined>): Promise<T> {
-    for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
-      const result = await reader(await this.#load());
-      if (result !== undefined) return result;
-    }
-    throw new Error("Cannot read the store: stored content parts are missing");
-  }
-
-  /**
-   * Items with their content: from memory, or read from KV for multi-part items; with
-   * `lease_until` when leased at `now` (epoch ms).
-   *
-   * @returns `undefined` when an item's parts are gone (removed by a later commit).
-   */
-  async itemsWithContent(
-    queue: QueueName,
-    items: readonly ItemState[],
-    now: number,
-  ): Promise<QueuedItem[] | undefined> {
-    const out: QueuedItem[] = [];
-    for (const item of items) {
-      const content = item.content ??
-        await this.readParts(itemPrefix(queue, item.id));
-      if (content === undefined) return undefined;
-      const { id, created_at } = item;
-      out.push(
-        available(item, now)
-          ? { id, content, queue, created_at }
-          : { id, content, queue, created_at, lease_until: item.lease_until! },
-      );
-    }
-    return out;
-  }
-
-  /**
-   * Reads and joins the parts stored under `prefix` (`[…, id]`).
-   *
-   * @returns The content, or `undefined` when parts are missing.
-   */
-  readParts(prefix: Deno.KvKey): Promise<string | undefined> {
-    return readParts(this.#kv, prefix);
-  }
-
-  #kick(): void {
-    if (this.#running) return;
-    this.#running = true;
-    queueMicrotask(() => this.#drain());
-  }
-
-  async #drain(): Promise<void> {
-    try {
-      while (this.#pending.length > 0) await this.#step();
-    } finally {
-      this.#running = false;
-    }
-  }
-
-  /** Runs one exclusive job, or applies and commits one batch of writes. */
-  async #step(): Promise<void> {
-    const first = this.#pending[0]!;
-    if (first.alone !== undefined) {
-      this.#pending.shift();
-      try {
-        first.resolve(await first.alone(this));
-      } catch (error) {
-        this.#state = undefined;
-        first.reject(error);
-      }
-      return;
-    }
-    let batch: Pending[] = [];
-    for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
-      let state: State;
-      try {
-        state = await this.#load();
-      } catch (error) {
-        // The batch being retried was already taken out of the pending list.
-        for (const p of [...batch, ...this.#pending.splice(0)]) p.reject(error);
-        return;
-      }
-      const draft = new Draft(state, Math.floor(this.#clock()));
-      const mutations = new Mutations();
-      const results: unknown[] = [];
-      const applied: Pending[] = [];
-      // On a retry, the same batch again; otherwise every waiting write that fits.
-      const candidates = batch.length > 0 ? batch : this.#takeBatchable();
-      let i = 0;
-      for (; i < candidates.length; i++) {
-        const p = candidates[i]!;
-        const cost = p.op!.cost(draft);
-        if (
-          applied.length > 0 &&
-          (mutations.entries.size + cost.mutations > BATCH_MAX_MUTATIONS ||
-            mutations.bytes + cost.bytes > BATCH_MAX_BYTES)
-        ) break;
-        try {
-          results.push(await p.op!.apply(draft, mutations));
-          applied.push(p);
-        } catch (error) {
-          p.reject(error);
-        }
-      }
-      // What did not fit goes back to the front, in order.
-      this.#pending.unshift(...candidates.slice(i));
-      batch = applied;
-      if (applied.length === 0) return;
-      let ok: boolean;
-      try {
-        ok = await this.#commit(state, draft, mutations);
-      } catch (error) {
-        for (const p of applied) p.reject(error);
-        return;
-      }
-      if (ok) {
-        applied.forEach((p, k) => p.resolve(results[k]));
-        return;
-      }
-    }
-    for (const p of batch) p.reject(new StoreBusyError(p.name));
-  }
-
-  /** Takes the waiting writes up to the next exclusive job. */
-  #takeBatchable(): Pending[] {
-    const end = this.#pending.findIndex((p) => p.alone !== undefined);
-    return this.#pending.splice(0, end === -1 ? this.#pending.length : end);
-  }
-
-  /**
-   * Commits `mutations` plus the touched metadata, checking every metadata versionstamp; on
-   * success makes `draft` the committed state. A change with nothing to store (an empty
-   * pull) commits nothing, so workers polling an empty queue cause no disk writes.
-   *
-   * @returns `false` when a check failed (the file changed under us; state reloaded).
-   * @throws KV errors; the state is then reloaded before the next write.
-   */
-  async #commit(state: State, draft: Draft, mutations: Mutations): Promise<boolean> {
-    if (mutations.entries.size === 0 && mutations.touched.size === 0) return true;
-    const op = this.#kv.atomic();
-    for (const c of COLLECTIONS) op.check({ key: metaKey(c), versionstamp: state.stamps[c] });
-    for (const m of mutations.entries.values()) {
-      if ("value" in m) {
-        op.set(m.key, m.value, m.expireIn === undefined ? {} : { expireIn: m.expireIn });
-      } else {
-        op.delete(m.key);
-      }
-    }
-    for (const c of mutations.touched) {
-      op.set(metaKey(c), metaValue(draft, c));
-    }
-    let res: Deno.KvCommitResult | Deno.KvCommitError;
-    const started = performance.now();
-    try {
-      res = await op.commit();
-    } catch (error) {
-      this.#state = undefined;
-      this.#onCommit?.(performance.now() - started, false);
-      // The commit may have been applied: let every waiter look again.
-      for (const waiter of this.#waiters) waiter.wake();
-      throw error;
-    }
-    this.#onCommit?.(performance.now() - started, res.ok);
-    if (!res.ok) {
-      this.#state = undefined;
-      return false;
-    }
-    // Committed: the changed collections of the draft become the state (every change
-    // touches its collection).
-    draft.settle(mutations, res.versionstamp);
-    this.#prune(state, draft.now);
-    for (const waiter of this.#waiters) {
-      if (waiter.collections.some((c) => mutations.touched.has(c))) waiter.wake();
-    }
-    return true;
-  }
-
-  /** Forgets duplicate records older than the window, at most twice per window. */
-  #prune(state: State, now: number): void {
-    if (now - this.#prunedAt < this.#dedupeWindowMs / 2) return;
-    this.#prunedAt = now;
-    for (const [hash, at] of state.seen) {
-      if (now - at >= this.#dedupeWindowMs) state.seen.delete(hash);
-    }
-  }
-
-  /** The committed state, loaded from KV on first use and after a failed commit. */
-  #load(): Promise<State> {
-    if (this.#state !== undefined) return Promise.resolve(this.#state);
-    this.#loading ??= this.#readState().then(
-      (state) => {
-        this.#state = state;
-        this.#loading = undefined;
-        return state;
-      },
-      (error) => {
-        this.#loading = undefined;
-        throw error;
-      },
+async function itemsWithContent(
+  kv: Deno.Kv,
+  queue: QueueName,
+  items: readonly ItemState[],
+  now: number,
+): Promise<QueuedItem[] | undefined> {
+  const out: QueuedItem[] = [];
+  for (const item of items) {
+    const content = item.content ?? await readParts(kv, itemPrefix(queue, item.id));
+    if (content === undefined) return undefined;
+    const { id, created_at } = item;
+    out.push(
+      available(item, now)
+        ? { id, content, queue, created_at }
+        : { id, content, queue, created_at, lease_until: item.lease_until! },
     );
-    return this.#loading;
   }
-
-  async #readState(): Promise<State> {
-    const kv = this.#kv;
-    const metas = await kv.getMany<unknown[]>(COLLECTIONS.map(metaKey));
-    const stamps = {} as Record<Collection, string | null>;
-    COLLECTIONS.forEach((c, i) => stamps[c] = metas[i]!.versionstamp);
-    const queues = {} as Record<QueueName, QueueState>;
-    for (const [i, queue] of QUEUE_NAMES.entries()) {
-      const meta = metas[i]!.value as QueueMeta | null;
-      const found = await collectParts(
-        kv.list<ItemHead | Uint8Array>({ prefix: queueItemsPrefix(queue) }),
-      );
-      const items: ItemState[] = (meta?.items ?? []).map(([id, parts, leaseUntil]) => {
-        const slot = found.get(id);
-        const head = slot?.head as ItemHead | undefined;
-        return {
-          id,
-          parts,
-          created_at: head?.created_at ?? 0,
-          content: parts === 1 && slot !== undefined ? decodeSlot(slot, 1) : undefined,
-          ...(leaseUntil === undefined ? {} : { lease_until: leaseUntil }),
-        };
-      });
-      queues[queue] = {
-        next_id: meta?.next_id ?? 1,
-        items,
-        // Files written before the counters existed: their queued items count as accepted.
-        counters: {
-          accepted: items.length,
-          duplicate: 0,
-          delivered: 0,
-          leased: 0,
-          evicted: 0,
-          cleared: 0,
-          ...meta?.counters,
-        },
-      };
-    }
-    const meta = metas[QUEUE_NAMES.length]!.value as ResultsMeta | null;
-    const found = await collectParts(kv.list<ResultHead | Uint8Array>({ prefix: resultsPrefix() }));
-    const items: ResultState[] = (meta?.items ?? []).map(([t, parts]) => {
-      const slot = found.get(t);
-      return {
-        t,
-        parts,
-        content: parts === 1 && slot !== undefined ? decodeSlot(slot, 1) : undefined,
-      };
-    });
-    const feed: FeedState = {
-      hwm: meta?.hwm ?? 0,
-      evicted_t: meta?.evicted_t ?? 0,
-      items,
-      counters: meta?.counters ?? { pushed: items.length, evicted: 0, cleared: 0 },
-    };
-    const seen = new Map<string, number>();
-    const now = Math.floor(this.#clock());
-    for await (const entry of kv.list<SubmissionRecord>({ prefix: submissionsPrefix() })) {
-      if (now - entry.value.last_seen_at < this.#dedupeWindowMs) {
-        seen.set(entry.key[1] as string, entry.value.last_seen_at);
-      }
-    }
-    return { queues, feed, seen, stamps };
-  }
-}
-
-function sha256Hex(content: string): string {
-  return createHash("sha256").update(content, "utf8").digest("hex");
+  return out;
 }

@@ -40,7 +40,11 @@ const MAX_COMMIT_ATTEMPTS = 20;
 
 /** Thrown when another process kept changing the KV file under a write (C73 broken). */
 export class StoreBusyError extends Error {
-  /** @param operation What was being written, e.g. `"submit"`. */
+  /**
+   * Says what could not be written.
+   *
+   * @param operation What was being written, e.g. `"submit"`.
+   */
   constructor(operation: string) {
     super(`Cannot ${operation}: the store changed under it ${MAX_COMMIT_ATTEMPTS} times`);
     this.name = "StoreBusyError";

@@ -1,7 +1,8 @@
 /**
  * The relay's store over Deno KV: queues, the results feed, duplicate records and the
- * counters of `GET /stats`. This is the only module that touches KV; the key schema is
- * documented in `kv_keys.ts`.
+ * counters of `GET /stats`. This folder is the only code that touches KV, and this module is
+ * its only entry: every verb the relay uses is here, each running one write, one exclusive
+ * job or one read of the writer. The key schema is documented in `kv_keys.ts`.
  *
  * **One writer, group commit.** A relay owns its KV file (C73), so the store keeps the
  * committed state of every queue and of the feed in memory and funnels every write through
@@ -22,46 +23,54 @@
  * one part ({@linkcode CHUNK_BYTES}) is not kept in memory and is read from KV. Content is
  * stored as UTF-8 bytes in parts, all parts of one item in the same commit (C8).
  *
+ * The folder, lowest first: `kv_keys.ts` (keys and stored values), `_parts.ts` (chunking),
+ * `_state.ts` (the in-memory state, drafts and mutations), `_changes.ts` (waiters),
+ * `_duplicates.ts` (duplicate records), `_load.ts` (reading the state from KV),
+ * `_writer.ts` (the writer and its one commit path), `_queues.ts`, `_results.ts` and
+ * `_stats.ts` (what each verb does to the state), and this module.
+ *
  * @module
  */
 
 import { type Clock, systemClock } from "../clock.ts";
-import {
-  itemPartKey,
-  itemPrefix,
-  type QueueCounters,
-  type ResultCounters,
-  resultPartKey,
-  resultPrefix,
-  resultsMetaKey,
-  submissionKey,
-  type SubmissionRecord,
-} from "./kv_keys.ts";
 import { QUEUE_NAMES, type QueueName } from "../queues.ts";
 import { Changes } from "./_changes.ts";
-import { dropSubmissionRecords, sha256Hex } from "./_duplicates.ts";
-import { readParts, splitParts } from "./_parts.ts";
-import { Writer } from "./_writer.ts";
+import { dropSubmissionRecords } from "./_duplicates.ts";
 import {
-  addCost,
-  appendItem,
-  appendItemCost,
-  appendResult,
-  appendResultCost,
-  available,
-  type Collection,
-  deleteParts,
-  Draft,
-  type ItemState,
-  QUEUE_CAPACITY,
-  RESULTS_CAPACITY,
-  totalParts,
-} from "./_state.ts";
+  ackOp,
+  clearQueue,
+  earliestLeaseEnd,
+  type ItemRef,
+  itemsWithContent,
+  type QueuedItem,
+  restoreItemOp,
+  submitOp,
+  type SubmitOutcome,
+  takeOp,
+} from "./_queues.ts";
+import {
+  clearFeed,
+  pushOp,
+  readPage,
+  restoreHwmOp,
+  restoreResultOp,
+  type ResultItem,
+  type ResultsPage,
+} from "./_results.ts";
+import { type Collection, QUEUE_CAPACITY, RESULTS_CAPACITY } from "./_state.ts";
+import { statsOf, type StoreStats } from "./_stats.ts";
+import { Writer } from "./_writer.ts";
+import { resultsMetaKey } from "./kv_keys.ts";
 
-export type { QueueCounters, ResultCounters } from "./kv_keys.ts";
+export type { Clock } from "../clock.ts";
+export type { QueueName } from "../queues.ts";
 export { CHUNK_BYTES } from "./_parts.ts";
-export { StoreBusyError } from "./_writer.ts";
+export type { ItemRef, QueuedItem, SubmitOutcome } from "./_queues.ts";
+export type { ResultItem, ResultsPage } from "./_results.ts";
 export { type Collection, QUEUE_CAPACITY, RESULTS_CAPACITY } from "./_state.ts";
+export type { StoreStats } from "./_stats.ts";
+export { StoreBusyError } from "./_writer.ts";
+export type { QueueCounters, ResultCounters } from "./kv_keys.ts";
 
 /** Default duplicate window, ms: 5 minutes (spec §8, C13). */
 export const DEFAULT_DEDUPE_WINDOW_MS = 5 * 60_000;
@@ -127,60 +136,6 @@ function internals(store: Store): { writer: Writer; changes: Changes } {
   return found;
 }
 
-/** What {@linkcode submit} did: queued the item, or saw a duplicate and queued nothing. */
-export type SubmitOutcome =
-  | { readonly accepted: true; readonly queue: QueueName; readonly id: number }
-  | { readonly accepted: false };
-
-/** A queued item as read back (spec §2.2). */
-export interface QueuedItem {
-  /** Assigned by the store; grows with submission order within a queue. */
-  readonly id: number;
-  /** The trimmed content, exactly as submitted. */
-  readonly content: string;
-  /** The queue holding it (`queue_type` in spec §2.2). */
-  readonly queue: QueueName;
-  /** Submission time, epoch ms. */
-  readonly created_at: number;
-  /**
-   * Epoch ms until which a leased pull holds the item (issue 6); absent when the item is
-   * not leased or its lease has ended.
-   */
-  readonly lease_until?: number;
-}
-
-/** A result in the feed (spec §2.4): `t` is its push time and cursor (C40). */
-export interface ResultItem {
-  /** Epoch ms, strictly increasing over the life of the store (C40). */
-  readonly t: number;
-  /** The processed output, exactly as pushed. */
-  readonly content: string;
-}
-
-/** A page of the results feed (spec §4.5, C41, C42). */
-export interface ResultsPage {
-  /** `t` of the last item listed, or `since` when none is. */
-  readonly cursor: number;
-  /** Items with `t > since`, oldest first. */
-  readonly items: ResultItem[];
-  /**
-   * `true` when results with `t > since` were evicted by the 50-result overflow before
-   * this read: the reader missed them (issue 6).
-   */
-  readonly gap: boolean;
-}
-
-/** What `GET /stats` reports: the counters and the current depths. */
-export interface StoreStats {
-  /**
-   * Per queue: its counters, how many items it holds now (`depth`, leased ones included)
-   * and how many of those are leased (`in_flight`).
-   */
-  queues: Record<QueueName, QueueCounters & { depth: number; in_flight: number }>;
-  /** The feed's counters, how many results it holds and the cursor mark (C40). */
-  results: ResultCounters & { depth: number; hwm: number };
-}
-
 /**
  * Queues `content` unless the same content was accepted less than the duplicate window
  * ago anywhere in the relay (spec §4.1; C13, C14). Evicts the queue's oldest items past
@@ -202,33 +157,9 @@ export async function submit(
   options: { dedupe?: boolean } = {},
 ): Promise<SubmitOutcome> {
   const dedupe = options.dedupe ?? true;
-  const hash = sha256Hex(content);
-  const parts = splitParts(content);
-  return await writerOf(store).write<SubmitOutcome>({
-    name: "submit",
-    // The item, the evictions, and the duplicate record.
-    cost: (draft) => addCost(appendItemCost(draft, queue, parts), 1),
-    apply(draft, mutations) {
-      const q = draft.queues[queue];
-      const now = draft.now;
-      const seen = draft.seen(hash);
-      mutations.touch(queue);
-      // C13: compare the stored time; expired KV entries can still be read.
-      if (dedupe && seen !== undefined && now - seen < store.dedupeWindowMs) {
-        q.counters.duplicate++;
-        return { accepted: false };
-      }
-      const id = appendItem(mutations, q, queue, parts, content, now);
-      q.counters.accepted++;
-      if (dedupe) {
-        draft.see(hash, now);
-        mutations.set(submissionKey(hash), { last_seen_at: now } satisfies SubmissionRecord, {
-          expireIn: store.dedupeWindowMs,
-        });
-      }
-      return { accepted: true, queue, id };
-    },
-  });
+  return await writerOf(store).write(
+    submitOp(content, queue, { dedupe, dedupeWindowMs: store.dedupeWindowMs }),
+  );
 }
 
 /**
@@ -256,7 +187,7 @@ export async function pullFirst(
   store: Store,
   order: readonly QueueName[] = QUEUE_NAMES,
 ): Promise<{ queue: QueueName; items: QueuedItem[] } | undefined> {
-  return await take(store, order, undefined);
+  return await writerOf(store).write(takeOp(store.kv, order, undefined));
 }
 
 /** Longest lease, ms: 12 hours (issue 6). */
@@ -288,13 +219,7 @@ export async function lease(
   if (!Number.isSafeInteger(limit) || limit < 1) {
     throw new RangeError(`Cannot lease: limit ${limit} is not ≥ 1`);
   }
-  return await take(store, order, { leaseMs, limit });
-}
-
-/** An item named by its queue and id, as {@linkcode ack} takes it. */
-export interface ItemRef {
-  readonly queue: QueueName;
-  readonly id: number;
+  return await writerOf(store).write(takeOp(store.kv, order, { leaseMs, limit }));
 }
 
 /**
@@ -310,80 +235,7 @@ export async function ack(
   store: Store,
   refs: readonly ItemRef[],
 ): Promise<{ acked: ItemRef[]; unknown: ItemRef[] }> {
-  const held = (draft: Draft, ref: ItemRef) =>
-    draft.queues[ref.queue].items.find((i) => i.id === ref.id && i.lease_until !== undefined);
-  return await writerOf(store).write({
-    name: "ack",
-    cost: (draft) =>
-      addCost({ mutations: 0, bytes: 0 }, totalParts(refs.flatMap((r) => held(draft, r) ?? []))),
-    apply(draft, mutations) {
-      const acked: ItemRef[] = [];
-      const unknown: ItemRef[] = [];
-      for (const ref of refs) {
-        const item = held(draft, ref);
-        if (item === undefined) {
-          unknown.push(ref);
-          continue;
-        }
-        const q = draft.queues[ref.queue];
-        deleteParts(mutations, item.parts, (p) => itemPartKey(ref.queue, item.id, p));
-        q.items = q.items.filter((i) => i !== item);
-        q.counters.delivered++;
-        mutations.touch(ref.queue);
-        acked.push(ref);
-      }
-      return { acked, unknown };
-    },
-  });
-}
-
-/**
- * The plain pull (`lease` undefined: delete what is handed out) and the leased pull (mark
- * it leased), as one write of the writer.
- */
-async function take(
-  store: Store,
-  order: readonly QueueName[],
-  lease: { leaseMs: number; limit: number } | undefined,
-): Promise<{ queue: QueueName; items: QueuedItem[] } | undefined> {
-  const pick = (draft: Draft) => {
-    for (const queue of order) {
-      const items = draft.queues[queue].items.filter((i) => available(i, draft.now));
-      if (items.length > 0) return { queue, items: items.slice(0, lease?.limit ?? items.length) };
-    }
-    return undefined;
-  };
-  return await writerOf(store).write({
-    name: lease === undefined ? "pull" : "lease",
-    cost(draft) {
-      const items = pick(draft)?.items ?? [];
-      const mutations = lease === undefined ? totalParts(items) : 0;
-      return addCost({ mutations, bytes: 0 }, 1 + items.length);
-    },
-    async apply(draft, mutations) {
-      const picked = pick(draft);
-      if (picked === undefined) return undefined;
-      const { queue } = picked;
-      const q = draft.queues[queue];
-      // Read first, change after: a failed read leaves the draft as it was.
-      const items = await itemsWithContent(store.kv, queue, picked.items, draft.now);
-      if (items === undefined) throw new Error(`Cannot pull ${queue}: content parts are missing`);
-      const taken = new Set(picked.items);
-      mutations.touch(queue);
-      if (lease !== undefined) {
-        const until = draft.now + lease.leaseMs;
-        q.items = q.items.map((i) => taken.has(i) ? { ...i, lease_until: until } : i);
-        q.counters.leased += items.length;
-        return { queue, items: items.map((i) => ({ ...i, lease_until: until })) };
-      }
-      for (const item of picked.items) {
-        deleteParts(mutations, item.parts, (p) => itemPartKey(queue, item.id, p));
-      }
-      q.items = q.items.filter((i) => !taken.has(i));
-      q.counters.delivered += items.length;
-      return { queue, items };
-    },
-  });
+  return await writerOf(store).write(ackOp(refs));
 }
 
 /**
@@ -398,15 +250,7 @@ export async function nextLeaseEnd(
   store: Store,
   queues: readonly QueueName[],
 ): Promise<number | undefined> {
-  return await writerOf(store).read((state) => {
-    let next = Infinity;
-    for (const q of queues) {
-      for (const i of state.queues[q].items) {
-        if (i.lease_until !== undefined) next = Math.min(next, i.lease_until);
-      }
-    }
-    return next === Infinity ? null : next;
-  }) ?? undefined;
+  return await writerOf(store).read((state) => earliestLeaseEnd(state, queues)) ?? undefined;
 }
 
 /**
@@ -456,17 +300,7 @@ export async function peek(
  * @throws {StoreBusyError} when another process kept changing the file; KV errors.
  */
 export async function push(store: Store, content: string): Promise<ResultItem> {
-  const parts = splitParts(content);
-  return await writerOf(store).write({
-    name: "push",
-    cost: (draft) => appendResultCost(draft, parts),
-    apply(draft, mutations) {
-      const t = Math.max(draft.now, draft.feed.hwm + 1);
-      appendResult(mutations, draft.feed, parts, content, t);
-      draft.feed.counters.pushed++;
-      return { t, content };
-    },
-  });
+  return await writerOf(store).write(pushOp(content));
 }
 
 /**
@@ -482,20 +316,7 @@ export async function readResults(
   store: Store,
   options: { since: number; limit: number },
 ): Promise<ResultsPage> {
-  const { since, limit } = options;
-  return await writerOf(store).read(async (state) => {
-    const wanted = state.feed.items.filter((r) => r.t > since).slice(0, limit);
-    const gap = state.feed.evicted_t > since;
-    const last = wanted.at(-1);
-    if (last === undefined) return { cursor: since, items: [], gap };
-    const items: ResultItem[] = [];
-    for (const r of wanted) {
-      const content = r.content ?? await readParts(store.kv, resultPrefix(r.t));
-      if (content === undefined) return undefined;
-      items.push({ t: r.t, content });
-    }
-    return { cursor: last.t, items, gap };
-  });
+  return await writerOf(store).read((state) => readPage(store.kv, state, options));
 }
 
 /**
@@ -509,26 +330,8 @@ export async function readResults(
  */
 export async function clear(store: Store): Promise<void> {
   await writerOf(store).exclusive("clear", async (writer) => {
-    for (const queue of QUEUE_NAMES) {
-      await writer.commitAlone("clear", (draft, mutations) => {
-        const q = draft.queues[queue];
-        if (q.items.length === 0) return;
-        for (const item of q.items) {
-          deleteParts(mutations, item.parts, (p) => itemPartKey(queue, item.id, p));
-        }
-        q.counters.cleared += q.items.length;
-        q.items = [];
-        mutations.touch(queue);
-      });
-    }
-    await writer.commitAlone("clear", (draft, mutations) => {
-      const feed = draft.feed;
-      if (feed.items.length === 0) return;
-      for (const r of feed.items) deleteParts(mutations, r.parts, (p) => resultPartKey(r.t, p));
-      feed.counters.cleared += feed.items.length;
-      feed.items = [];
-      mutations.touch("feed");
-    });
+    for (const queue of QUEUE_NAMES) await writer.commitAlone("clear", clearQueue(queue));
+    await writer.commitAlone("clear", clearFeed);
     await dropSubmissionRecords(store.kv, (change) => writer.commitAlone("clear", change));
   });
 }
@@ -563,19 +366,7 @@ export async function isEmpty(store: Store): Promise<boolean> {
  */
 export async function stats(store: Store): Promise<StoreStats> {
   const now = Math.floor(store.clock());
-  return await writerOf(store).read((state) => {
-    const queues = {} as StoreStats["queues"];
-    for (const q of QUEUE_NAMES) {
-      const items = state.queues[q].items;
-      queues[q] = {
-        ...state.queues[q].counters,
-        depth: items.length,
-        in_flight: items.filter((i) => !available(i, now)).length,
-      };
-    }
-    const feed = state.feed;
-    return { queues, results: { ...feed.counters, depth: feed.items.length, hwm: feed.hwm } };
-  });
+  return await writerOf(store).read((state) => statsOf(state, now));
 }
 
 /**
@@ -597,49 +388,17 @@ export async function restore(
     hwm: number;
   },
 ): Promise<void> {
+  const writer = writerOf(store);
   const writes: Promise<unknown>[] = [];
   for (const queue of QUEUE_NAMES) {
     for (const item of (backup.queues[queue] ?? []).slice(-QUEUE_CAPACITY)) {
-      const parts = splitParts(item.content);
-      writes.push(
-        writerOf(store).write({
-          name: "restore",
-          cost: (draft) => appendItemCost(draft, queue, parts),
-          apply(draft, mutations) {
-            const q = draft.queues[queue];
-            appendItem(mutations, q, queue, parts, item.content, item.created_at);
-            q.counters.accepted++;
-            return true;
-          },
-        }),
-      );
+      writes.push(writer.write(restoreItemOp(queue, item)));
     }
   }
   for (const result of backup.results.slice(-RESULTS_CAPACITY)) {
-    const parts = splitParts(result.content);
-    writes.push(
-      writerOf(store).write({
-        name: "restore",
-        cost: (draft) => appendResultCost(draft, parts),
-        apply(draft, mutations) {
-          appendResult(mutations, draft.feed, parts, result.content, result.t);
-          draft.feed.counters.pushed++;
-          return true;
-        },
-      }),
-    );
+    writes.push(writer.write(restoreResultOp(result)));
   }
-  writes.push(
-    writerOf(store).write({
-      name: "restore",
-      cost: () => addCost({ mutations: 0, bytes: 0 }, 1),
-      apply(draft, mutations) {
-        draft.feed.hwm = Math.max(draft.feed.hwm, backup.hwm);
-        mutations.touch("feed");
-        return true;
-      },
-    }),
-  );
+  writes.push(writer.write(restoreHwmOp(backup.hwm)));
   await Promise.all(writes);
 }
 
@@ -656,30 +415,4 @@ export async function probe(store: Store): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-/**
- * Items with their content: from memory, or read from KV for multi-part items; with
- * `lease_until` when leased at `now` (epoch ms).
- *
- * @returns `undefined` when an item's parts are gone (removed by a later commit).
- */
-async function itemsWithContent(
-  kv: Deno.Kv,
-  queue: QueueName,
-  items: readonly ItemState[],
-  now: number,
-): Promise<QueuedItem[] | undefined> {
-  const out: QueuedItem[] = [];
-  for (const item of items) {
-    const content = item.content ?? await readParts(kv, itemPrefix(queue, item.id));
-    if (content === undefined) return undefined;
-    const { id, created_at } = item;
-    out.push(
-      available(item, now)
-        ? { id, content, queue, created_at }
-        : { id, content, queue, created_at, lease_until: item.lease_until! },
-    );
-  }
-  return out;
 }

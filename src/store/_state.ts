@@ -27,12 +27,15 @@ export const QUEUE_CAPACITY = 50;
 /** Items the results feed holds; the oldest are evicted past it (spec §8). */
 export const RESULTS_CAPACITY = 50;
 
-// What one atomic commit may hold, with room for the metadata entries and their checks
-// (KV allows 1000 mutations and 800 KiB per commit; platform notes).
-/** Most KV mutations one commit holds. */
+/**
+ * Most KV mutations one commit holds: KV allows 1000 per commit (platform notes); the rest
+ * is room for the metadata entries and their checks.
+ */
 export const BATCH_MAX_MUTATIONS = 900;
-/** Most bytes (estimated) one commit holds. */
+
+/** Most bytes (estimated) one commit holds: KV allows 800 KiB per commit. */
 export const BATCH_MAX_BYTES = 700 * 1024;
+
 // Approximate bytes of a key and serialisation framing, per mutation.
 const MUTATION_OVERHEAD_BYTES = 100;
 

@@ -98,6 +98,9 @@ export interface StoreOptions {
   onCommit?: (ms: number, ok: boolean) => void;
 }
 
+/** What {@linkcode createStore} keeps of each store, out of the callers' sight. */
+const INTERNALS = new WeakMap<Store, { writer: Writer; changes: Changes }>();
+
 /**
  * Wraps an open Deno KV database as the relay's store. Reads nothing yet: the state is
  * loaded from KV on first use. The caller passes `await Deno.openKv(path)` (or
@@ -121,9 +124,6 @@ export function createStore(kv: Deno.Kv, options: StoreOptions = {}): Store {
   INTERNALS.set(store, { writer, changes });
   return store;
 }
-
-/** What {@linkcode createStore} keeps of each store, out of the callers' sight. */
-const INTERNALS = new WeakMap<Store, { writer: Writer; changes: Changes }>();
 
 /** The writer of `store`; throws a `TypeError` for a store not made by `createStore`. */
 function writerOf(store: Store): Writer {

@@ -62,7 +62,7 @@ import {
   type Store,
   StoreBusyError,
   submit,
-} from "./store.ts";
+} from "./store/store.ts";
 
 /** Options of {@linkcode createApp}. */
 export interface AppOptions {

@@ -34,7 +34,7 @@ import {
   RESULTS_CAPACITY,
   resultsHighWaterMark,
   type Store,
-} from "./store.ts";
+} from "./store/store.ts";
 
 /** The value of `format` in every backup. */
 const BACKUP_FORMAT = "content-relay-backup";

@@ -37,7 +37,7 @@ import { DatabaseInUseError } from "./lock.ts";
 import { errorMessage } from "./errors.ts";
 import { writePrivateFile } from "./files.ts";
 import { publishConfig } from "./server.ts";
-import { MAX_LEASE_MS } from "./store.ts";
+import { MAX_LEASE_MS } from "./store/store.ts";
 
 /** Exit code for a bad command line. */
 export const EXIT_USAGE = 2;

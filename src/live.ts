@@ -9,7 +9,7 @@
 
 import type { SSEStreamingApi } from "hono/streaming";
 import { sleep } from "./backoff.ts";
-import { type Collection, nextChange, readResults, type Store } from "./store.ts";
+import { type Collection, nextChange, readResults, type Store } from "./store/store.ts";
 
 /** Options of {@linkcode longPoll}. */
 export interface LongPollOptions {

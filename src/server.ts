@@ -18,7 +18,7 @@ import { BatchedLog, Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { KeyRing } from "./named_keys.ts";
 import { lanAddress, pairingLines, pairingLink } from "./pairing.ts";
-import { createStore, type Store } from "./store.ts";
+import { createStore, type Store } from "./store/store.ts";
 
 /**
  * How long in-flight requests may take to finish after SIGINT/SIGTERM before the relay

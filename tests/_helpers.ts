@@ -13,7 +13,7 @@ import type { Clock } from "../src/clock.ts";
 import { type LogFormat, Logger } from "../src/log.ts";
 import type { KeyRing } from "../src/named_keys.ts";
 import type { PublishConfig } from "../src/publish.ts";
-import { createStore, type Store, type StoreStats } from "../src/store.ts";
+import { createStore, type Store, type StoreStats } from "../src/store/store.ts";
 
 /** The repository root. */
 export const ROOT: string = fileURLToPath(new URL("../", import.meta.url));

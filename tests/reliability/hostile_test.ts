@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { KEY, makeApp } from "../_helpers.ts";
-import { peek, readResults, stats } from "../../src/store.ts";
+import { peek, readResults, stats } from "../../src/store/store.ts";
 
 const PATHS = [
   "/submit",

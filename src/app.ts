@@ -18,17 +18,11 @@ import denoConfig from "../deno.json" with { type: "json" };
 import { streamSSE } from "hono/streaming";
 import pLimit from "p-limit";
 import { AuthFailureLimiter, keysMatch, presentedKey, redactedTarget } from "./auth.ts";
-import {
-  type BodyType,
-  bodyType,
-  DEFAULT_MAX_BODY_BYTES,
-  parseBody,
-  type ParsedBody,
-  readLimited,
-} from "./body.ts";
+import { type BodyType, bodyType, parseBody, type ParsedBody, readLimited } from "./body.ts";
+import { DEFAULT_MAX_BODY_BYTES, WEBAPP_PATH } from "./constants.ts";
 import { HttpError, problemResponse, truncate } from "./errors.ts";
 import type { KeyRing, Scope } from "./named_keys.ts";
-import { WEBAPP_FILES, WEBAPP_PAGES, WEBAPP_PATH, webappFile } from "./webapp.ts";
+import { WEBAPP_FILES, WEBAPP_PAGES, webappFile } from "./webapp.ts";
 import { KEEP_ALIVE_MS, longPoll, streamResults } from "./live.ts";
 import { Logger } from "./log.ts";
 import { RelayMetrics, type Waiter } from "./metrics.ts";

@@ -9,17 +9,7 @@
  * @module
  */
 
-/** The log levels, least severe first; a level shows its own lines and the ones after it. */
-export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
-
-/** One of {@linkcode LOG_LEVELS}. */
-export type LogLevel = typeof LOG_LEVELS[number];
-
-/** The log formats: `text` for people, `json` (one object per line) for log shippers. */
-export const LOG_FORMATS = ["text", "json"] as const;
-
-/** One of {@linkcode LOG_FORMATS}. */
-export type LogFormat = typeof LOG_FORMATS[number];
+import { LOG_LEVELS, type LogFormat, type LogLevel } from "./constants.ts";
 
 /** One request as the access log records it (at level `info`). */
 export interface AccessEntry {

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { WEBAPP_PATH } from "./constants.ts";
+import { WEBAPP_PATH } from "../constants.ts";
 
 /** Each file of the web app and its media type. Only these are served. */
 export const WEBAPP_FILES: Readonly<Record<string, string>> = {
@@ -57,7 +57,7 @@ export async function webappFile(name: string): Promise<Response> {
   if (type === undefined) throw new Error(`not a web app file: ${name}`);
   let bytes = cache.get(name);
   if (bytes === undefined) {
-    bytes = Deno.readFile(new URL(`../webapp/${name}`, import.meta.url));
+    bytes = Deno.readFile(new URL(`../../webapp/${name}`, import.meta.url));
     cache.set(name, bytes);
     bytes.catch(() => cache.delete(name));
   }

@@ -14,20 +14,20 @@
  */
 
 import { type Context, Hono } from "hono";
-import denoConfig from "../deno.json" with { type: "json" };
+import denoConfig from "../../deno.json" with { type: "json" };
 import { streamSSE } from "hono/streaming";
 import pLimit from "p-limit";
 import { AuthFailureLimiter, keysMatch, presentedKey, redactedTarget } from "./auth.ts";
 import { type BodyType, bodyType, parseBody, type ParsedBody, readLimited } from "./body.ts";
-import { DEFAULT_MAX_BODY_BYTES, WEBAPP_PATH } from "./constants.ts";
-import { HttpError, problemResponse, truncate } from "./errors.ts";
-import type { KeyRing, Scope } from "./named_keys.ts";
+import { DEFAULT_MAX_BODY_BYTES, WEBAPP_PATH } from "../constants.ts";
+import { HttpError, problemResponse, truncate } from "../errors.ts";
+import type { KeyRing, Scope } from "../named_keys.ts";
 import { WEBAPP_FILES, WEBAPP_PAGES, webappFile } from "./webapp.ts";
 import { KEEP_ALIVE_MS, longPoll, streamResults } from "./live.ts";
 import { Logger } from "./log.ts";
 import { RelayMetrics, type Waiter } from "./metrics.ts";
-import { missingConfiguration, publish, type PublishConfig } from "./publish.ts";
-import { DEFAULT_QA_HOSTS, QUEUE_NAMES, routeContent } from "./queues.ts";
+import { missingConfiguration, publish, type PublishConfig } from "../publish.ts";
+import { DEFAULT_QA_HOSTS, QUEUE_NAMES, routeContent } from "../queues.ts";
 import {
   ackBodySchema,
   dedupeParamSchema,
@@ -56,7 +56,7 @@ import {
   type Store,
   StoreBusyError,
   submit,
-} from "./store/store.ts";
+} from "../store/store.ts";
 
 /** Options of {@linkcode createApp}. */
 export interface AppOptions {

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { LOG_LEVELS, type LogFormat, type LogLevel } from "./constants.ts";
+import { LOG_LEVELS, type LogFormat, type LogLevel } from "../constants.ts";
 
 /** One request as the access log records it (at level `info`). */
 export interface AccessEntry {

@@ -9,8 +9,8 @@
  * @module
  */
 
-import { errorMessage, HttpError } from "./errors.ts";
-import { readAtMost, untilAborted } from "./util/streams.ts";
+import { errorMessage, HttpError } from "../errors.ts";
+import { readAtMost, untilAborted } from "../util/streams.ts";
 
 /** The body formats the relay accepts (C5). */
 export const ACCEPTED_TYPES = [

@@ -6,9 +6,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { WEBAPP_FILES } from "../src/webapp.ts";
-import { startDownstream } from "./downstream.ts";
-import { KEY, makeApp, runRelay, startRelayProcess, withTempDir } from "./_helpers.ts";
+import { WEBAPP_FILES } from "../../src/server/webapp.ts";
+import { startDownstream } from "../downstream.ts";
+import { KEY, makeApp, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 interface Parameter {
   in: "query" | "header" | "path";

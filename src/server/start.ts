@@ -5,18 +5,18 @@
  * @module
  */
 
-import { resolveApiKey } from "./api_key.ts";
+import { resolveApiKey } from "../api_key.ts";
 import { createApp } from "./app.ts";
-import { type Config, ConfigError } from "./config.ts";
-import { errorMessage, problemResponse } from "./errors.ts";
-import { missingConfiguration, publishConfig, TARGETS } from "./publish.ts";
+import { type Config, ConfigError } from "../config.ts";
+import { errorMessage, problemResponse } from "../errors.ts";
+import { missingConfiguration, publishConfig, TARGETS } from "../publish.ts";
 import { WEAK_KEY_LENGTH } from "./auth.ts";
 import { BatchedLog, Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
-import { KeyRing } from "./named_keys.ts";
-import { lanAddress, pairingLines, pairingLink } from "./pairing.ts";
-import { openLockedDatabase } from "./store/database.ts";
-import { createStore } from "./store/store.ts";
+import { KeyRing } from "../named_keys.ts";
+import { lanAddress, pairingLines, pairingLink } from "../pairing.ts";
+import { openLockedDatabase } from "../store/database.ts";
+import { createStore } from "../store/store.ts";
 
 /**
  * How long in-flight requests may take to finish after SIGINT/SIGTERM before the relay

@@ -183,3 +183,26 @@ export function parseBody(
     }
   }
 }
+
+/**
+ * Reads a POST body under the content-type and size rules of C5, in C3's order: the type
+ * first (415), then the size (413), then the parse (400).
+ *
+ * @param request The request whose body is read.
+ * @param limit The body limit, bytes.
+ * @param options.action What the request does, for messages, e.g. `"submit"`.
+ * @param options.accepted The content types the endpoint takes; default all three.
+ * @param options.formFields The fields a form body may name to be read as fields (the
+ *   keys of the endpoint's schema); any other form body is plain text.
+ * @throws {HttpError} 415, 413, 408 or 400 as {@linkcode bodyType},
+ *   {@linkcode readLimited} and {@linkcode parseBody} say.
+ */
+export async function readBody(
+  request: Request,
+  limit: number,
+  options: { action: string; accepted?: readonly BodyType[]; formFields?: readonly string[] },
+): Promise<ParsedBody> {
+  const type = bodyType(request.headers, options.accepted);
+  const bytes = await readLimited(request, limit);
+  return parseBody(bytes, type, options);
+}

@@ -112,6 +112,24 @@ function allowMethods(path: string, methods: readonly string[]): MiddlewareHandl
 }
 
 /**
+ * Every route of the relay, in the order the 404 message lists them: the queues, the
+ * results feed, publish, the admin endpoints, then the web app's pages.
+ *
+ * @param relay What the handlers share.
+ * @returns The route table the app serves, and the API document describes.
+ */
+export function appRoutes(relay: RouteContext): Routes {
+  const routes: Routes = {
+    ...queueRoutes(relay),
+    ...resultRoutes(relay),
+    ...publishRoutes(relay),
+    ...adminRoutes(relay, () => routes),
+    ...pageRoutes(),
+  };
+  return routes;
+}
+
+/**
  * Builds the relay's HTTP app from the store and the configured options. Serve it with
  * `Deno.serve(app.fetch)` or call `app.request()` in tests.
  *
@@ -136,13 +154,7 @@ export function createApp(options: AppOptions): Hono {
     keepAliveMs: options.keepAliveMs ?? KEEP_ALIVE_MS,
     bulkRead: pLimit(CONCURRENT_BULK_READS),
   };
-  const routes: Routes = {
-    ...queueRoutes(relay),
-    ...resultRoutes(relay),
-    ...publishRoutes(relay),
-    ...adminRoutes(relay),
-    ...pageRoutes(),
-  };
+  const routes = appRoutes(relay);
   const requireKey = createRequireKey({
     apiKey: options.apiKey,
     keyRing: options.keyRing,

@@ -16,8 +16,10 @@ import type { RouteContext, Routes } from "../route.ts";
  * (open).
  *
  * @param relay What the handlers share: the store and the metrics.
+ * @param served Every route the app serves, for the API document's methods and scopes;
+ *   called at the document's first request.
  */
-export function adminRoutes(relay: RouteContext): Routes {
+export function adminRoutes(relay: RouteContext, served: () => Readonly<Routes>): Routes {
   const { store, metrics } = relay;
   // The API document, built at the first request (zod-openapi is loaded then).
   let apiDocument: Promise<string> | undefined;
@@ -48,7 +50,7 @@ export function adminRoutes(relay: RouteContext): Routes {
       open: true,
       handler: async () => {
         apiDocument ??= import("../openapi.ts").then((m) =>
-          JSON.stringify(m.openApiDocument(denoConfig.version))
+          JSON.stringify(m.openApiDocument(denoConfig.version, served()))
         );
         // A failed build is not kept: the next request tries again.
         const document = await apiDocument.catch((error) => {

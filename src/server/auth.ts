@@ -95,7 +95,11 @@ export class AuthFailureLimiter {
   readonly #clock: () => number;
   readonly #failures = new Map<string, number[]>();
 
-  /** @param clock Source of time, epoch ms. */
+  /**
+   * Makes a limiter that has seen no failures.
+   *
+   * @param clock Source of time, epoch ms.
+   */
   constructor(clock: () => number) {
     this.#clock = clock;
   }

@@ -67,7 +67,11 @@ export class Logger {
   readonly #writeError: (line: string) => void;
   readonly #writeAccess: (line: string) => void;
 
-  /** @param options Format, level and where lines go; see {@linkcode LoggerOptions}. */
+  /**
+   * Makes a logger.
+   *
+   * @param options Format, level and where lines go; see {@linkcode LoggerOptions}.
+   */
   constructor(options: LoggerOptions = {}) {
     this.format = options.format ?? "text";
     this.level = options.level ?? "info";
@@ -159,7 +163,11 @@ export class BatchedLog {
   #writing: Promise<void> = Promise.resolve();
   readonly #out: { write(p: Uint8Array): Promise<number> };
 
-  /** @param out Where the lines go; default `Deno.stdout`. */
+  /**
+   * Makes an empty batch.
+   *
+   * @param out Where the lines go; default `Deno.stdout`.
+   */
   constructor(out: { write(p: Uint8Array): Promise<number> } = Deno.stdout) {
     this.#out = out;
   }

@@ -24,7 +24,7 @@ import {
   writeLastUsed,
 } from "./named_keys.ts";
 import { QUEUE_NAMES } from "./queues.ts";
-import { withStore } from "./server.ts";
+import { withStore } from "./store/database.ts";
 import {
   clear,
   isEmpty,

@@ -18,7 +18,7 @@ import {
 import { ConfigError, loadConfig, SECRET_ENV, SERVER_OPTIONS } from "./config.ts";
 import { DatabaseInUseError } from "./lock.ts";
 import { errorMessage } from "./errors.ts";
-import { startRelay } from "./server.ts";
+import { startRelay } from "./server/start.ts";
 
 /** The relay's version, from `deno.json`. */
 export const VERSION: string = denoConfig.version;

@@ -36,7 +36,7 @@ import { type Backup, exportRelay, ImportError, importRelay, parseBackup } from 
 import { DatabaseInUseError } from "./lock.ts";
 import { errorMessage } from "./errors.ts";
 import { writePrivateFile } from "./files.ts";
-import { publishConfig } from "./server.ts";
+import { publishConfig } from "./publish.ts";
 import { MAX_LEASE_MS } from "./store/store.ts";
 
 /** Exit code for a bad command line. */

@@ -1,7 +1,7 @@
 /**
  * The relay's store over Deno KV: queues, the results feed, duplicate records and the
  * counters of `GET /stats`. This folder is the only code that touches KV, and this module is
- * its only entry: every verb the relay uses is here, each running one write, one exclusive
+ * its entry (`database.ts` opens the file under its lock): every verb the relay uses is here, each running one write, one exclusive
  * job or one read of the writer. The key schema is documented in `kv_keys.ts`.
  *
  * **One writer, group commit.** A relay owns its KV file (C73), so the store keeps the

@@ -155,15 +155,28 @@ export interface RelayProcess extends AsyncDisposable {
 }
 
 /**
+ * A directory that does not exist: where spawned commands look for the client config file
+ * and the system data directory unless a test says otherwise, so that neither the
+ * machine's `~/.config/relay/config` nor its `/var/lib/relay` leaks into a test.
+ */
+export const NO_SUCH_DIR = "/nonexistent/relay-tests";
+
+/**
  * The environment a spawned relay gets: this process's, minus every `RELAY_*` and
- * `STATE_DIRECTORY`, plus `extra`.
+ * `STATE_DIRECTORY`, with `XDG_CONFIG_HOME` and `RELAY_SYSTEM_DATA_DIR` pointing at
+ * {@linkcode NO_SUCH_DIR}, plus `extra`.
  */
 export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env = Deno.env.toObject();
   for (const name of Object.keys(env)) {
     if (name.startsWith("RELAY_") || name === "STATE_DIRECTORY") delete env[name];
   }
-  return { ...env, ...extra };
+  return {
+    ...env,
+    XDG_CONFIG_HOME: NO_SUCH_DIR,
+    RELAY_SYSTEM_DATA_DIR: NO_SUCH_DIR,
+    ...extra,
+  };
 }
 
 /** Runs `main.ts` to completion with the relay's permission set; returns output and code. */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { VERSION } from "../src/cli.ts";
+import { VERSION } from "../src/cli/main.ts";
 import { runRelay } from "./_helpers.ts";
 
 Deno.test("relay --help C70 lists every option with its environment variable", async () => {

@@ -10,6 +10,7 @@ import { Buffer } from "node:buffer";
 import { dirname, join } from "node:path";
 import { ConfigError } from "./config.ts";
 import { errorMessage } from "./errors.ts";
+import { PRIVATE_FILE_MODE } from "./files.ts";
 
 /** Random bytes in a generated key: 256 bits, above C71's 128-bit floor. */
 const GENERATED_KEY_BYTES = 32;
@@ -50,6 +51,36 @@ export async function resolveApiKey(options: {
   keyFile: string | undefined;
   db: string;
 }): Promise<ApiKey> {
+  const found = await findApiKey(options);
+  if (found !== undefined) return found;
+  const path = generatedKeyPath(options.db);
+  const key = newKey();
+  try {
+    await Deno.writeTextFile(path, `${key}\n`, { createNew: true, mode: PRIVATE_FILE_MODE });
+    // The umask can only narrow the mode given at creation; set it as meant.
+    await Deno.chmod(path, PRIVATE_FILE_MODE);
+    return { key, source: "generated", path };
+  } catch (error) {
+    if (!(error instanceof Deno.errors.AlreadyExists)) {
+      throw new ConfigError(`cannot create the API key file "${path}": ${errorMessage(error)}`);
+    }
+  }
+  return { key: await readKeyFile(path, "the API key file"), source: "file", path };
+}
+
+/**
+ * Finds the API key as {@linkcode resolveApiKey} does, without creating one (for
+ * `relay export --include-secrets`).
+ *
+ * @returns The key; `undefined` when neither `fromEnv` nor `keyFile` is given and `db`'s
+ *   directory holds no `api-key` file.
+ * @throws {ConfigError} when the key file cannot be read or is empty.
+ */
+export async function findApiKey(options: {
+  fromEnv: string | undefined;
+  keyFile: string | undefined;
+  db: string;
+}): Promise<ApiKey | undefined> {
   if (options.fromEnv !== undefined) {
     return { key: options.fromEnv, source: "environment", path: undefined };
   }
@@ -61,14 +92,10 @@ export async function resolveApiKey(options: {
     };
   }
   const path = generatedKeyPath(options.db);
-  const key = newKey();
   try {
-    await Deno.writeTextFile(path, `${key}\n`, { createNew: true, mode: 0o600 });
-    return { key, source: "generated", path };
+    await Deno.lstat(path);
   } catch (error) {
-    if (!(error instanceof Deno.errors.AlreadyExists)) {
-      throw new ConfigError(`cannot create the API key file "${path}": ${errorMessage(error)}`);
-    }
+    if (error instanceof Deno.errors.NotFound) return undefined;
   }
   return { key: await readKeyFile(path, "the API key file"), source: "file", path };
 }

@@ -2,7 +2,7 @@
  * The relay's HTTP API on Hono: the endpoints of spec §4.1–4.8 with the contract's rules,
  * and the extensions: `/stats` (issue 5), long-poll, `/results/stream`, leases with `/ack`,
  * and `/metrics` (issue 6); named keys with scopes, `/openapi.json` and the web app under
- * `/app/` (issue 7).
+ * `/app/` (issue 7), where `GET /` sends a browser.
  *
  * Every request passes, in this order (C3): known path (else 404), allowed method (else
  * 405 with `Allow`), API key (else 401), the named key's scope (else 403, issue 7),
@@ -30,6 +30,7 @@ import { HttpError, problemResponse, truncate } from "./errors.ts";
 import type { KeyRing, Scope } from "./named_keys.ts";
 import { WEBAPP_FILES, WEBAPP_PAGES, WEBAPP_PATH, webappFile } from "./webapp.ts";
 import { KEEP_ALIVE_MS, longPoll, streamResults } from "./live.ts";
+import { Logger } from "./log.ts";
 import { RelayMetrics, type Waiter } from "./metrics.ts";
 import { missingConfiguration, publish, type PublishConfig } from "./publish.ts";
 import { DEFAULT_QA_HOSTS, QUEUE_NAMES, routeContent } from "./queues.ts";
@@ -81,10 +82,11 @@ export interface AppOptions {
    */
   publish?: PublishConfig;
   /**
-   * Where the access log goes, one line per request (method, path with the key redacted,
-   * status, duration in ms); default `console.log`.
+   * Where the access log (one line per request, at level `info`: client address, method,
+   * path with the key redacted, status, body bytes, duration in ms) and unexpected errors
+   * go; default a text {@linkcode Logger} on standard output and error.
    */
-  log?: (line: string) => void;
+  logger?: Logger;
   /**
    * The metrics `GET /metrics` reports (issue 6); default a new set. Pass the one whose
    * `commit` observer the store was created with to get KV commit latency.
@@ -131,14 +133,46 @@ const NOT_CONFIGURED: PublishConfig = {
 };
 const JSON_TYPE = "application/json; charset=utf-8";
 
+const encoder = new TextEncoder();
+
+/**
+ * A response with `body` encoded and its `Content-Length`, which the access log reads
+ * instead of measuring the body again (a peek can be megabytes).
+ */
+function sized(body: string, status: number, type: string): Response {
+  const bytes = encoder.encode(body);
+  return new Response(bytes, {
+    status,
+    headers: { "content-type": type, "content-length": String(bytes.byteLength) },
+  });
+}
+
 /** A `text/plain; charset=utf-8` response (C2). */
 function text(body: string, status = 200): Response {
-  return new Response(body, { status, headers: { "content-type": TEXT } });
+  return sized(body, status, TEXT);
 }
 
 /** An `application/json; charset=utf-8` response (C2). */
 function json(value: unknown, status = 200): Response {
-  return new Response(JSON.stringify(value), { status, headers: { "content-type": JSON_TYPE } });
+  return sized(JSON.stringify(value), status, JSON_TYPE);
+}
+
+/**
+ * The size of the body a response sends, bytes, for the access log: 0 for HEAD, its
+ * `Content-Length` when it has one, else measured on a copy (problem documents, web app
+ * files: bodies already in memory); `undefined` for an event stream, whose size is not
+ * known when it starts.
+ */
+async function bodyBytes(method: string, res: Response): Promise<number | undefined> {
+  if (method === "HEAD") return 0;
+  const declared = res.headers.get("content-length");
+  if (declared !== null && /^\d+$/.test(declared)) return Number(declared);
+  if (res.headers.get("content-type")?.startsWith("text/event-stream")) return undefined;
+  try {
+    return (await res.clone().arrayBuffer()).byteLength;
+  } catch {
+    return undefined; // a body already read: the log line must not fail the request
+  }
 }
 
 /** `YYYY-MM-DD HH:MM:SS` in UTC, as peek shows `created_at` (spec §2.2, C7). */
@@ -146,16 +180,22 @@ function formatTimestamp(ms: number): string {
   return new Date(ms).toISOString().slice(0, 19).replace("T", " ");
 }
 
-/** Reads a POST body under the content-type and size rules of C5, in C3's order. */
+/**
+ * Reads a POST body under the content-type and size rules of C5, in C3's order.
+ *
+ * @param options.action What the request does, for messages, e.g. `"submit"`.
+ * @param options.accepted The content types the endpoint takes; default all three.
+ * @param options.formFields The fields a form body may name to be read as fields (the
+ *   keys of the endpoint's schema); any other form body is plain text.
+ */
 async function readBody(
   c: Context,
   limit: number,
-  action: string,
-  accepted?: readonly BodyType[],
+  options: { action: string; accepted?: readonly BodyType[]; formFields?: readonly string[] },
 ): Promise<ParsedBody> {
-  const type = bodyType(c.req.raw.headers, accepted);
+  const type = bodyType(c.req.raw.headers, options.accepted);
   const bytes = await readLimited(c.req.raw, limit);
-  return parseBody(bytes, type, action);
+  return parseBody(bytes, type, options);
 }
 
 /**
@@ -187,7 +227,7 @@ export function createApp(options: AppOptions): Hono {
   const { store, apiKey } = options;
   const qaHosts = options.qaHosts ?? DEFAULT_QA_HOSTS;
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const log = options.log ?? ((line: string) => console.log(line));
+  const logger = options.logger ?? new Logger();
   const bulkRead = pLimit(CONCURRENT_BULK_READS);
   const authFailures = new AuthFailureLimiter(store.clock);
   const metrics = options.metrics ?? new RelayMetrics();
@@ -224,7 +264,10 @@ export function createApp(options: AppOptions): Hono {
       scope: "submit",
       methods: ["POST"],
       handler: async (c, url) => {
-        const body = await readBody(c, maxBody, "submit");
+        const body = await readBody(c, maxBody, {
+          action: "submit",
+          formFields: Object.keys(submitFieldsSchema.shape),
+        });
         let content: string;
         let queueField: string | undefined;
         if (body.kind === "text") {
@@ -294,7 +337,7 @@ export function createApp(options: AppOptions): Hono {
       scope: "consume",
       methods: ["POST"],
       handler: async (c) => {
-        const body = await readBody(c, maxBody, "ack", ["application/json"]);
+        const body = await readBody(c, maxBody, { action: "ack", accepted: ["application/json"] });
         if (body.kind !== "fields") {
           throw new HttpError(400, "Cannot ack: the body must be a JSON object");
         }
@@ -335,7 +378,10 @@ export function createApp(options: AppOptions): Hono {
       scope: "push",
       methods: ["POST"],
       handler: async (c) => {
-        const body = await readBody(c, maxBody, "push");
+        const body = await readBody(c, maxBody, {
+          action: "push",
+          formFields: Object.keys(pushFieldsSchema.shape),
+        });
         const content = body.kind === "text"
           ? body.text.trim()
           : (parseOr400(pushFieldsSchema, body.fields, "push").content?.trim() ?? "");
@@ -404,7 +450,7 @@ export function createApp(options: AppOptions): Hono {
             });
           } catch (error) {
             // The cause stays in the relay's log; the client learns only that it failed.
-            console.error("relay: results stream failed:", error);
+            logger.error("relay: results stream failed", error);
             await stream.writeSSE({ event: "error", data: "the relay failed; reconnect" });
           } finally {
             done();
@@ -416,7 +462,10 @@ export function createApp(options: AppOptions): Hono {
       scope: "publish",
       methods: ["POST"],
       handler: async (c) => {
-        const body = await readBody(c, maxBody, "publish", ["application/json"]);
+        const body = await readBody(c, maxBody, {
+          action: "publish",
+          accepted: ["application/json"],
+        });
         if (body.kind !== "fields") {
           throw new HttpError(400, "Cannot publish: the body must be a JSON object");
         }
@@ -467,6 +516,15 @@ export function createApp(options: AppOptions): Hono {
         return new Response(document, { headers: { "content-type": JSON_TYPE } });
       },
     },
+    // A browser pointed at the relay's address finds the web app; no key needed.
+    "/": {
+      methods: ["GET", "HEAD"],
+      open: true,
+      handler: () =>
+        Promise.resolve(
+          new Response(null, { status: 302, headers: { location: WEBAPP_PATH } }),
+        ),
+    },
     // Issue 7: the phone web app; its files are public, the key stays on the device.
     "/app": {
       methods: ["GET", "HEAD"],
@@ -515,8 +573,16 @@ export function createApp(options: AppOptions): Hono {
     if (refused === undefined) await next();
     const status = refused?.status ?? c.res.status;
     const ms = performance.now() - started;
-    const target = redactedTarget(c.req.url);
-    log(`${new Date().toISOString()} ${c.req.method} ${target} ${status} ${ms.toFixed(1)}ms`);
+    if (logger.enabled("info")) {
+      logger.access({
+        method: c.req.method,
+        path: redactedTarget(c.req.url),
+        status,
+        durationMs: ms,
+        bytes: await bodyBytes(c.req.method, refused ?? c.res),
+        client: clientAddress(c),
+      });
+    }
     metrics.request(
       refused === undefined && c.req.path in routes ? c.req.path : "other",
       c.req.method,
@@ -572,7 +638,9 @@ export function createApp(options: AppOptions): Hono {
   }
 
   // The API's endpoints and the app's entry, for the 404 message (not every app file).
-  const endpoints = Object.keys(routes).filter((path) => !path.startsWith(WEBAPP_PATH));
+  const endpoints = Object.keys(routes).filter((path) =>
+    path !== "/" && !path.startsWith(WEBAPP_PATH)
+  );
   endpoints.push(WEBAPP_PATH);
   app.notFound((c) => {
     const path = truncate(c.req.path);
@@ -589,7 +657,7 @@ export function createApp(options: AppOptions): Hono {
     if (error instanceof StoreBusyError) {
       return problemResponse(503, `${error.message}: try again`, { "retry-after": "1" });
     }
-    console.error("relay: unexpected error:", error);
+    logger.error("relay: unexpected error", error);
     return problemResponse(500, "Internal error: the relay logged the cause");
   });
 

@@ -1,6 +1,8 @@
 /**
- * Backup and move (`relay export`, `relay import`): the queues, the results and the
- * results' `t` high-water mark (C40) as one JSON document.
+ * Backup and move (`relay export`, `relay import`; docs/operations.md): the queues, the
+ * results and the results' `t` high-water mark (C40), the named keys (digests, scopes,
+ * creation and last use) and, when asked for, the main API key, as one JSON document.
+ * Moved that way, a relay accepts every key it accepted before.
  *
  * Both commands open the database file themselves, under the relay's lock (C73): stop the
  * relay first. Duplicate records are not exported; they only matter for 5 minutes.
@@ -9,7 +11,20 @@
  */
 
 import { z } from "zod";
+import { findApiKey, generatedKeyPath } from "./api_key.ts";
+import { ConfigError } from "./config.ts";
+import { errorMessage } from "./errors.ts";
+import { writePrivateFile } from "./files.ts";
+import {
+  namedKeySchema,
+  namesUnique,
+  readKeysFile,
+  readLastUsed,
+  writeKeys,
+  writeLastUsed,
+} from "./named_keys.ts";
 import { QUEUE_NAMES } from "./queues.ts";
+import { withStore } from "./server.ts";
 import {
   clear,
   isEmpty,
@@ -24,6 +39,13 @@ import {
 /** The value of `format` in every backup. */
 const BACKUP_FORMAT = "content-relay-backup";
 
+/**
+ * The version this relay writes: 2 added `keys` and `api_key`. Version 1 files (no keys)
+ * still import; a relay that knows only version 1 refuses a version 2 file rather than
+ * drop its keys.
+ */
+const BACKUP_VERSION = 2;
+
 const contentSchema = z.string().min(1).refine((text) => text.isWellFormed());
 
 const itemSchema = z.object({
@@ -31,10 +53,18 @@ const itemSchema = z.object({
   created_at: z.number().int().nonnegative(),
 });
 
-/** A backup document, version 1. Times are epoch ms. */
+/** A named key in a backup: the keys file's fields and when it was last used. */
+const backupKeySchema = namedKeySchema.extend({
+  /** Epoch ms of the last recorded use, or `null` when never used. */
+  last_used_at: z.number().int().nonnegative().nullable(),
+});
+
+/** A backup document, version 1 or 2. Times are epoch ms. */
 const backupSchema = z.object({
   format: z.literal(BACKUP_FORMAT),
-  version: z.literal(1),
+  version: z.union([z.literal(1), z.literal(2)], {
+    error: "this relay reads versions 1 and 2; a newer relay wrote this file",
+  }),
   exported_at: z.number().int(),
   results_hwm: z.number().int().nonnegative(),
   queues: z.object({
@@ -50,13 +80,40 @@ const backupSchema = z.object({
     .refine((results) => results.every((r, i) => i === 0 || r.t > results[i - 1]!.t), {
       error: "results must be in strictly increasing t",
     }),
+  /** The named keys (version 2; absent in version 1 files and in {@linkcode exportStore}'s). */
+  keys: z.array(backupKeySchema).refine(namesUnique, { error: "two keys have the same name" })
+    .optional(),
+  /** The main API key itself: only in `relay export --include-secrets` files. */
+  api_key: z
+    .string()
+    .min(1)
+    .refine((key) => key.trim() === key && !/[\r\n]/.test(key), {
+      error: "the API key must be one line without surrounding spaces",
+    })
+    .optional(),
 });
 
 /** A backup document (see {@linkcode backupSchema}). */
 export type Backup = z.infer<typeof backupSchema>;
 
 /**
- * Reads everything the store holds into a backup document.
+ * Where a relay keeps what a backup carries, as its configuration names them (the `Config`
+ * of config.ts will do).
+ */
+export interface RelayFiles {
+  /** The database file (`--db`). */
+  readonly db: string;
+  /** The keys file (`--keys-file`, default `keys.json` beside the database). */
+  readonly keysFile: string;
+  /** `--api-key-file`, when given; else the key is `api-key` beside the database. */
+  readonly apiKeyFile: string | undefined;
+  /** `RELAY_API_KEY`, which wins over the files when set (export only). */
+  readonly secrets: { readonly apiKey: string | undefined };
+}
+
+/**
+ * Reads everything the store holds into a backup document, without keys (see
+ * {@linkcode exportRelay} for the whole relay).
  *
  * @throws {StoreBusyError} when writers kept moving a collection while it was read.
  */
@@ -70,7 +127,7 @@ export async function exportStore(store: Store): Promise<Backup> {
     }));
   return {
     format: BACKUP_FORMAT,
-    version: 1,
+    version: BACKUP_VERSION,
     exported_at: Math.floor(store.clock()),
     results_hwm: await resultsHighWaterMark(store),
     queues: { qa: pick("qa"), article: pick("article"), general: pick("general") },
@@ -90,7 +147,7 @@ export class ImportError extends Error {
 /**
  * Parses a backup document's text.
  *
- * @throws {ImportError} when it is not JSON or not a version-1 backup.
+ * @throws {ImportError} when it is not JSON or not a backup of version 1 or 2.
  */
 export function parseBackup(text: string): Backup {
   let value: unknown;
@@ -133,4 +190,127 @@ export async function importStore(
     results: backup.results,
     hwm: backup.results_hwm,
   });
+}
+
+/**
+ * Exports a stopped relay (`relay export`): its database, under the lock (C73), its named
+ * keys with their last use, and, with `includeSecrets`, its main API key as the relay finds
+ * it (`RELAY_API_KEY`, else the key file).
+ *
+ * @throws {DatabaseInUseError} when a relay holds the database.
+ * @throws {ConfigError} when the keys file or the key file cannot be read, or
+ *   `includeSecrets` is set and the relay has no main key yet.
+ */
+export async function exportRelay(
+  files: RelayFiles,
+  options: { includeSecrets?: boolean } = {},
+): Promise<Backup> {
+  return await withStore(files.db, async (store) => {
+    const backup = await exportStore(store);
+    const lastUsed = readLastUsed(files.keysFile);
+    const keys = readKeysFile(files.keysFile).map((key) => ({
+      ...key,
+      scopes: [...key.scopes],
+      last_used_at: lastUsed[key.name] ?? null,
+    }));
+    if (!options.includeSecrets) return { ...backup, keys };
+    const apiKey = await findApiKey({
+      fromEnv: files.secrets.apiKey,
+      keyFile: files.apiKeyFile,
+      db: files.db,
+    });
+    if (apiKey === undefined) {
+      throw new ConfigError(
+        `no main API key to include: there is no ${generatedKeyPath(files.db)} ` +
+          "(the relay writes it on its first start) and neither RELAY_API_KEY nor " +
+          "RELAY_API_KEY_FILE is set",
+      );
+    }
+    return { ...backup, keys, api_key: apiKey.key };
+  });
+}
+
+/**
+ * Imports a backup into a stopped relay (`relay import`), under the database's lock
+ * (C73): the database's contents, the named keys (replacing the keys file and its
+ * last-use file; a version 1 backup has none and leaves them alone) and, when the backup
+ * carries it, the main key (written to `--api-key-file`, else `api-key` beside the
+ * database). Missing directories are created 0700 and files written 0600.
+ *
+ * Without `force` it refuses a target that is not empty: a database holding items or
+ * results, a keys file holding keys, or a main key file holding another key than the
+ * backup's. With `force` those are replaced.
+ *
+ * @throws {ImportError} when the target is not empty and `force` is not set.
+ * @throws {DatabaseInUseError} when a relay holds the database.
+ * @throws {ConfigError} when the keys file or the key file cannot be read or written, or
+ *   the database cannot be opened.
+ */
+export async function importRelay(
+  files: RelayFiles,
+  backup: Backup,
+  options: { force?: boolean } = {},
+): Promise<void> {
+  const apiKeyPath = files.apiKeyFile ?? generatedKeyPath(files.db);
+  await withStore(files.db, async (store) => {
+    if (!options.force) {
+      const found: string[] = [];
+      if (!await isEmpty(store)) found.push("the database holds items or results");
+      const keys = readKeysFile(files.keysFile).length;
+      if (keys > 0) found.push(`${files.keysFile} holds ${keys} named key(s)`);
+      if (backup.api_key !== undefined) {
+        const current = await readIfExists(apiKeyPath);
+        if (current !== undefined && current.trim() !== backup.api_key) {
+          found.push(`${apiKeyPath} holds another main key`);
+        }
+      }
+      if (found.length > 0) {
+        throw new ImportError(
+          `the target is not empty (${found.join("; ")}): use --force to replace it`,
+        );
+      }
+    }
+    await importStore(store, backup, { force: true });
+    // No keys to give and none to replace: no files to create.
+    if (backup.keys !== undefined && (backup.keys.length > 0 || exists(files.keysFile))) {
+      writeKeys(files.keysFile, backup.keys.map(({ last_used_at: _, ...key }) => key));
+      writeLastUsed(
+        files.keysFile,
+        Object.fromEntries(
+          backup.keys.flatMap((key) =>
+            key.last_used_at === null ? [] : [[key.name, key.last_used_at]]
+          ),
+        ),
+      );
+    }
+    if (backup.api_key !== undefined) {
+      try {
+        writePrivateFile(apiKeyPath, `${backup.api_key}\n`);
+      } catch (error) {
+        throw new ConfigError(
+          `cannot write the API key file "${apiKeyPath}": ${errorMessage(error)}`,
+        );
+      }
+    }
+  });
+}
+
+/** Whether something exists at `path` (a dangling symlink counts). */
+function exists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A file's text, or `undefined` when it does not exist. */
+async function readIfExists(path: string): Promise<string | undefined> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw new ConfigError(`cannot read "${path}": ${errorMessage(error)}`);
+  }
 }

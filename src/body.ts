@@ -194,17 +194,43 @@ export async function readAtMost(
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * Decodes and parses a body by its type (C5): JSON must be an object; a form with
- * neither a `content` nor a `url` field is taken whole as plain text, so that
- * `curl -d 'some text'` works; plain text is the text.
+ * Whether a form body is a set of fields the endpoint takes: every `&`-separated part is
+ * `name=value` and every (decoded) name is one of `names`. Empty parts are skipped, as a
+ * browser never sends them. Anything else, such as a link with a query string
+ * (`https://x.example/r?id=1&url=…`), is text that merely looks like a form.
+ */
+function isFieldsOf(text: string, names: readonly string[]): boolean {
+  for (const part of text.split("&")) {
+    if (part === "") continue;
+    const equals = part.indexOf("=");
+    if (equals < 0) return false;
+    const name = new URLSearchParams(`${part.slice(0, equals)}=`).keys().next().value;
+    if (name === undefined || !names.includes(name)) return false;
+  }
+  return true;
+}
+
+/**
+ * Decodes and parses a body by its type (C5, amended; docs/api.md, "Submitting"): JSON
+ * must be an object; a form body is read as fields only when every field in it is one of
+ * `formFields`, and otherwise taken whole as plain text, so that
+ * `curl -d 'https://x.example/r?id=1&url=https://t.example/a'` stores the whole link;
+ * plain text is the text.
  *
  * @param bytes The body, at most the size limit.
  * @param type The declared type, from {@linkcode bodyType}.
- * @param action What the request does, for messages: `"submit"` or `"push"`.
+ * @param options.action What the request does, for messages: `"submit"` or `"push"`.
+ * @param options.formFields The field names the endpoint takes from a form body, e.g.
+ *   `["content"]`; default none (every form body is text).
  * @throws {HttpError} 400 for bytes that are not UTF-8, malformed JSON, or JSON that is not
  *   an object.
  */
-export function parseBody(bytes: Uint8Array, type: BodyType, action: string): ParsedBody {
+export function parseBody(
+  bytes: Uint8Array,
+  type: BodyType,
+  options: { action: string; formFields?: readonly string[] },
+): ParsedBody {
+  const { action, formFields = [] } = options;
   let text: string;
   try {
     text = strictUtf8.decode(bytes);
@@ -215,9 +241,8 @@ export function parseBody(bytes: Uint8Array, type: BodyType, action: string): Pa
     case "text/plain":
       return { kind: "text", text };
     case "application/x-www-form-urlencoded": {
-      const form = new URLSearchParams(text);
-      if (!form.has("content") && !form.has("url")) return { kind: "text", text };
-      return { kind: "fields", fields: Object.fromEntries(form) };
+      if (!isFieldsOf(text, formFields)) return { kind: "text", text };
+      return { kind: "fields", fields: Object.fromEntries(new URLSearchParams(text)) };
     }
     case "application/json": {
       let value: unknown;

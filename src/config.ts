@@ -11,6 +11,7 @@
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import { MAX_BODY_LIMIT_BYTES } from "./body.ts";
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "./log.ts";
 import { DEFAULT_QA_HOSTS } from "./queues.ts";
 
 /** One configurable option: its flag, its environment variable, default and meaning. */
@@ -112,6 +113,18 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
     default: undefined,
     help: "PEM private key of --tls-cert",
   },
+  {
+    flag: "log-format",
+    env: "RELAY_LOG_FORMAT",
+    default: "text",
+    help: "text, or json: one JSON object per line, for log collectors",
+  },
+  {
+    flag: "log-level",
+    env: "RELAY_LOG_LEVEL",
+    default: "info",
+    help: "debug, info (adds a line per request), warn or error",
+  },
 ];
 
 /** Environment variables holding secrets; there are no flags for these (C70). */
@@ -151,6 +164,10 @@ export interface Config {
   readonly keysFile: string;
   /** PEM certificate chain and private key files for HTTPS (issue 7), both or neither. */
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
+  /** `text` or `json`: how log lines are written. */
+  readonly logFormat: LogFormat;
+  /** The least severe log level written; access lines are `info`. */
+  readonly logLevel: LogLevel;
   /** Secrets from the environment; each `undefined` when unset or empty. */
   readonly secrets: {
     readonly apiKey: string | undefined;
@@ -265,6 +282,8 @@ const configSchema = z.object({
   "keys-file": z.string().min(1, { error: "must not be empty" }).optional(),
   "tls-cert": z.string().min(1, { error: "must not be empty" }).optional(),
   "tls-key": z.string().min(1, { error: "must not be empty" }).optional(),
+  "log-format": z.enum(LOG_FORMATS, { error: `must be ${LOG_FORMATS.join(" or ")}` }),
+  "log-level": z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }),
 });
 
 /**
@@ -405,6 +424,8 @@ export function loadConfig(
     tls: certFile === undefined || tlsKeyFile === undefined
       ? undefined
       : { certFile, keyFile: tlsKeyFile },
+    logFormat: value["log-format"],
+    logLevel: value["log-level"],
     secrets: {
       apiKey: read(SECRET_ENV.apiKey),
       appId: read(SECRET_ENV.appId),

@@ -5,6 +5,8 @@
  * @module
  */
 
+import { PRIVATE_FILE_MODE, restrictFile } from "./files.ts";
+
 /** Thrown when another process holds the database's lock. */
 export class DatabaseInUseError extends Error {
   /** Process id of the holder, when it wrote one. */
@@ -31,8 +33,8 @@ export interface DatabaseLock {
 }
 
 /**
- * Takes the exclusive lock `<db>.lock` without waiting, and writes this process's id into
- * it for the error message of a second relay.
+ * Takes the exclusive lock `<db>.lock` (mode 0600) without waiting, and writes this
+ * process's id into it for the error message of a second relay.
  *
  * @throws {DatabaseInUseError} when another process holds the lock.
  * @throws {Deno.errors.PermissionDenied} and other I/O errors when the file cannot be opened.
@@ -40,13 +42,20 @@ export interface DatabaseLock {
 export async function lockDatabase(db: string): Promise<DatabaseLock> {
   // Lock the file the path leads to, so a symlink or a second name cannot share it.
   const path = `${await realFilePath(db)}.lock`;
-  const file = await Deno.open(path, { read: true, write: true, create: true });
+  const file = await Deno.open(path, {
+    read: true,
+    write: true,
+    create: true,
+    mode: PRIVATE_FILE_MODE,
+  });
   if (!await file.tryLock(true)) {
     const text = await Deno.readTextFile(path).catch(() => "");
     file.close();
     const pid = Number.parseInt(text.trim(), 10);
     throw new DatabaseInUseError(db, Number.isSafeInteger(pid) ? pid : undefined);
   }
+  // Created 0600 at most; made exactly 0600 whatever the umask or an older relay left.
+  restrictFile(path);
   await file.truncate(0);
   await file.write(new TextEncoder().encode(`${Deno.pid}\n`));
   return {

@@ -1,10 +1,157 @@
 /**
- * The access log's writer: lines are gathered and written to standard output together, at
- * most every {@linkcode FLUSH_INTERVAL_MS}, instead of one blocking write per request
- * (`console.log` writes synchronously; under load that was a large share of each request).
+ * The relay's log: messages at four levels and the access log (one line per request), as
+ * plain text or as one JSON object per line (`--log-format`, `--log-level`; docs/
+ * configuration.md, "Logging"). Access lines are gathered and written to standard output
+ * together, at most every {@linkcode FLUSH_INTERVAL_MS}, instead of one blocking write per
+ * request (`console.log` writes synchronously; under load that was a large share of each
+ * request).
  *
  * @module
  */
+
+/** The log levels, least severe first; a level shows its own lines and the ones after it. */
+export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+
+/** One of {@linkcode LOG_LEVELS}. */
+export type LogLevel = typeof LOG_LEVELS[number];
+
+/** The log formats: `text` for people, `json` (one object per line) for log shippers. */
+export const LOG_FORMATS = ["text", "json"] as const;
+
+/** One of {@linkcode LOG_FORMATS}. */
+export type LogFormat = typeof LOG_FORMATS[number];
+
+/** One request as the access log records it (at level `info`). */
+export interface AccessEntry {
+  /** The request's method, e.g. `GET`. */
+  readonly method: string;
+  /** Path and query as received, the `key` parameter's value replaced by `REDACTED`. */
+  readonly path: string;
+  /** The response's status. */
+  readonly status: number;
+  /** From the request's arrival to its response, ms. */
+  readonly durationMs: number;
+  /** The response body's size, bytes (0 for HEAD); `undefined` for a stream. */
+  readonly bytes: number | undefined;
+  /** The client's IP address; `undefined` for an in-process request. */
+  readonly client: string | undefined;
+}
+
+/** Options of {@linkcode Logger}. */
+export interface LoggerOptions {
+  /** `text` (default) or `json`. */
+  readonly format?: LogFormat;
+  /** The least severe level written; default `info`. */
+  readonly level?: LogLevel;
+  /** Where message lines go, each without its newline; default `console.log`. */
+  readonly write?: (line: string) => void;
+  /** Where `error` lines go; default `write` when given, else `console.error`. */
+  readonly writeError?: (line: string) => void;
+  /** Where access lines go; default `write`. */
+  readonly writeAccess?: (line: string) => void;
+}
+
+/**
+ * Writes the relay's messages and access lines in one format, leaving out the ones below
+ * its level.
+ *
+ * Text: a message is its text alone (`relay listening on http://0.0.0.0:8787`); an access
+ * line is `<time> <client> <method> <path> <status> <bytes> <ms>ms`, with `-` for an
+ * unknown client or size. JSON: `{"time", "level", "msg"}`, plus for an access line
+ * `method`, `path`, `status`, `duration_ms`, `bytes` and `client` (`null` when unknown),
+ * plus `error` for an error's cause.
+ *
+ * @example
+ * ```ts
+ * const logger = new Logger({ format: "json", level: "warn" });
+ * logger.warn("relay: warning: the API key is short");
+ * ```
+ */
+export class Logger {
+  /** The format lines are written in. */
+  readonly format: LogFormat;
+  /** The least severe level written. */
+  readonly level: LogLevel;
+  readonly #rank: number;
+  readonly #write: (line: string) => void;
+  readonly #writeError: (line: string) => void;
+  readonly #writeAccess: (line: string) => void;
+
+  /** @param options Format, level and where lines go; see {@linkcode LoggerOptions}. */
+  constructor(options: LoggerOptions = {}) {
+    this.format = options.format ?? "text";
+    this.level = options.level ?? "info";
+    this.#rank = LOG_LEVELS.indexOf(this.level);
+    this.#write = options.write ?? ((line) => console.log(line));
+    this.#writeError = options.writeError ??
+      (options.write === undefined ? (line) => console.error(line) : this.#write);
+    this.#writeAccess = options.writeAccess ?? this.#write;
+  }
+
+  /** Whether lines at `level` are written. */
+  enabled(level: LogLevel): boolean {
+    return LOG_LEVELS.indexOf(level) >= this.#rank;
+  }
+
+  /** Writes a message at level `debug`. */
+  readonly debug = (msg: string): void => this.#message("debug", msg);
+  /** Writes a message at level `info`. */
+  readonly info = (msg: string): void => this.#message("info", msg);
+  /** Writes a message at level `warn`. */
+  readonly warn = (msg: string): void => this.#message("warn", msg);
+
+  /**
+   * Writes a message at level `error`.
+   *
+   * @param cause The error behind it, written after the message (its stack when it has one).
+   */
+  readonly error = (msg: string, cause?: unknown): void => this.#message("error", msg, cause);
+
+  /** Writes one access line at level `info`. */
+  access(entry: AccessEntry): void {
+    if (!this.enabled("info")) return;
+    const time = new Date().toISOString();
+    const ms = Math.round(entry.durationMs * 10) / 10;
+    if (this.format === "text") {
+      this.#writeAccess(
+        `${time} ${entry.client ?? "-"} ${entry.method} ${entry.path} ${entry.status} ` +
+          `${entry.bytes ?? "-"} ${ms.toFixed(1)}ms`,
+      );
+      return;
+    }
+    this.#writeAccess(JSON.stringify({
+      time,
+      level: "info",
+      msg: `${entry.method} ${entry.path} ${entry.status}`,
+      method: entry.method,
+      path: entry.path,
+      status: entry.status,
+      duration_ms: ms,
+      bytes: entry.bytes ?? null,
+      client: entry.client ?? null,
+    }));
+  }
+
+  #message(level: LogLevel, msg: string, cause?: unknown): void {
+    if (!this.enabled(level)) return;
+    const write = level === "error" ? this.#writeError : this.#write;
+    const detail = cause === undefined
+      ? undefined
+      : cause instanceof Error
+      ? cause.stack ?? String(cause)
+      : Deno.inspect(cause);
+    if (this.format === "text") {
+      write(detail === undefined ? msg : `${msg}: ${detail}`);
+      return;
+    }
+    write(JSON.stringify({
+      time: new Date().toISOString(),
+      level,
+      msg,
+      ...(detail === undefined ? {} : { error: detail }),
+    }));
+  }
+}
 
 /** Longest time a line waits before it is written, ms. */
 const FLUSH_INTERVAL_MS = 20;

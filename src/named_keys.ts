@@ -11,11 +11,11 @@
  */
 
 import { createHash } from "node:crypto";
-import { dirname } from "node:path";
 import { z } from "zod";
 import { newKey } from "./api_key.ts";
 import { ConfigError } from "./config.ts";
 import { errorMessage } from "./errors.ts";
+import { writePrivateFile } from "./files.ts";
 
 /**
  * What a key may do, each naming the endpoints it opens (issue 7): `submit` (`/submit`),
@@ -51,18 +51,22 @@ export interface NamedKey {
   readonly created_at: number;
 }
 
+/** One entry of the keys file (a {@linkcode NamedKey}); backups carry the same fields. */
+export const namedKeySchema = z.object({
+  name: nameSchema,
+  sha256: z.string().regex(/^[0-9a-f]{64}$/, { error: "sha256 must be 64 hex digits" }),
+  scopes: z.array(scopeSchema).min(1),
+  created_at: z.number().int().nonnegative(),
+});
+
+/** Whether no two of `keys` have the same name. */
+export function namesUnique(keys: readonly { name: string }[]): boolean {
+  return new Set(keys.map((k) => k.name)).size === keys.length;
+}
+
 /** The keys file: `{"keys": [NamedKey, …]}`, names unique. */
 const keysFileSchema = z.object({
-  keys: z
-    .array(z.object({
-      name: nameSchema,
-      sha256: z.string().regex(/^[0-9a-f]{64}$/, { error: "sha256 must be 64 hex digits" }),
-      scopes: z.array(scopeSchema).min(1),
-      created_at: z.number().int().nonnegative(),
-    }))
-    .refine((keys) => new Set(keys.map((k) => k.name)).size === keys.length, {
-      error: "two keys have the same name",
-    }),
+  keys: z.array(namedKeySchema).refine(namesUnique, { error: "two keys have the same name" }),
 });
 
 /** The last-use file: key name → epoch ms. */
@@ -108,28 +112,10 @@ export function readKeysFile(path: string): NamedKey[] {
   return parsed.data.keys;
 }
 
-/** Replaces a file's contents in one step (write beside it, then rename). */
-function writeAtomically(path: string, text: string, mode: number): void {
-  const temporary = `${path}.${crypto.randomUUID()}.tmp`;
-  try {
-    Deno.mkdirSync(dirname(path), { recursive: true });
-    Deno.writeTextFileSync(temporary, text, { mode });
-    // The mode given at creation is narrowed by the umask; set it as meant.
-    Deno.chmodSync(temporary, mode);
-    Deno.renameSync(temporary, path);
-  } catch (error) {
-    try {
-      Deno.removeSync(temporary);
-    } catch {
-      // Nothing was written.
-    }
-    throw error;
-  }
-}
-
 /**
- * Adds a named key to the keys file, creating the file when missing (mode 0644: it holds
- * only digests, and the relay may run as another user than the one adding keys).
+ * Adds a named key to the keys file, creating the file when missing (mode 0600, in a
+ * directory created 0700 when missing, as every file of the relay's: see
+ * {@linkcode writePrivateFile}).
  *
  * @param path The keys file.
  * @param name The key's name, unique in the file.
@@ -184,11 +170,32 @@ export function removeKey(path: string, name: string): boolean {
   return true;
 }
 
-function writeKeys(path: string, keys: readonly NamedKey[]): void {
+/**
+ * Replaces the keys file with `keys` in one step (mode 0600, see {@linkcode writePrivateFile}).
+ *
+ * @param keys The keys, names unique (not checked here).
+ * @throws {ConfigError} when the file cannot be written.
+ */
+export function writeKeys(path: string, keys: readonly NamedKey[]): void {
   try {
-    writeAtomically(path, `${JSON.stringify({ keys }, null, 2)}\n`, 0o644);
+    writePrivateFile(path, `${JSON.stringify({ keys }, null, 2)}\n`);
   } catch (error) {
     throw new ConfigError(`cannot write the keys file "${path}": ${errorMessage(error)}`);
+  }
+}
+
+/**
+ * Replaces the last-use file beside `keysFile` (mode 0600), e.g. when a backup is imported.
+ *
+ * @param lastUsed Key name → epoch ms.
+ * @throws {ConfigError} when the file cannot be written.
+ */
+export function writeLastUsed(keysFile: string, lastUsed: Readonly<Record<string, number>>): void {
+  const path = lastUsedFile(keysFile);
+  try {
+    writePrivateFile(path, `${JSON.stringify(lastUsed)}\n`);
+  } catch (error) {
+    throw new ConfigError(`cannot write "${path}": ${errorMessage(error)}`);
   }
 }
 
@@ -278,11 +285,7 @@ export class KeyRing {
     this.#flushedAt = this.#clock();
     this.#dirty = false;
     try {
-      writeAtomically(
-        lastUsedFile(this.#path),
-        `${JSON.stringify(this.#lastUsed)}\n`,
-        0o644,
-      );
+      writePrivateFile(lastUsedFile(this.#path), `${JSON.stringify(this.#lastUsed)}\n`);
     } catch (error) {
       if (!this.#warnedWrite) {
         this.#warnedWrite = true;

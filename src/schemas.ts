@@ -69,7 +69,11 @@ function stringField(name: string) {
   }).optional();
 }
 
-/** Fields of a JSON or form body of `POST /submit` (spec §4.1, C10). Others are ignored. */
+/**
+ * Fields of a JSON or form body of `POST /submit` (spec §4.1, C10). A JSON body's other
+ * fields are ignored; a form body naming any other field is plain text (its keys here are
+ * the names a form may use; docs/api.md, "Submitting").
+ */
 export const submitFieldsSchema = z.object({
   content: stringField("content"),
   url: stringField("url"),
@@ -87,7 +91,10 @@ export const dedupeParamSchema: z.ZodType<boolean, string | undefined> = z
   .optional()
   .transform((value) => value !== "false");
 
-/** Fields of a JSON or form body of `POST /push` (spec §4.4). Others are ignored. */
+/**
+ * Fields of a JSON or form body of `POST /push` (spec §4.4). A JSON body's other fields are
+ * ignored; a form body naming any other field is plain text.
+ */
 export const pushFieldsSchema = z.object({ content: stringField("content") });
 
 /**

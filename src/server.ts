@@ -10,10 +10,11 @@ import { resolveApiKey } from "./api_key.ts";
 import { createApp } from "./app.ts";
 import { type Config, ConfigError } from "./config.ts";
 import { errorMessage, problemResponse } from "./errors.ts";
+import { createPrivateFile, makePrivateDirectory, restrictFile } from "./files.ts";
 import { lockDatabase } from "./lock.ts";
 import { missingConfiguration, type PublishConfig, TARGETS } from "./publish.ts";
 import { WEAK_KEY_LENGTH } from "./auth.ts";
-import { BatchedLog } from "./log.ts";
+import { BatchedLog, Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { KeyRing } from "./named_keys.ts";
 import { lanAddress, pairingLines, pairingLink } from "./pairing.ts";
@@ -28,7 +29,8 @@ export const SHUTDOWN_GRACE_MS = 10_000;
 
 /**
  * Opens the database under its lock (C73) for a one-off job such as export or import, runs
- * `job`, and closes it again. Creates the directory when missing.
+ * `job`, and closes it again. Creates the directory when missing (0700, as its missing
+ * parents).
  *
  * @throws {DatabaseInUseError} when a relay (or another job) holds the database.
  */
@@ -54,8 +56,9 @@ interface LockedDatabase {
 }
 
 /**
- * Creates the data directory when missing, takes the database's lock (C73) and opens the
- * KV file, turning each failure into one line that names the path.
+ * Creates the data directory when missing (with its missing parents, each 0700), takes the
+ * database's lock (C73) and opens the KV file, made 0600 with its `-wal` and `-shm` files
+ * (docs/operations.md, data files), turning each failure into one line that names the path.
  *
  * @throws {ConfigError} when the directory cannot be created or the file cannot be opened
  *   (corrupt, unwritable, not SQLite).
@@ -64,13 +67,18 @@ interface LockedDatabase {
 async function openLockedDatabase(db: string): Promise<LockedDatabase> {
   const path = resolve(db);
   try {
-    await Deno.mkdir(dirname(path), { recursive: true });
+    makePrivateDirectory(dirname(path));
   } catch (error) {
     throw new ConfigError(`cannot create the data directory "${dirname(path)}": ${String(error)}`);
   }
   const lock = await lockDatabase(path);
   let kv: Deno.Kv;
   try {
+    // SQLite creates the database 0644 and gives its -wal and -shm files the database's
+    // mode: a database created (or set) 0600 first keeps all three private whatever the umask.
+    createPrivateFile(path);
+    restrictFile(`${path}-wal`);
+    restrictFile(`${path}-shm`);
     kv = await Deno.openKv(path);
   } catch (error) {
     lock.release();
@@ -145,6 +153,8 @@ function serveOrExplain(
 export interface RunningRelay {
   /** The address it listens on, e.g. `http://0.0.0.0:8787` (`https://` with TLS). */
   readonly url: string;
+  /** The relay's log, in the configured format and level, for the caller's own messages. */
+  readonly logger: Logger;
   /**
    * Stops accepting, waits up to {@linkcode SHUTDOWN_GRACE_MS} for in-flight requests,
    * closes KV and releases the lock (C72).
@@ -159,9 +169,11 @@ export interface RunningRelay {
  * enabled, one saying where the API key comes from, then
  * `relay listening on http://<host>:<port>` (`https://` with `--tls-cert`, issue 7).
  *
- * @param config The validated configuration.
- * @param options.log Where messages and the access log go; default `console.log` for
- *   messages and batched writes to standard output for the access log ({@linkcode BatchedLog}).
+ * @param config The validated configuration; its `logFormat` and `logLevel` shape every
+ *   line written.
+ * @param options.log Where every log line goes (errors too); default `console.log` for
+ *   messages, `console.error` for errors, and batched writes to standard output for the
+ *   access log ({@linkcode BatchedLog}).
  * @param options.version The relay's version, for the start line.
  * @param options.pairing Print a QR code and link that pair a phone's web app with the
  *   main key (issue 7); the command line asks for it when standard output is a terminal,
@@ -175,9 +187,15 @@ export async function startRelay(
   config: Config,
   options: { log?: (line: string) => void; version?: string; pairing?: boolean } = {},
 ): Promise<RunningRelay> {
-  const log = options.log ?? ((line: string) => console.log(line));
   // The access log is written in batches unless the caller collects lines itself.
   const accessLog = options.log === undefined ? new BatchedLog() : undefined;
+  const logger = new Logger({
+    format: config.logFormat,
+    level: config.logLevel,
+    ...(options.log === undefined ? {} : { write: options.log }),
+    ...(accessLog === undefined ? {} : { writeAccess: accessLog.line }),
+  });
+  const log = logger.info;
   const database = await openLockedDatabase(config.db);
   const { path: db, kv } = database;
   try {
@@ -186,7 +204,7 @@ export async function startRelay(
       keyFile: config.apiKeyFile,
       db,
     });
-    const keyRing = new KeyRing(config.keysFile, Date.now, log);
+    const keyRing = new KeyRing(config.keysFile, Date.now, logger.warn);
     const tls = config.tls === undefined ? undefined : {
       cert: readPem(config.tls.certFile, "--tls-cert"),
       key: readPem(config.tls.keyFile, "--tls-key"),
@@ -206,7 +224,7 @@ export async function startRelay(
       qaHosts: config.qaHosts,
       maxBodyBytes: config.maxBodyBytes,
       publish,
-      log: accessLog?.line ?? log,
+      logger,
       metrics,
       closing: closing.signal,
     });
@@ -226,7 +244,7 @@ export async function startRelay(
     } else log(`relay: API key from ${apiKey.path}`);
     if (keyRing.size > 0) log(`relay: ${keyRing.size} named key(s) from ${config.keysFile}`);
     if (apiKey.key.length < WEAK_KEY_LENGTH) {
-      log(
+      logger.warn(
         `relay: warning: the API key is ${apiKey.key.length} characters long; ` +
           `use at least ${WEAK_KEY_LENGTH} random characters (delete the key file to get a generated one)`,
       );
@@ -281,7 +299,7 @@ export async function startRelay(
         }
       },
       onError: (error) => {
-        console.error("relay: unexpected error:", error);
+        logger.error("relay: unexpected error", error);
         return problemResponse(500, "Internal error: the relay logged the cause");
       },
     }, handler);
@@ -291,6 +309,7 @@ export async function startRelay(
 
     return {
       url,
+      logger,
       async shutdown() {
         draining = true;
         closing.abort();

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { createApp } from "../src/app.ts";
 import type { Clock } from "../src/clock.ts";
+import { type LogFormat, Logger } from "../src/log.ts";
 import type { KeyRing } from "../src/named_keys.ts";
 import type { PublishConfig } from "../src/publish.ts";
 import { createStore, type Store, type StoreStats } from "../src/store.ts";
@@ -84,7 +85,7 @@ export async function makeStore(
   return { store, clock, temp, [Symbol.asyncDispose]: () => temp[Symbol.asyncDispose]() };
 }
 
-/** The real app on a temp store, its access log kept in `logs`. */
+/** The real app on a temp store, its access log (and any error lines) kept in `logs`. */
 export interface TestApp extends TestStore {
   app: ReturnType<typeof createApp>;
   logs: string[];
@@ -103,9 +104,10 @@ export async function makeApp(
     closing?: AbortSignal;
     systemClock?: boolean;
     keyRing?: KeyRing;
+    logFormat?: LogFormat;
   } = {},
 ): Promise<TestApp> {
-  const { dedupeWindowMs, systemClock, ...appOptions } = options;
+  const { dedupeWindowMs, systemClock, logFormat, ...appOptions } = options;
   const base = await makeStore({
     ...(dedupeWindowMs === undefined ? {} : { dedupeWindowMs }),
     ...(systemClock === undefined ? {} : { systemClock }),
@@ -114,7 +116,10 @@ export async function makeApp(
   const app = createApp({
     store: base.store,
     apiKey: KEY,
-    log: (line) => logs.push(line),
+    logger: new Logger({
+      ...(logFormat === undefined ? {} : { format: logFormat }),
+      write: (line) => logs.push(line),
+    }),
     ...appOptions,
   });
   const call = (path: string, init: RequestInit = {}) =>
@@ -179,10 +184,13 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
   };
 }
 
-/** Runs `main.ts` to completion with the relay's permission set; returns output and code. */
+/**
+ * Runs `main.ts` to completion with the relay's permission set; returns output and code.
+ * With `umask` (octal digits, e.g. `"000"`) it runs under that umask.
+ */
 export async function runRelay(
   args: string[],
-  options: { env?: Record<string, string>; cwd?: string; stdin?: string } = {},
+  options: { env?: Record<string, string>; cwd?: string; stdin?: string; umask?: string } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const child = relayCommand(args, options, options.stdin === undefined ? "null" : "piped")
     .spawn();
@@ -244,11 +252,27 @@ export function freePort(): number {
 
 function relayCommand(
   args: string[],
-  options: { env?: Record<string, string>; cwd?: string },
+  options: { env?: Record<string, string>; cwd?: string; umask?: string },
   stdin: "piped" | "null",
 ): Deno.Command {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["run", "-P=relay", "--quiet", "--config", `${ROOT}deno.json`, `${ROOT}main.ts`, ...args],
+  const deno = [
+    Deno.execPath(),
+    "run",
+    "-P=relay",
+    "--quiet",
+    "--config",
+    `${ROOT}deno.json`,
+    `${ROOT}main.ts`,
+    ...args,
+  ];
+  if (options.umask !== undefined && !/^[0-7]{3,4}$/.test(options.umask)) {
+    throw new Error(`bad umask ${options.umask}`);
+  }
+  const [program, ...rest] = options.umask === undefined
+    ? deno
+    : ["sh", "-c", `umask ${options.umask}; exec "$@"`, "sh", ...deno];
+  return new Deno.Command(program!, {
+    args: rest,
     env: childEnv(options.env),
     clearEnv: true,
     cwd: options.cwd ?? ROOT,
@@ -280,23 +304,38 @@ async function collectLines(
   }
 }
 
+/** A log line's message: the line itself, or the `msg` of a JSON line (`--log-format json`). */
+export function logMessage(line: string): string {
+  if (!line.startsWith("{")) return line;
+  try {
+    const msg = (JSON.parse(line) as { msg?: unknown }).msg;
+    return typeof msg === "string" ? msg : line;
+  } catch {
+    return line;
+  }
+}
+
 /**
  * Starts the relay on 127.0.0.1 port 0 with `--db <dir>/relay.kv` and waits for its
- * start line (C72). Rejects with its stderr when it exits first.
+ * start line (C72). Rejects with its stderr when it exits first. With `umask` (octal
+ * digits, e.g. `"000"`) it runs under that umask.
  */
 export async function startRelayProcess(
   dir: string,
-  options: { args?: string[]; env?: Record<string, string>; port?: number } = {},
+  options: { args?: string[]; env?: Record<string, string>; port?: number; umask?: string } = {},
 ): Promise<RelayProcess> {
   const port = String(options.port ?? 0);
   const args = ["serve", "--hostname", "127.0.0.1", "--port", port, "--db", `${dir}/relay.kv`];
-  const child = relayCommand([...args, ...(options.args ?? [])], { env: options.env ?? {} }, "null")
-    .spawn();
+  const child = relayCommand(
+    [...args, ...(options.args ?? [])],
+    { env: options.env ?? {}, ...(options.umask === undefined ? {} : { umask: options.umask }) },
+    "null",
+  ).spawn();
   const stdout: string[] = [];
   const stderr: string[] = [];
   const listening = Promise.withResolvers<string>();
   const outDone = collectLines(child.stdout, stdout, (line) => {
-    const match = /^relay listening on (https?:\/\/\S+)$/.exec(line);
+    const match = /^relay listening on (https?:\/\/\S+)$/.exec(logMessage(line));
     if (match?.[1]) listening.resolve(match[1]);
   });
   const errDone = collectLines(child.stderr, stderr, () => {});

@@ -582,7 +582,7 @@ Deno.test("authentication", async (t) => {
     await app.app.request(`/results?since=0&key=${KEY}`);
     await app.app.request(`/results?key=wrong-key`);
     assert.equal(app.logs.length, 2);
-    assert.match(app.logs[0]!, /GET \/results\?since=0&key=REDACTED 200 \d+\.\dms$/);
+    assert.match(app.logs[0]!, /GET \/results\?since=0&key=REDACTED 200 \d+ \d+\.\dms$/);
     assert.match(app.logs[1]!, /GET \/results\?key=REDACTED 401 /);
     assert.ok(!app.logs.join("\n").includes(KEY));
     assert.ok(!app.logs.join("\n").includes("wrong-key"));
@@ -638,26 +638,53 @@ Deno.test("problem documents", async (t) => {
     async () => {
       await using app = await makeApp();
       app.temp.kv.close();
-      const originalError = console.error;
-      console.error = () => {};
-      try {
-        const res = await app.call("/peek");
-        assert.equal(res.status, 500);
-        assert.equal(res.headers.get("content-type"), "application/problem+json");
-        const doc = await res.json();
-        assert.equal(doc.title, "Internal Server Error");
-        assert.ok(!JSON.stringify(doc).includes(" at "), "no stack trace");
-      } finally {
-        console.error = originalError;
-      }
+      const res = await app.call("/peek");
+      assert.equal(res.status, 500);
+      assert.equal(res.headers.get("content-type"), "application/problem+json");
+      const doc = await res.json();
+      assert.equal(doc.title, "Internal Server Error");
+      assert.ok(!JSON.stringify(doc).includes(" at "), "no stack trace");
+      // The cause, with its stack, is in the relay's log instead.
+      const logged = app.logs.find((line) => line.startsWith("relay: unexpected error: "));
+      assert.ok(logged?.includes(" at "), app.logs.join("\n"));
     },
   );
+});
+
+Deno.test("GET /", async (t) => {
+  await t.step("redirects a browser to the web app with 302, no key needed", async () => {
+    await using app = await makeApp();
+    for (const method of ["GET", "HEAD"]) {
+      const res = await app.app.request("/", { method });
+      assert.equal(res.status, 302, method);
+      assert.equal(res.headers.get("location"), "/app/", method);
+      assert.equal(await res.text(), "");
+    }
+    // With a wrong key too: the redirect asks for none.
+    const res = await app.app.request("/?x=1", { headers: { "x-auth-key": "wrong" } });
+    assert.equal(res.status, 302);
+    assert.equal(res.headers.get("location"), "/app/");
+  });
+
+  await t.step("leads to the web app's page", async () => {
+    await using app = await makeApp();
+    const location = (await app.app.request("/")).headers.get("location")!;
+    const page = await app.app.request(location);
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get("content-type") ?? "", /^text\/html/);
+  });
+
+  await t.step("is not listed among the endpoints a 404 names", async () => {
+    await using app = await makeApp();
+    const detail = await assertProblem(await app.app.request("/nope"), 404);
+    assert.match(detail, /the relay serves \/submit, /);
+  });
 });
 
 Deno.test("routing and error order", async (t) => {
   await t.step("C3 answers 404 for an unknown path, before authentication", async () => {
     await using app = await makeApp();
-    for (const path of ["/", "/nope", "/submit/", "/SUBMIT", "/publish/x"]) {
+    for (const path of ["/nope", "/submit/", "/SUBMIT", "/publish/x", "//"]) {
       await assertProblem(await app.app.request(path, { method: "POST" }), 404);
     }
   });
@@ -674,6 +701,8 @@ Deno.test("routing and error order", async (t) => {
         ["POST", "/results", "GET, HEAD"],
         ["GET", "/clear", "POST"],
         ["POST", "/health", "GET, HEAD"],
+        ["POST", "/", "GET, HEAD"],
+        ["DELETE", "/", "GET, HEAD"],
       ];
       for (const [method, path, allow] of cases) {
         const res = await app.app.request(path, { method });
@@ -714,14 +743,48 @@ Deno.test("routing and error order", async (t) => {
   });
 
   await t.step(
-    "the access log has one line per request with method, path, status and ms",
+    "the access log has one line per request with client, method, path, status, bytes and ms",
     async () => {
       await using app = await makeApp();
       await app.call("/submit", { method: "POST", body: "x" });
-      await app.app.request("/nope");
+      const notFound = await app.app.request("/nope");
+      const size = (await notFound.arrayBuffer()).byteLength;
+      await app.app.request("/health", { method: "HEAD" });
+      await app.call("/pull");
+      assert.equal(app.logs.length, 4);
+      // app.request() has no client address: "-".
+      assert.match(app.logs[0]!, /^\S+Z - POST \/submit 200 12 \d+\.\dms$/);
+      assert.match(app.logs[1]!, new RegExp(`^\\S+Z - GET /nope 404 ${size} \\d+\\.\\dms$`));
+      assert.match(app.logs[2]!, /^\S+Z - HEAD \/health 200 0 \d+\.\dms$/);
+      assert.match(app.logs[3]!, /^\S+Z - GET \/pull 200 5 \d+\.\dms$/);
+    },
+  );
+
+  await t.step(
+    "the access log in JSON has time, level, msg and the request's fields, the key redacted",
+    async () => {
+      await using app = await makeApp({ logFormat: "json" });
+      await app.call("/submit", { method: "POST", body: "x" });
+      await app.app.request(`/peek?key=${KEY}&queue=general`);
       assert.equal(app.logs.length, 2);
-      assert.match(app.logs[0]!, /^\S+Z POST \/submit 200 \d+\.\dms$/);
-      assert.match(app.logs[1]!, /^\S+Z GET \/nope 404 \d+\.\dms$/);
+      const lines = app.logs.map((line) => JSON.parse(line));
+      assert.match(lines[0].time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      assert.equal(typeof lines[0].duration_ms, "number");
+      assert.deepEqual({ ...lines[0], time: "", duration_ms: 0 }, {
+        time: "",
+        level: "info",
+        msg: "POST /submit 200",
+        method: "POST",
+        path: "/submit",
+        status: 200,
+        duration_ms: 0,
+        bytes: 12,
+        client: null,
+      });
+      assert.equal(lines[1].path, "/peek?key=REDACTED&queue=general");
+      assert.equal(lines[1].msg, "GET /peek?key=REDACTED&queue=general 200");
+      assert.ok(lines[1].bytes > 0);
+      assert.ok(!app.logs.join("\n").includes(KEY));
     },
   );
 });

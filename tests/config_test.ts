@@ -41,6 +41,8 @@ Deno.test("loadConfig() C70 has the contract's defaults", () => {
   assert.equal(config.podcastUrl, undefined);
   assert.equal(config.publishTimeoutMs, 15_000);
   assert.equal(config.apiKeyFile, undefined);
+  assert.equal(config.logFormat, "text");
+  assert.equal(config.logLevel, "info");
   assert.deepEqual(config.secrets, {
     apiKey: undefined,
     appId: undefined,
@@ -73,11 +75,13 @@ Deno.test("loadConfig() C70 takes each option from its environment variable, a f
     RELAY_PODCAST_URL: "http://nas.lan:8080",
     RELAY_PUBLISH_TIMEOUT: "500ms",
     RELAY_API_KEY_FILE: "/etc/relay/key",
+    RELAY_LOG_FORMAT: "json",
+    RELAY_LOG_LEVEL: "debug",
     RELAY_API_KEY: "secret",
     RELAY_APP_ID: "app",
     RELAY_BLOG_ACCESS_COOKIE: "CF_Authorization=x",
   });
-  const config = loadConfig({ port: "9001" }, env);
+  const config = loadConfig({ port: "9001", "log-level": "error" }, env);
   assert.equal(config.hostname, "127.0.0.1");
   assert.equal(config.port, 9001);
   assert.equal(config.db, "/tmp/x.kv");
@@ -90,6 +94,8 @@ Deno.test("loadConfig() C70 takes each option from its environment variable, a f
   assert.equal(config.podcastUrl, "http://nas.lan:8080");
   assert.equal(config.publishTimeoutMs, 500);
   assert.equal(config.apiKeyFile, "/etc/relay/key");
+  assert.equal(config.logFormat, "json");
+  assert.equal(config.logLevel, "error");
   assert.deepEqual(config.secrets, {
     apiKey: "secret",
     appId: "app",
@@ -126,6 +132,12 @@ Deno.test("loadConfig() C70 names the bad option, its value and its source in on
     ],
     [{ "publish-timeout": "721h" }, {}, /^invalid --publish-timeout "721h"/],
     [{}, { RELAY_NOTES_URL: "notes" }, /^invalid RELAY_NOTES_URL "notes": must be an http/],
+    [{ "log-format": "xml" }, {}, /^invalid --log-format "xml": must be text or json$/],
+    [
+      {},
+      { RELAY_LOG_LEVEL: "verbose" },
+      /^invalid RELAY_LOG_LEVEL "verbose": must be one of debug, info, warn, error$/,
+    ],
   ];
   for (const [flags, env, pattern] of cases) {
     assert.throws(() => loadConfig(flags, envOf(env)), (error: unknown) => {

@@ -273,7 +273,7 @@ Deno.test("issue 7: relay keys add prints the key once; list shows names, scopes
     assert.deepEqual(listed.map((k) => k.name), ["daemon"]);
     assert.equal(listed[0]?.last_used_at, null);
     assert.deepEqual(Object.keys(readLastUsed(join(dir, "data", "keys.json"))), ["phone"]);
-    assert.equal((await Deno.stat(join(dir, "data", "keys.json"))).mode! & 0o777, 0o644);
+    assert.equal((await Deno.stat(join(dir, "data", "keys.json"))).mode! & 0o777, 0o600);
 
     const again = await runRelay(["keys", "remove", "phone", "--db", db]);
     assert.equal(again.code, 1);

@@ -3,8 +3,10 @@ import { Buffer } from "node:buffer";
 import {
   childEnv,
   eventually,
+  freePort,
   ROOT,
   runRelay,
+  spawnRelay,
   SseReader,
   startRelayProcess,
   withTempDir,
@@ -537,5 +539,128 @@ Deno.test("issue 7: TLS needs both files, readable and PEM; otherwise the relay 
     );
     assert.equal(wrong.code, 1);
     assert.match(wrong.stderr, /^relay: invalid --tls-cert or --tls-key: /m);
+  });
+});
+
+Deno.test("relay serve --log-format json writes JSON lines whose access fields carry the client address", async () => {
+  await withTempDir(async (dir) => {
+    // A short key, so that the start also writes a warning.
+    const key = "short-key";
+    await using relay = await startRelayProcess(dir, {
+      args: ["--log-format", "json"],
+      env: { RELAY_API_KEY: key },
+    });
+    assert.equal((await fetch(`${relay.url}/health`)).status, 200);
+    const submitted = await fetch(`${relay.url}/submit`, {
+      method: "POST",
+      body: "x",
+      headers: { "x-auth-key": key },
+    });
+    assert.equal(await submitted.text(), "OK (general)");
+    await (await fetch(`${relay.url}/peek?key=${key}`)).body?.cancel();
+    await (await fetch(`${relay.url}/`, { redirect: "manual" })).body?.cancel();
+    // Access lines are written in batches: wait for the four.
+    await eventually(
+      () => relay.stdout.filter((line) => line.includes('"method"')).length === 4,
+      "four access lines",
+    );
+    const lines = relay.stdout.map((line) => JSON.parse(line));
+    for (const line of lines) {
+      assert.match(line.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      assert.ok(["info", "warn"].includes(line.level), line.level);
+      assert.equal(typeof line.msg, "string");
+    }
+    assert.ok(lines.some((l) => l.level === "info" && l.msg === `relay listening on ${relay.url}`));
+    assert.ok(lines.some((l) => l.level === "warn" && /the API key is 9 characters/.test(l.msg)));
+    const access = lines.filter((line) => "method" in line);
+    assert.deepEqual(
+      access.map((l) => [l.level, l.client, l.method, l.path, l.status, l.bytes]),
+      [
+        ["info", "127.0.0.1", "GET", "/health", 200, access[0].bytes],
+        ["info", "127.0.0.1", "POST", "/submit", 200, 12],
+        ["info", "127.0.0.1", "GET", "/peek?key=REDACTED", 200, access[2].bytes],
+        ["info", "127.0.0.1", "GET", "/", 302, 0],
+      ],
+    );
+    for (const line of access) {
+      assert.equal(typeof line.duration_ms, "number");
+      assert.ok(line.bytes >= 0);
+      assert.equal(line.msg, `${line.method} ${line.path} ${line.status}`);
+    }
+    assert.ok(!relay.stdout.join("\n").includes(`key=${key}`), "the key is never logged");
+    assert.equal((await relay.stop()).code, 0);
+  });
+});
+
+Deno.test("relay serve text access lines carry the client address", async () => {
+  await withTempDir(async (dir) => {
+    await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+    await (await fetch(`${relay.url}/peek?key=${KEY}`)).body?.cancel();
+    await eventually(() => relay.stdout.some((l) => l.includes("/peek")), "the access line");
+    const line = relay.stdout.find((l) => l.includes("/peek"))!;
+    assert.match(line, /^\S+Z 127\.0\.0\.1 GET \/peek\?key=REDACTED 204 0 \d+\.\dms$/);
+    assert.equal((await relay.stop()).code, 0);
+  });
+});
+
+Deno.test("relay serve RELAY_LOG_LEVEL=warn leaves out access lines and keeps warnings", async () => {
+  await withTempDir(async (dir) => {
+    const port = freePort();
+    const relay = spawnRelay(
+      ["serve", "--hostname", "127.0.0.1", "--port", String(port), "--db", `${dir}/relay.kv`],
+      { env: { RELAY_API_KEY: "short-key", RELAY_LOG_LEVEL: "warn" } },
+    );
+    const url = `http://127.0.0.1:${port}`;
+    await eventually(async () => {
+      try {
+        const res = await fetch(`${url}/health`);
+        await res.body?.cancel();
+        return res.status === 200;
+      } catch {
+        return false;
+      }
+    }, "the relay to answer");
+    const res = await fetch(`${url}/submit`, {
+      method: "POST",
+      body: "x",
+      headers: { "x-auth-key": "short-key" },
+    });
+    assert.equal(await res.text(), "OK (general)");
+    relay.child.kill("SIGTERM");
+    assert.equal((await relay.done).code, 0, relay.stderr.join("\n"));
+    const output = relay.stdout.join("\n");
+    assert.match(output, /relay: warning: the API key is 9 characters long/);
+    assert.ok(!/GET \/health|POST \/submit/.test(output), output);
+    assert.ok(!output.includes("relay listening on"), "info lines are left out too");
+  });
+});
+
+Deno.test("relay serve exits 2 with one line for an invalid --log-format or RELAY_LOG_LEVEL", async () => {
+  await withTempDir(async (dir) => {
+    const cases: Array<[string[], Record<string, string>, RegExp]> = [
+      [["--log-format", "xml"], {}, /^relay: invalid --log-format "xml": must be text or json$/],
+      [
+        [],
+        { RELAY_LOG_LEVEL: "verbose" },
+        /^relay: invalid RELAY_LOG_LEVEL "verbose": must be one of debug, info, warn, error$/,
+      ],
+      [[], { RELAY_LOG_FORMAT: "JSON" }, /^relay: invalid RELAY_LOG_FORMAT "JSON": /],
+      [["--log-level", "trace"], {}, /^relay: invalid --log-level "trace": /],
+    ];
+    for (const [args, env, pattern] of cases) {
+      const { code, stdout, stderr } = await runRelay(
+        ["serve", "--db", `${dir}/relay.kv`, ...args],
+        { env },
+      );
+      assert.equal(code, 2, stderr);
+      assert.equal(stdout, "");
+      const lines = stderr.trim().split("\n");
+      assert.equal(lines.length, 1, stderr);
+      assert.match(lines[0]!, pattern);
+    }
+    const help = await runRelay(["--help"]);
+    for (const name of ["--log-format", "RELAY_LOG_FORMAT", "--log-level", "RELAY_LOG_LEVEL"]) {
+      assert.ok(help.stdout.includes(name), name);
+    }
   });
 });

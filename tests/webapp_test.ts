@@ -291,7 +291,7 @@ Deno.test("issue 7 web app: Queues lists each queue's items with leased marks an
   });
 });
 
-Deno.test("issue 7 web app: a shared link is submitted with automatic routing, and again answers OK (duplicate)", async () => {
+Deno.test("issue 7 web app: a shared link waits for the key, is sent with automatic routing, and again answers OK (duplicate)", async () => {
   await withApp({}, async ({ relay, page, call }) => {
     const link = "https://stackoverflow.com/questions/927358/how-do-i-undo-the-most-recent-commits";
     const share = `${relay.url}/app/share?` + new URLSearchParams({
@@ -299,27 +299,33 @@ Deno.test("issue 7 web app: a shared link is submitted with automatic routing, a
       text: "",
       url: link,
     });
-    // Without a key: the share waits for it, then goes out.
+    const send = page.getByRole("button", { name: "Send", exact: true });
+    // Without a key: the share waits for it, then is there to be sent.
     await page.goto(share);
     assert.equal(await textOf(page, "#share-answer", /key/), "Waiting for the key");
     assert.equal(page.url(), `${relay.url}/app/#share`);
+    assert.equal(await send.isVisible(), false);
     await page.getByRole("link", { name: "Enter the key" }).click();
     await page.getByLabel("API key").fill(KEY);
     await page.getByRole("button", { name: "Save" }).click();
+    await page.locator("#screen-share").waitFor({ state: "visible" });
+    assert.equal(await page.getByLabel("Link", { exact: true }).inputValue(), link);
+    await screenshot(page, "share");
+    await send.click();
     assert.equal(await textOf(page, "#share-answer", /^OK/), "OK (qa)");
-    assert.deepEqual(await queued(call), {
-      qa: [`How do I undo the most recent local commits in Git?\n${link}`],
-    });
+    assert.deepEqual(await queued(call), { qa: [link] });
     assert.equal(await page.getByRole("link", { name: "Back to the app" }).isVisible(), true);
 
     await page.goto(share);
+    await send.click();
     assert.equal(await textOf(page, "#share-answer", /^OK/), "OK (duplicate)");
     // A reload shows the answer again but does not share again.
     await page.reload();
     assert.equal(await textOf(page, "#share-answer", /^OK/), "OK (duplicate)");
+    assert.equal(await send.isVisible(), false);
     assert.equal((await getStats(call)).queues.qa.duplicate, 1);
 
-    // Android puts the link inside text too: it is sent once.
+    // Android puts the link inside text too: it is sent once, alone.
     await page.goto(
       `${relay.url}/app/share?` + new URLSearchParams({
         title: "",
@@ -327,14 +333,118 @@ Deno.test("issue 7 web app: a shared link is submitted with automatic routing, a
         url: "https://example.com/wal-and-fsync",
       }),
     );
+    assert.equal(await page.textContent("#share-extra-text"), "Worth a read");
+    await send.click();
+    assert.equal(await textOf(page, "#share-answer", /^OK/), "OK (general)");
+    assert.deepEqual((await queued(call)).general, ["https://example.com/wal-and-fsync"]);
+
+    // Nothing at all: said so, with nothing to send.
+    await page.goto(`${relay.url}/app/share?title=&text=%20&url=`);
+    assert.equal(
+      await textOf(page, "#share-answer", /^Nothing/),
+      "Nothing was shared: no title, text or link arrived.",
+    );
+    assert.equal(await page.locator("#share-form").isVisible(), false);
+  });
+});
+
+Deno.test("web app share target: a shared link is sent alone, so sharing it again is a duplicate; the title and text are only an optional note", async () => {
+  await withApp({}, async ({ relay, page, call }) => {
+    await openApp(page, relay);
+    const link = "https://stackoverflow.com/q/1";
+    const content = page.getByLabel("Link", { exact: true });
+    const send = page.getByRole("button", { name: "Send", exact: true });
+    const addNote = page.getByRole("button", { name: "Add a note" });
+
+    await page.goto(
+      `${relay.url}/app/share?title=Some%20title&text=Look%20at%20this&url=https%3A%2F%2Fstackoverflow.com%2Fq%2F1`,
+    );
+    assert.equal(page.url(), `${relay.url}/app/#share`);
+    // Nothing goes out before Send; the title and text are shown, not in the content.
+    assert.equal(await content.inputValue(), link);
+    assert.equal(await page.textContent("#share-extra-text"), "Some title\nLook at this");
+    assert.equal(await addNote.getAttribute("aria-expanded"), "false");
+    assert.equal(await page.locator("#share-note").isVisible(), false);
+    assert.deepEqual(await queued(call), {});
+    await send.click();
+    assert.equal(await textOf(page, "#share-answer", /^OK/), "OK (qa)");
+    assert.deepEqual(await queued(call), { qa: [link] });
+    assert.equal(await page.textContent("#share-sent-content"), link);
+    assert.equal(await page.locator("#share-form").isVisible(), false);
+
+    // The same link with another title: the relay's exact-content check recognises it.
+    await page.goto(
+      `${relay.url}/app/share?` + new URLSearchParams({
+        title: "A different title",
+        text: "",
+        url: link,
+      }),
+    );
+    assert.equal(await content.inputValue(), link);
+    await send.click();
+    assert.equal(await textOf(page, "#share-answer", /^OK/), "OK (duplicate)");
+    assert.deepEqual(await queued(call), { qa: [link] });
+
+    // Android puts the link inside text and sends no url: the link alone is the content.
+    await page.goto(
+      `${relay.url}/app/share?` + new URLSearchParams({
+        text: "Worth a read: https://example.com/wal-and-fsync.",
+      }),
+    );
+    assert.equal(await content.inputValue(), "https://example.com/wal-and-fsync");
+    assert.equal(await page.textContent("#share-extra-text"), "Worth a read:");
+    await send.click();
+    assert.equal(await textOf(page, "#share-answer", /^OK/), "OK (general)");
+    assert.deepEqual((await queued(call)).general, ["https://example.com/wal-and-fsync"]);
+
+    // The note goes only when the user adds it, after the link, as edited.
+    await page.goto(
+      `${relay.url}/app/share?` + new URLSearchParams({
+        title: "Durable writes",
+        text: "https://example.com/fsync-gate",
+      }),
+    );
+    assert.equal(await content.inputValue(), "https://example.com/fsync-gate");
+    await addNote.click();
+    assert.equal(
+      await page.getByRole("button", { name: "Remove the note" }).getAttribute(
+        "aria-expanded",
+      ),
+      "true",
+    );
+    const note = page.getByLabel("Note, sent after the link");
+    assert.equal(await note.inputValue(), "Durable writes");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "share-note");
+    await note.fill("Durable writes: read the part on fsyncgate");
+    // A reload keeps the edits, and still sends nothing.
+    await page.reload();
+    assert.equal(await note.inputValue(), "Durable writes: read the part on fsyncgate");
+    await send.click();
     assert.equal(await textOf(page, "#share-answer", /^OK/), "OK (general)");
     assert.deepEqual((await queued(call)).general, [
-      "Worth a read https://example.com/wal-and-fsync",
+      "https://example.com/wal-and-fsync",
+      "https://example.com/fsync-gate\nDurable writes: read the part on fsyncgate",
     ]);
+    // Sent once: a reload shows the answer, not the form.
+    await page.reload();
+    assert.equal(await textOf(page, "#share-answer", /^OK/), "OK (general)");
+    assert.equal(await page.locator("#share-form").isVisible(), false);
 
-    await page.goto(share.replace("927358", "2003505"));
-    assert.equal(await textOf(page, "#share-answer", /^OK/), "OK (qa)");
-    await screenshot(page, "share");
+    // Without a link (or with several), the title and text are the content, as they were.
+    await page.goto(
+      `${relay.url}/app/share?` + new URLSearchParams({
+        title: "Shopping",
+        text: "Milk, eggs, https://a.example/x and https://b.example/y",
+      }),
+    );
+    assert.equal(
+      await page.getByLabel("Text", { exact: true }).inputValue(),
+      "Shopping\nMilk, eggs, https://a.example/x and https://b.example/y",
+    );
+    assert.equal(await addNote.isVisible(), false);
+    await send.click();
+    assert.equal(await textOf(page, "#share-answer", /^OK/), "OK (general)");
+    assert.equal((await queued(call)).general?.length, 3);
   });
 });
 
@@ -447,6 +557,7 @@ Deno.test("issue 7 web app: the offline outbox keeps a submission while the rela
     await page.locator("#screen-submit").waitFor({ state: "visible" });
     await textOf(page, "#outbox-count", /^1 item/);
     await page.goto(`${relay.url}/app/share?text=${encodeURIComponent("Shared while offline")}`);
+    await page.getByRole("button", { name: "Send", exact: true }).click();
     assert.equal(
       await textOf(page, "#share-answer", /^Saved/),
       "Saved: will be sent when the relay is back",
@@ -486,9 +597,18 @@ Deno.test("issue 7 web app: the offline outbox keeps a submission while the rela
 Deno.test("issue 7 web app: every control is labelled, the nav works by keyboard, and nothing scrolls sideways at 360 px or on a desktop", async () => {
   await withApp({}, async ({ relay, page }) => {
     await openApp(page, relay);
-    for (const screen of ["submit", "queues", "results", "publish", "settings"]) {
-      await page.goto(`${relay.url}/app/#${screen}`);
+    // The share form with its note open, for a long link with a long title.
+    const share = "share?" + new URLSearchParams({
+      title: "A title long enough to wrap on a phone: ".repeat(3),
+      url: `https://example.com/${"a-very-long-path-segment-".repeat(8)}`,
+    });
+    for (const screen of ["submit", "queues", "results", "publish", "settings", "share"]) {
+      await page.goto(`${relay.url}/app/${screen === "share" ? share : `#${screen}`}`);
       await page.locator(`#screen-${screen}`).waitFor({ state: "visible" });
+      if (screen === "share") {
+        await page.getByRole("button", { name: "Add a note" }).click();
+        await page.getByLabel("Note, sent after the link").waitFor();
+      }
       const report = await page.evaluate(() => {
         const unlabelled = [...document.querySelectorAll("input, select, textarea")]
           .filter((c) => (c.labels?.length ?? 0) === 0 && !c.getAttribute("aria-label"))

@@ -5,26 +5,38 @@
  * @module
  */
 
-import { type Backup, exportStore, ImportError, importStore, parseBackup } from "../backup.ts";
-import { commandDbPath } from "../config.ts";
+import { type Backup, exportRelay, ImportError, importRelay, parseBackup } from "../backup.ts";
+import { commandDbPath, type Config, loadConfig } from "../config.ts";
+import { writePrivateFile } from "../files.ts";
 import { DatabaseInUseError } from "../lock.ts";
-import { withStore } from "../server.ts";
-import type { Command } from "./command.ts";
+import type { Args, Command } from "./command.ts";
 import { DB_OPTION } from "./client_config.ts";
-import { CommandFailure } from "./io.ts";
+import { CommandFailure, type CommandIo } from "./io.ts";
 import { readInput } from "./publish_commands.ts";
 
 function describeBackup(backup: Backup): string {
   const queued = Object.values(backup.queues).reduce((n, items) => n + items.length, 0);
-  return `${queued} queued items and ${backup.results.length} results`;
+  const keys = backup.keys === undefined ? "" : `, ${backup.keys.length} named keys`;
+  const main = backup.api_key === undefined ? "" : " and the main API key";
+  return `${queued} queued items and ${backup.results.length} results${keys}${main}`;
 }
 
-/** Runs `job`, turning the refusals of a backup into one line naming the command. */
-async function refusing<T>(command: string, job: () => Promise<T>): Promise<T> {
+/** The relay's files as the server would find them, for the database the command means. */
+function relayConfig(args: Args, io: CommandIo): Config {
+  return loadConfig({ db: commandDbPath(args.string("db"), io.env) }, io.env);
+}
+
+/**
+ * Runs `job`, turning the refusals of a backup into one line naming the command: a backup
+ * that cannot be imported as asked is a usage error (exit 2), a database in use a failure
+ * (exit 1).
+ */
+async function refusing<T>(command: string, args: Args, job: () => Promise<T>): Promise<T> {
   try {
     return await job();
   } catch (error) {
-    if (error instanceof ImportError || error instanceof DatabaseInUseError) {
+    if (error instanceof ImportError) throw args.usage(`cannot ${command}: ${error.message}`);
+    if (error instanceof DatabaseInUseError) {
       throw new CommandFailure(`cannot ${command}: ${error.message}`);
     }
     throw error;
@@ -34,7 +46,7 @@ async function refusing<T>(command: string, job: () => Promise<T>): Promise<T> {
 const exportCommand: Command = {
   name: "export",
   synopsis: "[--out F] [--include-secrets] [--db F]",
-  summary: "write queues, results and the cursor mark as JSON (relay stopped)",
+  summary: "write queues, results, cursor mark and named keys as JSON (relay stopped)",
   help: "Named keys (names, scopes, dates) are always in the backup; the main API key only\n" +
     "with --include-secrets. The file is written 0600.",
   options: [
@@ -43,19 +55,15 @@ const exportCommand: Command = {
     DB_OPTION,
   ],
   async run(args, io) {
-    const db = commandDbPath(args.string("db"), io.env);
+    const config = relayConfig(args, io);
     const includeSecrets = args.flag("include-secrets");
-    const backup = await refusing(
-      "export",
-      () => withStore(db, (store) => exportStore(store, { includeSecrets })),
-    );
+    const backup = await refusing("export", args, () => exportRelay(config, { includeSecrets }));
     const text = JSON.stringify(backup, null, 2) + "\n";
     const out = args.string("out");
     if (out === undefined) io.write(text);
     else {
-      await Deno.writeTextFile(`${out}.tmp`, text, { mode: 0o600 });
-      await Deno.rename(`${out}.tmp`, out);
-      io.err(`relay: exported ${describeBackup(backup)} from ${db} to ${out}`);
+      writePrivateFile(out, text);
+      io.err(`relay: exported ${describeBackup(backup)} to ${out}`);
     }
     return 0;
   },
@@ -64,21 +72,22 @@ const exportCommand: Command = {
 const importCommand: Command = {
   name: "import",
   synopsis: "<F|-> [--force] [--db F]",
-  summary: "restore a backup into an empty database (relay stopped)",
-  help: "Refuses a database that holds items or results unless --force, which replaces them.",
+  summary: "restore a backup into an empty relay (relay stopped)",
+  help: "Refuses a relay that holds items, results, named keys or another main key unless\n" +
+    "--force, which replaces them. Missing folders are created 0700.",
   options: [
     { name: "force", type: "boolean", help: "replace what the database holds" },
     DB_OPTION,
   ],
   positionals: true,
   async run(args, io) {
-    if (args.positionals.length !== 1) throw args.usage("needs exactly one backup file");
-    const db = commandDbPath(args.string("db"), io.env);
+    if (args.positionals.length !== 1) throw args.needs("exactly one backup file");
+    const config = relayConfig(args, io);
     const force = args.flag("force");
-    await refusing("import", async () => {
+    await refusing("import", args, async () => {
       const backup = parseBackup(await readInput(args.positionals[0]!, io, args));
-      await withStore(db, (store) => importStore(store, backup, { force }));
-      io.err(`relay: imported ${describeBackup(backup)} into ${db}`);
+      await importRelay(config, backup, { force });
+      io.err(`relay: imported ${describeBackup(backup)} into ${config.db}`);
     });
     return 0;
   },

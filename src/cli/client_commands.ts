@@ -70,7 +70,7 @@ function wholeNumber(args: Args, name: string): number | undefined {
 async function textArgument(args: Args, io: CommandIo): Promise<string> {
   const words = args.positionals;
   if (words.length === 1 && words[0] === "-") return await io.stdin();
-  if (words.length === 0) throw args.usage("needs text, or - to read stdin");
+  if (words.length === 0) throw args.needs("text, or - to read stdin");
   return words.join(" ");
 }
 

@@ -10,12 +10,13 @@
  * @module
  */
 
-import { dirname, isAbsolute, join } from "node:path";
+import { isAbsolute, join } from "node:path";
 import { z } from "zod";
 import { generatedKeyPath } from "../api_key.ts";
 import { DEFAULT_RELAY_URL, type RelayClient } from "../client.ts";
 import { commandDbPath, ConfigError, readEnv } from "../config.ts";
 import { errorMessage } from "../errors.ts";
+import { writePrivateFile } from "../files.ts";
 import type { Args, OptionSpec } from "./command.ts";
 import { type CommandIo, UsageError } from "./io.ts";
 
@@ -113,7 +114,7 @@ function parseEnvLines(text: string): Record<string, string> {
 
 /**
  * Writes `RELAY_URL` and `RELAY_API_KEY` into the config file, keeping its other lines.
- * The folder is created 0700 and the file is 0600 whatever the umask; the file is
+ * Missing folders are created 0700 and the file is 0600 whatever the umask; the file is
  * replaced atomically (written beside it, then renamed).
  *
  * @throws {Error} when the folder or file cannot be written.
@@ -138,18 +139,7 @@ export async function writeConfigFile(
     `${CONFIG_NAMES.url}=${settings.url}`,
     `${CONFIG_NAMES.key}=${settings.key}`,
   ].join("\n") + "\n";
-  const folder = dirname(path);
-  await Deno.mkdir(folder, { recursive: true, mode: 0o700 });
-  await Deno.chmod(folder, 0o700);
-  const temp = `${path}.${crypto.randomUUID()}.tmp`;
-  try {
-    await Deno.writeTextFile(temp, text, { mode: 0o600, createNew: true });
-    await Deno.chmod(temp, 0o600);
-    await Deno.rename(temp, path);
-  } catch (error) {
-    await Deno.remove(temp).catch(() => {});
-    throw error;
-  }
+  writePrivateFile(path, text);
 }
 
 const urlSchema = z.url({ protocol: /^https?$/ });

@@ -116,6 +116,11 @@ export class Args {
   usage(message: string): UsageError {
     return new UsageError(message, this.hint);
   }
+
+  /** A usage error saying what the command lacks: `<name> needs <what>`. */
+  needs(what: string): UsageError {
+    return this.usage(`${this.#command.name} needs ${what}`);
+  }
 }
 
 /** The `--help` switch every command has. */

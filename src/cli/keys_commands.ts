@@ -62,7 +62,7 @@ function exists(path: string): boolean {
 function oneName(args: Args): string {
   const [name, ...extra] = args.positionals;
   if (name === undefined || extra.length > 0) {
-    throw args.usage("needs exactly one name, e.g. phone");
+    throw args.needs("exactly one name, e.g. phone");
   }
   return name;
 }

@@ -62,10 +62,10 @@ const publish: Command = {
     const target = args.string("target");
     const contentFile = args.string("content-file");
     const markdownFile = args.string("markdown-file");
-    if (title === undefined) throw args.usage("needs --title");
-    if (target === undefined) throw args.usage("needs --target, e.g. notes,blog,nas");
+    if (title === undefined) throw args.needs("--title");
+    if (target === undefined) throw args.needs("--target, e.g. notes,blog,nas");
     if (contentFile === undefined && markdownFile === undefined) {
-      throw args.usage("needs --content-file or --markdown-file");
+      throw args.needs("--content-file or --markdown-file");
     }
     const read = (path: string | undefined) =>
       path === undefined ? undefined : readInput(path, io, args);
@@ -128,7 +128,7 @@ const blogDelete: Command = {
   async run(args, io) {
     const [id, ...extra] = args.positionals;
     if (id === undefined || id === "" || extra.length > 0) {
-      throw args.usage("needs exactly one post id");
+      throw args.needs("exactly one post id");
     }
     const config = loadConfig({
       "publish-url": args.string("publish-url"),
@@ -137,9 +137,9 @@ const blogDelete: Command = {
     }, io.env);
     const settings = publishConfig(config);
     const baseUrl = settings.urls.blog;
-    if (baseUrl === undefined) throw args.usage("needs --publish-url or RELAY_PUBLISH_URL");
+    if (baseUrl === undefined) throw args.needs("--publish-url or RELAY_PUBLISH_URL");
     const cookie = config.secrets.blogAccessCookie;
-    if (cookie === undefined) throw args.usage("needs RELAY_BLOG_ACCESS_COOKIE");
+    if (cookie === undefined) throw args.needs("RELAY_BLOG_ACCESS_COOKIE");
     const failure = await deleteBlogPost(id, { baseUrl, cookie, timeoutMs: settings.timeoutMs });
     if (failure !== undefined) throw new CommandFailure(`cannot delete post "${id}": ${failure}`);
     io.out(`deleted post ${id}`);

@@ -91,10 +91,10 @@ const workCommand: Command = {
   longRunning: true,
   async run(args, io) {
     const queue = args.string("queue");
-    if (queue === undefined) throw args.usage("needs --queue (qa, article or general)");
+    if (queue === undefined) throw args.needs("--queue (qa, article or general)");
     const command = [...args.positionals];
     if (command.length === 0) {
-      throw args.usage("needs a command after --, e.g. relay work --queue general -- ./summarise");
+      throw args.needs("a command after --, e.g. relay work --queue general -- ./summarise");
     }
     const options = {
       queue,

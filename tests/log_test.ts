@@ -1,0 +1,73 @@
+import assert from "node:assert/strict";
+import { LOG_LEVELS, Logger } from "../src/log.ts";
+
+const ENTRY = {
+  method: "GET",
+  path: "/peek?key=REDACTED",
+  status: 200,
+  durationMs: 1.26,
+  bytes: 345,
+  client: "192.168.1.20",
+};
+
+Deno.test("Logger writes each level and the ones after it, access lines at info", () => {
+  const shown: Record<string, string[]> = {};
+  for (const level of LOG_LEVELS) {
+    const lines: string[] = [];
+    const logger = new Logger({ level, write: (line) => lines.push(line) });
+    for (const at of LOG_LEVELS) logger[at](`${at} message`);
+    logger.access(ENTRY);
+    shown[level] = lines.map((line) => line.split(" ")[0]!.replace(/^\S+Z$/, "access"));
+  }
+  assert.deepEqual(shown, {
+    debug: ["debug", "info", "warn", "error", "access"],
+    info: ["info", "warn", "error", "access"],
+    warn: ["warn", "error"],
+    error: ["error"],
+  });
+});
+
+Deno.test("Logger text lines: a message as it is, an access line with client, bytes and ms", () => {
+  const lines: string[] = [];
+  const logger = new Logger({ write: (line) => lines.push(line) });
+  logger.info("relay listening on http://0.0.0.0:8787");
+  logger.access(ENTRY);
+  logger.access({ ...ENTRY, bytes: undefined, client: undefined });
+  assert.equal(lines[0], "relay listening on http://0.0.0.0:8787");
+  assert.match(lines[1]!, /^\S+Z 192\.168\.1\.20 GET \/peek\?key=REDACTED 200 345 1\.3ms$/);
+  assert.match(lines[2]!, /^\S+Z - GET \/peek\?key=REDACTED 200 - 1\.3ms$/);
+});
+
+Deno.test("Logger JSON lines have time, level and msg; errors go to their own writer with the cause", () => {
+  const out: string[] = [];
+  const err: string[] = [];
+  const logger = new Logger({
+    format: "json",
+    level: "debug",
+    write: (line) => out.push(line),
+    writeError: (line) => err.push(line),
+  });
+  logger.warn("relay: warning");
+  logger.access({ ...ENTRY, bytes: undefined, client: undefined });
+  logger.error("relay: unexpected error", new Error("boom"));
+  const [warn, access] = out.map((line) => JSON.parse(line));
+  assert.deepEqual(Object.keys(warn), ["time", "level", "msg"]);
+  assert.equal(warn.level, "warn");
+  assert.equal(warn.msg, "relay: warning");
+  assert.deepEqual({ ...access, time: "" }, {
+    time: "",
+    level: "info",
+    msg: "GET /peek?key=REDACTED 200",
+    method: "GET",
+    path: "/peek?key=REDACTED",
+    status: 200,
+    duration_ms: 1.3,
+    bytes: null,
+    client: null,
+  });
+  assert.equal(err.length, 1);
+  const error = JSON.parse(err[0]!);
+  assert.equal(error.level, "error");
+  assert.equal(error.msg, "relay: unexpected error");
+  assert.match(error.error, /^Error: boom\n\s+at /);
+});

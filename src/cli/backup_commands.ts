@@ -11,7 +11,7 @@ import { writePrivateFile } from "../files.ts";
 import { DatabaseInUseError } from "../lock.ts";
 import type { Args, Command } from "./command.ts";
 import { DB_OPTION } from "./client_config.ts";
-import { CommandFailure, type CommandIo } from "./io.ts";
+import { CommandFailure, type CommandIo, UsageError } from "./io.ts";
 import { readInput } from "./publish_commands.ts";
 
 function describeBackup(backup: Backup): string {
@@ -31,11 +31,13 @@ function relayConfig(args: Args, io: CommandIo): Config {
  * that cannot be imported as asked is a usage error (exit 2), a database in use a failure
  * (exit 1).
  */
-async function refusing<T>(command: string, args: Args, job: () => Promise<T>): Promise<T> {
+async function refusing<T>(command: string, job: () => Promise<T>): Promise<T> {
   try {
     return await job();
   } catch (error) {
-    if (error instanceof ImportError) throw args.usage(`cannot ${command}: ${error.message}`);
+    if (error instanceof ImportError) {
+      throw new UsageError(`cannot ${command}: ${error.message}`, "");
+    }
     if (error instanceof DatabaseInUseError) {
       throw new CommandFailure(`cannot ${command}: ${error.message}`);
     }
@@ -57,7 +59,7 @@ const exportCommand: Command = {
   async run(args, io) {
     const config = relayConfig(args, io);
     const includeSecrets = args.flag("include-secrets");
-    const backup = await refusing("export", args, () => exportRelay(config, { includeSecrets }));
+    const backup = await refusing("export", () => exportRelay(config, { includeSecrets }));
     const text = JSON.stringify(backup, null, 2) + "\n";
     const out = args.string("out");
     if (out === undefined) io.write(text);
@@ -84,7 +86,7 @@ const importCommand: Command = {
     if (args.positionals.length !== 1) throw args.needs("exactly one backup file");
     const config = relayConfig(args, io);
     const force = args.flag("force");
-    await refusing("import", args, async () => {
+    await refusing("import", async () => {
       const backup = parseBackup(await readInput(args.positionals[0]!, io, args));
       await importRelay(config, backup, { force });
       io.err(`relay: imported ${describeBackup(backup)} into ${config.db}`);

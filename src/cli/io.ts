@@ -52,7 +52,8 @@ export interface CommandIo {
 export class UsageError extends Error {
   /**
    * @param message What is wrong, e.g. `invalid --limit "x": must be a whole number`.
-   * @param hint Where to read more, e.g. `relay pull --help`; default `relay --help`.
+   * @param hint Where to read more, e.g. `relay pull --help`; default `relay --help`; `""`
+   *   when the message says all there is to say.
    */
   constructor(message: string, readonly hint = "relay --help") {
     super(message);
@@ -94,8 +95,9 @@ export function exitCodeFor(error: unknown): number {
  */
 export function reportError(error: unknown, io: Pick<CommandIo, "err">): number {
   const code = exitCodeFor(error);
-  if (error instanceof UsageError) io.err(`relay: ${error.message}; see ${error.hint}`);
-  else if (known(error)) io.err(`relay: ${errorMessage(error)}`);
+  if (error instanceof UsageError) {
+    io.err(`relay: ${error.message}${error.hint === "" ? "" : `; see ${error.hint}`}`);
+  } else if (known(error)) io.err(`relay: ${errorMessage(error)}`);
   else io.err(`relay: unexpected error: ${firstLine(errorMessage(error))}`);
   return code;
 }

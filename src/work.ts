@@ -114,7 +114,7 @@ export async function work(client: RelayClient, options: WorkOptions): Promise<W
 async function runAttempts(item: LeasedItem, options: WorkOptions): Promise<string | undefined> {
   const { attempts, log, signal } = options;
   const program = options.command[0];
-  const back = `it stays on "${options.queue}" and the relay hands it out again when its ` +
+  const back = `stays on "${options.queue}" and the relay hands it out again when its ` +
     `lease ends (at most ${options.leaseS} s)`;
   for (let attempt = 1; attempt <= attempts; attempt++) {
     let code: number;
@@ -132,7 +132,7 @@ async function runAttempts(item: LeasedItem, options: WorkOptions): Promise<stri
     if (attempt === attempts) {
       log(
         `relay: ${program} exited with code ${code} for item ${item.id}: ` +
-          `${attempts === 1 ? "the only attempt" : `all ${attempts} attempts`} failed; ${back}`,
+          `${attempts === 1 ? "the only attempt" : `all ${attempts} attempts`} failed; it ${back}`,
       );
       return undefined;
     }

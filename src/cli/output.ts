@@ -40,6 +40,7 @@ const ESCAPES: Record<string, string> = { "\\": "\\\\", "\n": "\\n", "\r": "\\r"
  * characters, DEL, and unpaired UTF-16 surrogates (never in well-formed text).
  */
 const UNSAFE =
+  // deno-lint-ignore no-control-regex -- control characters are what this matches
   /[\\\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /**

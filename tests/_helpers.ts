@@ -1,7 +1,8 @@
 /**
  * Test factories: a real Deno KV in a temp directory, the real app, a hand-moved clock,
- * and the real relay process started through `main.ts` under the permission set the
- * compile tasks bake in (`-P=relay` in deno.json).
+ * and the real relay process started through `main.ts` under the permission set `relay` of
+ * deno.json (`-P=relay`), which the run and compile tasks grant with the same explicit
+ * `--allow-*` flags (tests/tasks_test.ts keeps them in step).
  *
  * @module
  */

@@ -29,7 +29,9 @@ const TEST_ONLY_PACKAGES = [
 /** The `--allow-*` flags that grant a permission set of deno.json, sorted. */
 function flagsOf(set: Record<string, boolean | readonly string[]>): string[] {
   return Object.entries(set).map(([name, value]) =>
-    value === true ? `--allow-${name}` : `--allow-${name}=${(value as string[]).join(",")}`
+    value === true
+      ? `--allow-${name}`
+      : `--allow-${name}=${(value as string[]).join(",")}`
   ).sort();
 }
 
@@ -38,8 +40,15 @@ Deno.test("the relay's run and compile tasks grant exactly the permission set re
   for (const name of RELAY_TASKS) {
     const task: string = denoConfig.tasks[name];
     const words = task.split(/\s+/);
-    assert.ok(!words.some((w) => /^(-P|--permission-set)\b/.test(w)), `${name}: ${task}`);
-    assert.deepEqual(words.filter((w) => w.startsWith("--allow-")).sort(), expected, name);
+    assert.ok(
+      !words.some((w) => /^(-P|--permission-set)\b/.test(w)),
+      `${name}: ${task}`,
+    );
+    assert.deepEqual(
+      words.filter((w) => w.startsWith("--allow-")).sort(),
+      expected,
+      name,
+    );
     assert.ok(!words.some((w) => w === "-A" || w === "--allow-all"), name);
   }
 });
@@ -55,6 +64,18 @@ Deno.test("deno task relay help prints the help and no warning about experimenta
   assert.equal(out.code, 0, stderr);
   assert.match(new TextDecoder().decode(out.stdout), /^relay \d+\.\d+\.\d+: /);
   assert.ok(!/warning|experimental/i.test(stderr), stderr);
+  // The environment permission reaches the relay: it reads RELAY_PORT (and refuses it).
+  const port = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "relay", "serve"],
+    cwd: ROOT,
+    env: childEnv({ NO_COLOR: "1", RELAY_PORT: "eighty" }),
+    clearEnv: true,
+  }).output();
+  assert.equal(port.code, 2);
+  assert.match(
+    new TextDecoder().decode(port.stderr),
+    /relay: invalid RELAY_PORT "eighty": /,
+  );
 });
 
 /** The npm packages in a Deno cache directory, e.g. `hono`, `@types/qrcode`. */
@@ -74,7 +95,8 @@ function cachedPackages(denoDir: string): string[] {
 }
 
 Deno.test({
-  name: "deno task start on an empty Deno cache downloads only the relay's run-time npm packages",
+  name:
+    "deno task start on an empty Deno cache downloads only the relay's run-time npm packages",
   // Fetches from the npm registry into a fresh cache, as a fresh clone does.
   sanitizeResources: false,
   fn: async () => {
@@ -92,27 +114,42 @@ Deno.test({
           `${dir}/relay.kv`,
         ],
         cwd: ROOT,
-        env: childEnv({ DENO_DIR: denoDir, NO_COLOR: "1", RELAY_API_KEY: "k".repeat(32) }),
+        env: childEnv({
+          DENO_DIR: denoDir,
+          NO_COLOR: "1",
+          RELAY_API_KEY: "k".repeat(32),
+        }),
         clearEnv: true,
         stdout: "piped",
         stderr: "piped",
       }).spawn();
       const stderr = new Response(child.stderr).text();
       let seen = "";
-      for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      for await (
+        const chunk of child.stdout.pipeThrough(new TextDecoderStream())
+      ) {
         seen += chunk;
         if (/relay listening on /.test(seen)) break;
       }
       const listening = /relay listening on /.test(seen);
       if (listening) child.kill("SIGTERM");
       const status = await child.status;
-      assert.ok(listening, `the relay did not start (exit ${status.code}):\n${await stderr}`);
+      assert.ok(
+        listening,
+        `the relay did not start (exit ${status.code}):\n${await stderr}`,
+      );
       const packages = cachedPackages(denoDir);
       for (const needed of ["hono", "zod", "prom-client"]) {
-        assert.ok(packages.includes(needed), `${needed} in ${packages.join(", ")}`);
+        assert.ok(
+          packages.includes(needed),
+          `${needed} in ${packages.join(", ")}`,
+        );
       }
       for (const testOnly of TEST_ONLY_PACKAGES) {
-        assert.ok(!packages.includes(testOnly), `${testOnly} was downloaded to start the relay`);
+        assert.ok(
+          !packages.includes(testOnly),
+          `${testOnly} was downloaded to start the relay`,
+        );
       }
     });
   },
@@ -120,9 +157,15 @@ Deno.test({
 
 Deno.test("tests/deno.json is deno.json plus the tests' own packages, with the same compiler options", () => {
   for (const [name, specifier] of Object.entries(denoConfig.imports)) {
-    assert.equal((testConfig.imports as Record<string, string>)[name], specifier, name);
+    assert.equal(
+      (testConfig.imports as Record<string, string>)[name],
+      specifier,
+      name,
+    );
   }
-  const extra = Object.keys(testConfig.imports).filter((name) => !(name in denoConfig.imports));
+  const extra = Object.keys(testConfig.imports).filter((name) =>
+    !(name in denoConfig.imports)
+  );
   assert.deepEqual(extra.sort(), [...TEST_ONLY_PACKAGES].sort());
   assert.deepEqual(testConfig.compilerOptions, denoConfig.compilerOptions);
   assert.deepEqual(testConfig.unstable, denoConfig.unstable);
@@ -131,8 +174,12 @@ Deno.test("tests/deno.json is deno.json plus the tests' own packages, with the s
 });
 
 Deno.test("tests/deno.lock pins the relay's packages exactly as deno.lock does", async () => {
-  const read = async (path: string) => JSON.parse(await Deno.readTextFile(join(ROOT, path)));
-  const [main, tests] = [await read("deno.lock"), await read("tests/deno.lock")];
+  const read = async (path: string) =>
+    JSON.parse(await Deno.readTextFile(join(ROOT, path)));
+  const [main, tests] = [
+    await read("deno.lock"),
+    await read("tests/deno.lock"),
+  ];
   for (const [specifier, version] of Object.entries(main.specifiers)) {
     assert.equal(tests.specifiers[specifier], version, specifier);
   }

@@ -24,7 +24,7 @@ import {
   writeLastUsed,
 } from "./named_keys.ts";
 import { QUEUE_NAMES } from "./queues.ts";
-import { withStore } from "./server.ts";
+import { withStore } from "./store/database.ts";
 import {
   clear,
   isEmpty,
@@ -34,7 +34,7 @@ import {
   RESULTS_CAPACITY,
   resultsHighWaterMark,
   type Store,
-} from "./store.ts";
+} from "./store/store.ts";
 
 /** The value of `format` in every backup. */
 const BACKUP_FORMAT = "content-relay-backup";

@@ -10,8 +10,13 @@
 
 import { dirname, join } from "node:path";
 import { z } from "zod";
-import { MAX_BODY_LIMIT_BYTES } from "./body.ts";
-import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "./log.ts";
+import {
+  LOG_FORMATS,
+  LOG_LEVELS,
+  type LogFormat,
+  type LogLevel,
+  MAX_BODY_LIMIT_BYTES,
+} from "./constants.ts";
 import { DEFAULT_QA_HOSTS } from "./queues.ts";
 
 /** One configurable option: its flag, its environment variable, default and meaning. */

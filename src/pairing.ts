@@ -9,7 +9,7 @@
 
 import { stripVTControlCharacters } from "node:util";
 import { errorMessage } from "./errors.ts";
-import { WEBAPP_PATH } from "./webapp.ts";
+import { WEBAPP_PATH } from "./constants.ts";
 
 /**
  * The pairing link for a relay.

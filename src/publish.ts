@@ -10,8 +10,9 @@
  * @module
  */
 
-import { readAtMost } from "./body.ts";
+import type { Config } from "./config.ts";
 import { fetchFailure } from "./errors.ts";
+import { readAtMost } from "./util/streams.ts";
 
 /** The publish targets of spec §4.8; `nas` is the podcast (read-aloud) queue. */
 export const TARGETS = ["notes", "blog", "nas"] as const;
@@ -39,6 +40,24 @@ export interface PublishConfig {
   readonly appId: string | undefined;
   /** Timeout of one downstream call, ms (`--publish-timeout`, default 15 s). */
   readonly timeoutMs: number;
+}
+
+/**
+ * The downstream services as configured (C61): each target's own URL option, else the
+ * base `--publish-url`; the podcast's app id; the timeout.
+ *
+ * @param config The validated configuration (only its publish options are read).
+ */
+export function publishConfig(config: Config): PublishConfig {
+  return {
+    urls: {
+      notes: config.notesUrl ?? config.publishUrl,
+      blog: config.blogUrl ?? config.publishUrl,
+      nas: config.podcastUrl ?? config.publishUrl,
+    },
+    appId: config.secrets.appId,
+    timeoutMs: config.publishTimeoutMs,
+  };
 }
 
 /** What one target did (C62). */

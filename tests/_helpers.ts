@@ -9,12 +9,13 @@
 
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { createApp } from "../src/app.ts";
+import { createApp } from "../src/server/app.ts";
 import type { Clock } from "../src/clock.ts";
-import { type LogFormat, Logger } from "../src/log.ts";
+import type { LogFormat } from "../src/constants.ts";
+import { Logger } from "../src/server/log.ts";
 import type { KeyRing } from "../src/named_keys.ts";
 import type { PublishConfig } from "../src/publish.ts";
-import { createStore, type Store, type StoreStats } from "../src/store.ts";
+import { createStore, type Store, type StoreStats } from "../src/store/store.ts";
 
 /** The repository root. */
 export const ROOT: string = fileURLToPath(new URL("../", import.meta.url));

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { exportStore, ImportError, importStore, parseBackup } from "../src/backup.ts";
-import { peek, push, readResults, submit } from "../src/store.ts";
+import { peek, push, readResults, submit } from "../src/store/store.ts";
 import { join } from "node:path";
 import { makeStore, runRelay, startRelayProcess, withTempDir } from "./_helpers.ts";
 

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { MAX_LEASE_MS } from "../store.ts";
+import { MAX_LEASE_MS } from "../store/store.ts";
 import { work } from "../work.ts";
 import type { Args, Command } from "./command.ts";
 import { durationOption } from "./client_commands.ts";

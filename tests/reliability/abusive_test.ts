@@ -2,7 +2,7 @@
  * Reliability (issue 5): abusive clients against a real relay process. A 1 GiB body is
  * refused without being read into memory; 500 idle and byte-at-a-time connections do not
  * stop a normal client; failed authentication is rate limited with 429 and `Retry-After`.
- * (The weak-key warning at start is tested in `tests/server_test.ts`.)
+ * (The weak-key warning at start is tested in `tests/server/server_test.ts`.)
  *
  * @module
  */

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { KEY, makeApp } from "../_helpers.ts";
-import { peek, readResults, stats } from "../../src/store.ts";
+import { peek, readResults, stats } from "../../src/store/store.ts";
 
 const PATHS = [
   "/submit",
@@ -142,7 +142,7 @@ const request = fc.record({
 
 Deno.test("C1 hostile requests: never a 5xx, every error a problem document, invariants hold", async () => {
   // As if the relay were stopping: long-polls answer at once and streams end, so that a
-  // random wait=50 does not hold the test up (waiting is tested in tests/live_test.ts).
+  // random wait=50 does not hold the test up (waiting is tested in tests/server/live_test.ts).
   await using t = await makeApp({ maxBodyBytes: 4096, closing: AbortSignal.abort() });
   let sent = 0;
   const statuses = new Map<number, number>();

@@ -9,9 +9,9 @@
 
 import assert from "node:assert/strict";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
-import { addKey } from "../src/named_keys.ts";
-import { WEBAPP_FILES } from "../src/webapp.ts";
-import { startDownstream } from "./downstream.ts";
+import { addKey } from "../../src/named_keys.ts";
+import { WEBAPP_FILES } from "../../src/server/webapp.ts";
+import { startDownstream } from "../downstream.ts";
 import {
   assertProblem,
   eventually,
@@ -23,7 +23,7 @@ import {
   ROOT,
   startRelayProcess,
   withTempDir,
-} from "./_helpers.ts";
+} from "../_helpers.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 /** Without the background-networking flags Chromium keeps calling Google's hosts. */
@@ -764,7 +764,7 @@ Deno.test("issue 7 web app: every file is served with its type and CSP, embedded
   await assertProblem(await t.app.request("/app/secret.txt"), 404);
   await assertProblem(await t.app.request("/app/", { method: "POST" }), 405);
 
-  const tasks = (await import("../deno.json", { with: { type: "json" } })).default.tasks;
+  const tasks = (await import("../../deno.json", { with: { type: "json" } })).default.tasks;
   for (const task of [tasks.compile, tasks["compile:arm64"]]) {
     for (const name of Object.keys(WEBAPP_FILES)) {
       assert.ok(task.includes(`--include webapp/${name} `), `compile includes ${name}`);

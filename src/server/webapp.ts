@@ -7,6 +7,8 @@
  * @module
  */
 
+import { WEBAPP_PATH } from "../constants.ts";
+
 /** Each file of the web app and its media type. Only these are served. */
 export const WEBAPP_FILES: Readonly<Record<string, string>> = {
   "index.html": "text/html; charset=utf-8",
@@ -18,9 +20,6 @@ export const WEBAPP_FILES: Readonly<Record<string, string>> = {
   "icon-192.png": "image/png",
   "icon-512.png": "image/png",
 };
-
-/** The path the app lives under; the service worker's scope. */
-export const WEBAPP_PATH = "/app/";
 
 /**
  * Paths that answer with the app's page: the app itself and the Web Share Target's
@@ -58,7 +57,7 @@ export async function webappFile(name: string): Promise<Response> {
   if (type === undefined) throw new Error(`not a web app file: ${name}`);
   let bytes = cache.get(name);
   if (bytes === undefined) {
-    bytes = Deno.readFile(new URL(`../webapp/${name}`, import.meta.url));
+    bytes = Deno.readFile(new URL(`../../webapp/${name}`, import.meta.url));
     cache.set(name, bytes);
     bytes.catch(() => cache.delete(name));
   }

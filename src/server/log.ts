@@ -9,17 +9,7 @@
  * @module
  */
 
-/** The log levels, least severe first; a level shows its own lines and the ones after it. */
-export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
-
-/** One of {@linkcode LOG_LEVELS}. */
-export type LogLevel = typeof LOG_LEVELS[number];
-
-/** The log formats: `text` for people, `json` (one object per line) for log shippers. */
-export const LOG_FORMATS = ["text", "json"] as const;
-
-/** One of {@linkcode LOG_FORMATS}. */
-export type LogFormat = typeof LOG_FORMATS[number];
+import { LOG_LEVELS, type LogFormat, type LogLevel } from "../constants.ts";
 
 /** One request as the access log records it (at level `info`). */
 export interface AccessEntry {
@@ -77,7 +67,11 @@ export class Logger {
   readonly #writeError: (line: string) => void;
   readonly #writeAccess: (line: string) => void;
 
-  /** @param options Format, level and where lines go; see {@linkcode LoggerOptions}. */
+  /**
+   * Makes a logger.
+   *
+   * @param options Format, level and where lines go; see {@linkcode LoggerOptions}.
+   */
   constructor(options: LoggerOptions = {}) {
     this.format = options.format ?? "text";
     this.level = options.level ?? "info";
@@ -169,7 +163,11 @@ export class BatchedLog {
   #writing: Promise<void> = Promise.resolve();
   readonly #out: { write(p: Uint8Array): Promise<number> };
 
-  /** @param out Where the lines go; default `Deno.stdout`. */
+  /**
+   * Makes an empty batch.
+   *
+   * @param out Where the lines go; default `Deno.stdout`.
+   */
   constructor(out: { write(p: Uint8Array): Promise<number> } = Deno.stdout) {
     this.#out = out;
   }

@@ -10,7 +10,7 @@ import {
   SseReader,
   startRelayProcess,
   withTempDir,
-} from "./_helpers.ts";
+} from "../_helpers.ts";
 
 async function tempDir(): Promise<string> {
   return await Deno.makeTempDir({ prefix: "relay-server-test-" });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { LOG_LEVELS, Logger } from "../src/log.ts";
+import { LOG_LEVELS } from "../../src/constants.ts";
+import { Logger } from "../../src/server/log.ts";
 
 const ENTRY = {
   method: "GET",

@@ -6,10 +6,10 @@
  */
 
 import { z } from "zod";
-import { HttpError, truncate } from "./errors.ts";
-import { type Article, type Target, TARGETS } from "./publish.ts";
-import { QUEUE_NAMES, type QueueName } from "./queues.ts";
-import { MAX_LEASE_MS, QUEUE_CAPACITY } from "./store.ts";
+import { HttpError, truncate } from "../errors.ts";
+import { type Article, type Target, TARGETS } from "../publish.ts";
+import { QUEUE_NAMES, type QueueName } from "../queues.ts";
+import { MAX_LEASE_MS, QUEUE_CAPACITY } from "../store/store.ts";
 
 const QUEUE_LIST = QUEUE_NAMES.map((q) => `"${q}"`).join(", ");
 const TARGET_LIST = TARGETS.map((t) => `"${t}"`).join(", ");

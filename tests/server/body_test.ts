@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { bodyType, parseBody, readLimited } from "../src/body.ts";
-import { HttpError } from "../src/errors.ts";
-import { makeApp, type TestApp } from "./_helpers.ts";
+import { bodyType, parseBody, readLimited } from "../../src/server/body.ts";
+import { HttpError } from "../../src/errors.ts";
+import { makeApp, type TestApp } from "../_helpers.ts";
 
 const FORM = "application/x-www-form-urlencoded";
 

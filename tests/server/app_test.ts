@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { assertProblem, KEY, makeApp, type TestApp } from "./_helpers.ts";
+import { assertProblem, KEY, makeApp, type TestApp } from "../_helpers.ts";
 
 const TEXT = "text/plain; charset=utf-8";
 const JSON_TYPE = "application/json; charset=utf-8";

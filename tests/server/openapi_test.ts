@@ -6,9 +6,15 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { WEBAPP_FILES } from "../src/webapp.ts";
-import { startDownstream } from "./downstream.ts";
-import { KEY, makeApp, runRelay, startRelayProcess, withTempDir } from "./_helpers.ts";
+import pLimit from "p-limit";
+import { appRoutes } from "../../src/server/app.ts";
+import { Logger } from "../../src/server/log.ts";
+import { RelayMetrics } from "../../src/server/metrics.ts";
+import { openApiDocument } from "../../src/server/openapi.ts";
+import type { Routes } from "../../src/server/route.ts";
+import { WEBAPP_FILES } from "../../src/server/webapp.ts";
+import { startDownstream } from "../downstream.ts";
+import { KEY, makeApp, makeStore, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 interface Parameter {
   in: "query" | "header" | "path";
@@ -17,6 +23,7 @@ interface Parameter {
 }
 
 interface Operation {
+  description?: string;
   parameters?: Parameter[];
   requestBody?: { content: Record<string, { example?: unknown }> };
   responses: Record<string, unknown>;
@@ -134,4 +141,51 @@ Deno.test("issue 7: every example in /openapi.json is accepted by a running rela
       ["blog", "notes", "podcast"],
     );
   });
+});
+
+Deno.test("openApiDocument() takes each path's methods and scope from the app's routes", async () => {
+  await using t = await makeStore();
+  const routes = appRoutes({
+    store: t.store,
+    qaHosts: [],
+    maxBodyBytes: 1024,
+    publish: undefined,
+    logger: new Logger({ write: () => {} }),
+    metrics: new RelayMetrics(),
+    closing: new AbortController().signal,
+    keepAliveMs: 1000,
+    bulkRead: pLimit(1),
+  });
+  const paths = (table: Routes) => (openApiDocument("1.0.0", table) as unknown as Document).paths;
+  const served = paths(routes);
+  assert.equal(served["/peek"]?.get?.["x-scope"], "read");
+  assert.deepEqual(Object.keys(served["/submit"] ?? {}), ["post"]);
+  assert.deepEqual(served["/health"]?.get?.security, []);
+
+  // A route given another scope, or made open, is documented so.
+  const peek = routes["/peek"]!;
+  const rescoped = paths({
+    ...routes,
+    "/peek": { methods: peek.methods, scope: "admin", handler: peek.handler },
+  });
+  assert.equal(rescoped["/peek"]?.get?.["x-scope"], "admin");
+  assert.match(rescoped["/peek"]?.get?.description ?? "", /needs the `admin` scope/);
+  const opened = paths({
+    ...routes,
+    "/stats": { methods: ["GET", "HEAD"], open: true, handler: routes["/stats"]!.handler },
+  });
+  assert.equal(opened["/stats"]?.get?.["x-scope"], undefined);
+  assert.deepEqual(opened["/stats"]?.get?.security, []);
+  // Another method is another operation.
+  const posted = paths({ ...routes, "/peek": { ...peek, methods: ["GET", "POST"] } });
+  assert.deepEqual(Object.keys(posted["/peek"] ?? {}), ["get", "post"]);
+
+  // A documented path the app does not serve, or one whose routes disagree, is an error.
+  const { "/stats": _stats, ...withoutStats } = routes;
+  assert.throws(() => openApiDocument("1.0.0", withoutStats), /describes \/stats, which/);
+  const icon = routes["/app/icon.svg"]!;
+  assert.throws(
+    () => openApiDocument("1.0.0", { ...routes, "/app/icon.svg": { ...icon, methods: ["GET"] } }),
+    /routes of \/app\/\{file\} differ/,
+  );
 });

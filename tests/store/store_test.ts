@@ -16,8 +16,8 @@ import {
   RESULTS_CAPACITY,
   stats,
   submit,
-} from "../src/store.ts";
-import { makeStore } from "./_helpers.ts";
+} from "../../src/store/store.ts";
+import { makeStore, ManualClock, openTempKv } from "../_helpers.ts";
 
 Deno.test("submit() C13 reports a duplicate within the window, relay-wide", async () => {
   await using t = await makeStore({ dedupeWindowMs: 1000 });
@@ -243,6 +243,27 @@ Deno.test("clear() C50 removes items, results and duplicate records and keeps no
   const keys = [];
   for await (const entry of t.temp.kv.list({ prefix: [] })) keys.push(entry.key[0]);
   assert.deepEqual(keys.sort(), ["items", "queues", "queues", "results_meta", "submissions"]);
+});
+
+Deno.test("clear() deletes more duplicate records than one commit holds, each commit measured", async () => {
+  await using temp = await openTempKv();
+  const commits: boolean[] = [];
+  const store = createStore(temp.kv, {
+    clock: new ManualClock().read,
+    onCommit: (_ms, ok) => commits.push(ok),
+  });
+  const contents = Array.from({ length: 1000 }, (_, i) => `content ${i}`);
+  await Promise.all(contents.map((c) => submit(store, c, "general")));
+  const before = commits.length;
+  await clear(store);
+  // The queue's commit, then the records: a KV commit holds at most 1000 mutations.
+  assert.ok(commits.length - before >= 3, `${commits.length - before} commits measured`);
+  assert.ok(commits.every((ok) => ok));
+  let left = 0;
+  for await (const _ of temp.kv.list({ prefix: ["submissions"] })) left++;
+  assert.equal(left, 0);
+  const again = await Promise.all(contents.map((c) => submit(store, c, "general")));
+  assert.equal(again.filter((o) => o.accepted).length, 1000);
 });
 
 Deno.test("submit() and push() C8 round-trip large multi-byte content byte for byte", async () => {

@@ -8,8 +8,8 @@
  */
 
 import type { SSEStreamingApi } from "hono/streaming";
-import { sleep } from "./backoff.ts";
-import { type Collection, nextChange, readResults, type Store } from "./store.ts";
+import { sleep } from "../backoff.ts";
+import { type Collection, nextChange, readResults, type Store } from "../store/store.ts";
 
 /** Options of {@linkcode longPoll}. */
 export interface LongPollOptions {

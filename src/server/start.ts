@@ -5,20 +5,18 @@
  * @module
  */
 
-import { dirname, resolve } from "node:path";
-import { resolveApiKey } from "./api_key.ts";
+import { resolveApiKey } from "../api_key.ts";
 import { createApp } from "./app.ts";
-import { type Config, ConfigError } from "./config.ts";
-import { errorMessage, problemResponse } from "./errors.ts";
-import { createPrivateFile, makePrivateDirectory, restrictFile } from "./files.ts";
-import { lockDatabase } from "./lock.ts";
-import { missingConfiguration, type PublishConfig, TARGETS } from "./publish.ts";
+import { type Config, ConfigError } from "../config.ts";
+import { errorMessage, problemResponse } from "../errors.ts";
+import { missingConfiguration, publishConfig, TARGETS } from "../publish.ts";
 import { WEAK_KEY_LENGTH } from "./auth.ts";
 import { BatchedLog, Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
-import { KeyRing } from "./named_keys.ts";
-import { lanAddress, pairingLines, pairingLink } from "./pairing.ts";
-import { createStore, type Store } from "./store.ts";
+import { KeyRing } from "../named_keys.ts";
+import { lanAddress, pairingLines, pairingLink } from "../pairing.ts";
+import { openLockedDatabase } from "../store/database.ts";
+import { createStore } from "../store/store.ts";
 
 /**
  * How long in-flight requests may take to finish after SIGINT/SIGTERM before the relay
@@ -26,87 +24,6 @@ import { createStore, type Store } from "./store.ts";
  * that systemd's default 90 s stop timeout never has to SIGKILL.
  */
 export const SHUTDOWN_GRACE_MS = 10_000;
-
-/**
- * Opens the database under its lock (C73) for a one-off job such as export or import, runs
- * `job`, and closes it again. Creates the directory when missing (0700, as its missing
- * parents).
- *
- * @throws {DatabaseInUseError} when a relay (or another job) holds the database.
- */
-export async function withStore<T>(
-  db: string,
-  job: (store: Store) => Promise<T>,
-): Promise<T> {
-  const database = await openLockedDatabase(db);
-  try {
-    return await job(createStore(database.kv));
-  } finally {
-    database.close();
-  }
-}
-
-/** An open KV database and the lock that makes it this process's alone (C73). */
-interface LockedDatabase {
-  /** The database's absolute path. */
-  readonly path: string;
-  readonly kv: Deno.Kv;
-  /** Closes KV, then releases the lock. */
-  close(): void;
-}
-
-/**
- * Creates the data directory when missing (with its missing parents, each 0700), takes the
- * database's lock (C73) and opens the KV file, made 0600 with its `-wal` and `-shm` files
- * (docs/operations.md, data files), turning each failure into one line that names the path.
- *
- * @throws {ConfigError} when the directory cannot be created or the file cannot be opened
- *   (corrupt, unwritable, not SQLite).
- * @throws {DatabaseInUseError} when another process holds the database.
- */
-async function openLockedDatabase(db: string): Promise<LockedDatabase> {
-  const path = resolve(db);
-  try {
-    makePrivateDirectory(dirname(path));
-  } catch (error) {
-    throw new ConfigError(`cannot create the data directory "${dirname(path)}": ${String(error)}`);
-  }
-  const lock = await lockDatabase(path);
-  let kv: Deno.Kv;
-  try {
-    // SQLite creates the database 0644 and gives its -wal and -shm files the database's
-    // mode: a database created (or set) 0600 first keeps all three private whatever the umask.
-    createPrivateFile(path);
-    restrictFile(`${path}-wal`);
-    restrictFile(`${path}-shm`);
-    kv = await Deno.openKv(path);
-  } catch (error) {
-    lock.release();
-    const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
-    throw new ConfigError(`cannot open the database "${path}": ${reason}`);
-  }
-  return {
-    path,
-    kv,
-    close() {
-      kv.close();
-      lock.release();
-    },
-  };
-}
-
-/** The downstream services as configured (C61): each target's override, else the base. */
-export function publishConfig(config: Config): PublishConfig {
-  return {
-    urls: {
-      notes: config.notesUrl ?? config.publishUrl,
-      blog: config.blogUrl ?? config.publishUrl,
-      nas: config.podcastUrl ?? config.publishUrl,
-    },
-    appId: config.secrets.appId,
-    timeoutMs: config.publishTimeoutMs,
-  };
-}
 
 /**
  * Reads a PEM file for TLS (issue 7).

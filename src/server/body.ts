@@ -9,16 +9,8 @@
  * @module
  */
 
-import { errorMessage, HttpError } from "./errors.ts";
-
-/** Default body limit, bytes: 512 KiB (C5). */
-export const DEFAULT_MAX_BODY_BYTES = 512 * 1024;
-
-/**
- * Largest allowed body limit, bytes: 768 KiB. A body is stored in one atomic commit and a
- * Deno KV commit holds at most 800 KiB, so larger bodies could never be stored (C5, C8).
- */
-export const MAX_BODY_LIMIT_BYTES = 768 * 1024;
+import { errorMessage, HttpError } from "../errors.ts";
+import { readAtMost, untilAborted } from "../util/streams.ts";
 
 /** The body formats the relay accepts (C5). */
 export const ACCEPTED_TYPES = [
@@ -123,74 +115,6 @@ export async function readLimited(
   return bytes;
 }
 
-/**
- * `work`, or the signal's reason as soon as `signal` aborts (then `onAbort` runs too, e.g.
- * to cancel a stream). The listener is removed once either settles, so nothing outlives
- * the read.
- */
-async function untilAborted<T>(
-  work: Promise<T>,
-  signal: AbortSignal | undefined,
-  onAbort: () => void = () => {},
-): Promise<T> {
-  if (signal === undefined) return await work;
-  let stop = () => {};
-  const aborted = new Promise<never>((_, reject) => {
-    stop = () => {
-      reject(signal.reason);
-      onAbort();
-    };
-    if (signal.aborted) stop();
-    else signal.addEventListener("abort", stop, { once: true });
-  });
-  try {
-    return await Promise.race([work, aborted]);
-  } finally {
-    signal.removeEventListener("abort", stop);
-  }
-}
-
-/**
- * Reads a byte stream to its end, counting bytes as they arrive, and cancels it as soon as
- * it passes `limit`. Used for request bodies and for downstream answers alike.
- *
- * @param stream The stream, or `null` for no body.
- * @param limit Maximum bytes.
- * @param signal Stops the read (throwing the signal's reason), e.g. a timeout.
- * @returns The bytes, or `undefined` when the stream was longer than `limit`.
- * @throws whatever the stream's reads throw (a client that went away, an abort).
- */
-export async function readAtMost(
-  stream: ReadableStream<Uint8Array> | null,
-  limit: number,
-  signal?: AbortSignal,
-): Promise<Uint8Array | undefined> {
-  if (stream === null) return new Uint8Array(0);
-  const reader = stream.getReader();
-  const cancel = () => void reader.cancel().catch(() => {});
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await untilAborted(reader.read(), signal, cancel);
-    // A cancelled read can win the race as "done": it is still a late body.
-    if (signal?.aborted) throw signal.reason;
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
-}
-
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
@@ -258,4 +182,27 @@ export function parseBody(
       return { kind: "fields", fields: value as Record<string, unknown> };
     }
   }
+}
+
+/**
+ * Reads a POST body under the content-type and size rules of C5, in C3's order: the type
+ * first (415), then the size (413), then the parse (400).
+ *
+ * @param request The request whose body is read.
+ * @param limit The body limit, bytes.
+ * @param options.action What the request does, for messages, e.g. `"submit"`.
+ * @param options.accepted The content types the endpoint takes; default all three.
+ * @param options.formFields The fields a form body may name to be read as fields (the
+ *   keys of the endpoint's schema); any other form body is plain text.
+ * @throws {HttpError} 415, 413, 408 or 400 as {@linkcode bodyType},
+ *   {@linkcode readLimited} and {@linkcode parseBody} say.
+ */
+export async function readBody(
+  request: Request,
+  limit: number,
+  options: { action: string; accepted?: readonly BodyType[]; formFields?: readonly string[] },
+): Promise<ParsedBody> {
+  const type = bodyType(request.headers, options.accepted);
+  const bytes = await readLimited(request, limit);
+  return parseBody(bytes, type, options);
 }

@@ -19,8 +19,36 @@
  * @module
  */
 
-import type { QueueName } from "./queues.ts";
-import type { QueueCounters, ResultCounters } from "./store.ts";
+import type { QueueName } from "../queues.ts";
+
+/**
+ * Durable counters of one queue (issue 5). At every moment
+ * `accepted = delivered + evicted + cleared + depth`.
+ */
+export interface QueueCounters {
+  /** Items queued by a submit (a put-back with `dedupe=false` counts again). */
+  accepted: number;
+  /** Submissions refused as duplicates (C13); they queued nothing. */
+  duplicate: number;
+  /** Items handed out by a plain pull, or acknowledged after a leased pull (issue 6). */
+  delivered: number;
+  /** Items handed out by a leased pull, each re-delivery after an ended lease again. */
+  leased: number;
+  /** Items dropped by the 50-item overflow (C14). */
+  evicted: number;
+  /** Items removed by `/clear` (C50). */
+  cleared: number;
+}
+
+/** Durable counters of the results feed: `pushed = evicted + cleared + depth`. */
+export interface ResultCounters {
+  /** Results appended by a push. */
+  pushed: number;
+  /** Results dropped by the 50-result overflow. */
+  evicted: number;
+  /** Results removed by `/clear` (C50). */
+  cleared: number;
+}
 
 /** Order and bookkeeping of one input queue. `items` is oldest first: `[id, parts]`. */
 export interface QueueMeta {

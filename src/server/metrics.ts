@@ -14,8 +14,8 @@
  */
 
 import type { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { QUEUE_NAMES } from "./queues.ts";
-import { stats, type Store } from "./store.ts";
+import { QUEUE_NAMES } from "../queues.ts";
+import { stats, type Store } from "../store/store.ts";
 
 /** Latency buckets, seconds: 0.5 ms to 10 s. */
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];

@@ -3,9 +3,9 @@
  */
 
 import assert from "node:assert/strict";
-import { RelayMetrics } from "../src/metrics.ts";
-import { createStore, submit } from "../src/store.ts";
-import { assertProblem, KEY, makeApp, openTempKv } from "./_helpers.ts";
+import { RelayMetrics } from "../../src/server/metrics.ts";
+import { createStore, submit } from "../../src/store/store.ts";
+import { assertProblem, KEY, makeApp, openTempKv } from "../_helpers.ts";
 
 /** A sample line of the text format 0.0.4: name, optional labels, value. */
 const SAMPLE =

@@ -1,10 +1,17 @@
 /**
- * The shared-secret check of spec §5 and contract C4.
+ * The shared-secret check of spec §5 and contract C4, the scopes of named keys (issue 7)
+ * and the limit on failed authentications (issue 5), as one middleware,
+ * {@linkcode createRequireKey}, that the app puts in front of every route that needs a
+ * key.
  *
  * @module
  */
 
 import { createHash, timingSafeEqual } from "node:crypto";
+import type { Context, MiddlewareHandler } from "hono";
+import { routePath } from "hono/route";
+import { HttpError } from "../errors.ts";
+import type { KeyRing, Scope } from "../named_keys.ts";
 
 /** The request header that carries the API key (spec §5). */
 export const KEY_HEADER = "x-auth-key";
@@ -88,7 +95,11 @@ export class AuthFailureLimiter {
   readonly #clock: () => number;
   readonly #failures = new Map<string, number[]>();
 
-  /** @param clock Source of time, epoch ms. */
+  /**
+   * Makes a limiter that has seen no failures.
+   *
+   * @param clock Source of time, epoch ms.
+   */
   constructor(clock: () => number) {
     this.#clock = clock;
   }
@@ -125,4 +136,80 @@ export class AuthFailureLimiter {
     if (recent.length === 0) this.#failures.delete(address);
     return recent;
   }
+}
+
+/**
+ * The client's IP address as the server saw it (`Deno.ServeHandlerInfo.remoteAddr`, passed
+ * as Hono's `env`), or `undefined` for an in-process request without one (never rate
+ * limited). A reverse proxy's `X-Forwarded-For` is not trusted: behind a proxy all clients
+ * share its address.
+ *
+ * @param c The request's Hono context.
+ */
+export function clientAddress(c: Context): string | undefined {
+  const env = c.env as { remoteAddr?: { hostname?: string } } | undefined;
+  return env?.remoteAddr?.hostname;
+}
+
+/** Options of {@linkcode createRequireKey}. */
+export interface RequireKeyOptions {
+  /** The shared secret of spec §5; compared in constant time (C4). Has every scope. */
+  readonly apiKey: string;
+  /** Named keys with scopes (issue 7); without it only `apiKey` is accepted. */
+  readonly keyRing?: KeyRing | undefined;
+  /** Counts failed authentications per client address, one per app. */
+  readonly failures: AuthFailureLimiter;
+}
+
+/**
+ * Makes `requireKey(scope)`: a middleware that lets a request through only with the main
+ * key or a named key that has `scope`, checked in C3's order after the method.
+ *
+ * @example
+ * ```ts
+ * const requireKey = createRequireKey({ apiKey, failures: new AuthFailureLimiter(clock) });
+ * app.post("/clear", requireKey("admin"), handler);
+ * ```
+ * @returns The factory; its middleware throws {@linkcode HttpError} 429 with `Retry-After`
+ *   for an address over the failure limit (whatever key it sends), 401 for a missing or
+ *   wrong key (counted as a failure), and 403 for a named key without `scope`.
+ */
+export function createRequireKey(
+  options: RequireKeyOptions,
+): (scope: Scope) => MiddlewareHandler {
+  const { apiKey, keyRing, failures } = options;
+  return (scope) => async (c, next) => {
+    const address = clientAddress(c);
+    const wait = address === undefined ? 0 : failures.retryAfter(address);
+    if (wait > 0) {
+      throw new HttpError(
+        429,
+        `Too many failed authentications from ${address}: try again in ${wait} s`,
+        { "retry-after": String(wait) },
+      );
+    }
+    const given = presentedKey(c.req.raw.headers, new URL(c.req.url).searchParams);
+    if (given === undefined) {
+      if (address !== undefined) failures.fail(address);
+      throw new HttpError(
+        401,
+        "Missing API key: send it in the X-Auth-Key header or the key query parameter",
+      );
+    }
+    if (!keysMatch(given, apiKey)) {
+      const named = keyRing?.find(given);
+      if (named === undefined) {
+        if (address !== undefined) failures.fail(address);
+        throw new HttpError(401, "Wrong API key");
+      }
+      if (!named.scopes.includes(scope)) {
+        throw new HttpError(
+          403,
+          `The key "${named.name}" may not use ${routePath(c)}: that needs the "${scope}" ` +
+            `scope, and it has ${named.scopes.join(", ")}`,
+        );
+      }
+    }
+    await next();
+  };
 }

@@ -4,8 +4,8 @@
  */
 
 import assert from "node:assert/strict";
-import { longPoll } from "../src/live.ts";
-import { assertProblem, KEY, makeApp, makeStore, SseReader, type TestApp } from "./_helpers.ts";
+import { longPoll } from "../../src/server/live.ts";
+import { assertProblem, KEY, makeApp, makeStore, SseReader, type TestApp } from "../_helpers.ts";
 
 function submit(t: TestApp, text: string, queue = "general") {
   return t.call(`/submit?queue=${queue}`, { method: "POST", body: text });

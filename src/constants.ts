@@ -1,0 +1,32 @@
+/**
+ * Numbers and names that both the configuration and the server use, defined once here
+ * so that the configuration (which checks the options) and the access code (which builds
+ * pairing links) need not import the server: the body limits, the log levels and formats,
+ * and the web app's path.
+ *
+ * @module
+ */
+
+/** Default body limit, bytes: 512 KiB (docs/api.md, "Limits"). */
+export const DEFAULT_MAX_BODY_BYTES = 512 * 1024;
+
+/**
+ * Largest allowed body limit, bytes: 768 KiB. A body is stored in one atomic commit and a
+ * Deno KV commit holds at most 800 KiB, so larger bodies could never be stored.
+ */
+export const MAX_BODY_LIMIT_BYTES = 768 * 1024;
+
+/** The log levels, least severe first; a level shows its own lines and the ones after it. */
+export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+
+/** One of {@linkcode LOG_LEVELS}. */
+export type LogLevel = typeof LOG_LEVELS[number];
+
+/** The log formats: `text` for people, `json` (one object per line) for log shippers. */
+export const LOG_FORMATS = ["text", "json"] as const;
+
+/** One of {@linkcode LOG_FORMATS}. */
+export type LogFormat = typeof LOG_FORMATS[number];
+
+/** The path the phone web app lives under; the service worker's scope. */
+export const WEBAPP_PATH = "/app/";

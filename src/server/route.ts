@@ -1,0 +1,112 @@
+/**
+ * What a route is and what every route module shares. Each module of `routes/` returns a
+ * table of {@linkcode Routes} (path → methods, the scope a named key needs or `open`, and
+ * the handler); the app registers them, checks method and key before the handler runs,
+ * and the API document takes each path's methods and scope from the same tables.
+ *
+ * @module
+ */
+
+import type { Context } from "hono";
+import type { LimitFunction } from "p-limit";
+import type { Scope } from "../named_keys.ts";
+import type { PublishConfig } from "../publish.ts";
+import type { Collection, Store } from "../store/store.ts";
+import { longPoll } from "./live.ts";
+import type { Logger } from "./log.ts";
+import type { RelayMetrics, Waiter } from "./metrics.ts";
+
+/**
+ * A route handler: gets the Hono context and the parsed request URL once the method and
+ * the key have been checked, and answers. Errors it throws go to the app's error handler.
+ */
+export type Handler = (c: Context, url: URL) => Promise<Response>;
+
+/**
+ * One endpoint: the methods it answers, and either `open` (no key needed) or the scope a
+ * named key needs for it (issue 7; the main key has every scope).
+ */
+export type Route =
+  & { readonly methods: readonly string[]; readonly handler: Handler }
+  & ({ readonly open: true; readonly scope?: never } | {
+    readonly open?: never;
+    readonly scope: Scope;
+  });
+
+/** Endpoints by path, e.g. `{ "/submit": { scope: "submit", methods: ["POST"], … } }`. */
+export type Routes = Record<string, Route>;
+
+/** What the route handlers share: the store, the app's options, its limits and signals. */
+export interface RouteContext {
+  /** The store the endpoints read and write. */
+  readonly store: Store;
+  /** Lower-case Q&A domains for routing (C11). */
+  readonly qaHosts: readonly string[];
+  /** Body limit, bytes (C5). */
+  readonly maxBodyBytes: number;
+  /** Downstream services of `POST /publish`; `undefined` when none are configured. */
+  readonly publish: PublishConfig | undefined;
+  /** Where unexpected errors of a results stream are logged. */
+  readonly logger: Logger;
+  /** Request, waiting-client and store metrics. */
+  readonly metrics: RelayMetrics;
+  /** Aborts when the relay is stopping: long-polls answer at once and streams end. */
+  readonly closing: AbortSignal;
+  /** Interval of keep-alive comments on an idle results stream, ms. */
+  readonly keepAliveMs: number;
+  /**
+   * Runs a read that may return whole queues or the whole feed (pull, peek, results)
+   * within the app's limit of such reads at once; the rest wait their turn.
+   */
+  readonly bulkRead: LimitFunction;
+}
+
+/** Options of {@linkcode waitFor}. */
+export interface WaitOptions {
+  /** Which gauge of waiting clients counts this wait. */
+  readonly kind: Waiter;
+  /** How long to wait, seconds (the request's `wait`); 0 tries once. */
+  readonly waitS: number;
+  /** What the wait wakes for a change to: the queues pulled from, or `"feed"`. */
+  readonly collections: readonly Collection[];
+  /** Ends the wait when the client leaves (the request's signal). */
+  readonly signal: AbortSignal;
+  /** When something becomes available without a commit (a lease ending), epoch ms. */
+  readonly wakeAt?: () => Promise<number | undefined>;
+}
+
+/**
+ * Long-polls (issue 6): tries `attempt` and, with `waitS` > 0, waits for a change to
+ * `collections` until it finds something, the client leaves or the relay stops.
+ *
+ * @param relay The app's shared context (store, metrics, closing signal).
+ * @param options What to wait for and how long.
+ * @param attempt Looks once; `undefined` means nothing yet.
+ * @returns What `attempt` found, or `undefined` when the wait ended with nothing.
+ * @throws whatever `attempt` throws.
+ */
+export async function waitFor<T>(
+  relay: RouteContext,
+  options: WaitOptions & { readonly attempt: () => Promise<T | undefined> },
+): Promise<T | undefined> {
+  const { kind, waitS, collections, wakeAt, attempt } = options;
+  if (waitS === 0) return await attempt();
+  const done = relay.metrics.wait(kind);
+  try {
+    const signal = AbortSignal.any([options.signal, relay.closing]);
+    const waitMs = waitS * 1000;
+    return await longPoll(relay.store, { collections, waitMs, signal, wakeAt }, attempt);
+  } finally {
+    done();
+  }
+}
+
+/**
+ * A query parameter's value, with an empty value counted as absent.
+ *
+ * @param value What `URLSearchParams.get` returned.
+ * @returns The value, or `undefined` when it is missing or empty.
+ */
+export function absentIfEmpty(value: string | null | undefined): string | undefined {
+  return value === null || value === "" ? undefined : value;
+}

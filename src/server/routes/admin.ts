@@ -1,0 +1,76 @@
+/**
+ * The endpoints for whoever runs the relay: `GET /stats` (issue 5) and `GET /metrics`
+ * (issue 6), `POST /clear` (spec §4.6), which need the `admin` scope, and the open
+ * `GET /health` (§4.7) and `GET /openapi.json` (issue 7).
+ *
+ * @module
+ */
+
+import denoConfig from "../../../deno.json" with { type: "json" };
+import { clear, probe, stats } from "../../store/store.ts";
+import { json, JSON_TYPE, text } from "../responses.ts";
+import type { RouteContext, Routes } from "../route.ts";
+
+/**
+ * The admin routes: stats, metrics and clear (scope `admin`); health and the API document
+ * (open).
+ *
+ * @param relay What the handlers share: the store and the metrics.
+ * @param served Every route the app serves, for the API document's methods and scopes;
+ *   called at the document's first request.
+ */
+export function adminRoutes(relay: RouteContext, served: () => Readonly<Routes>): Routes {
+  const { store, metrics } = relay;
+  // The API document, built at the first request (zod-openapi is loaded then).
+  let apiDocument: Promise<string> | undefined;
+  return {
+    "/stats": {
+      scope: "admin",
+      methods: ["GET", "HEAD"],
+      handler: async () => json(await stats(store)),
+    },
+    "/metrics": {
+      scope: "admin",
+      methods: ["GET", "HEAD"],
+      handler: async () =>
+        new Response(await metrics.text(store), {
+          headers: { "content-type": metrics.contentType },
+        }),
+    },
+    "/clear": {
+      scope: "admin",
+      methods: ["POST"],
+      handler: async () => {
+        await clear(store);
+        return text("OK (all queues cleared)");
+      },
+    },
+    "/openapi.json": {
+      methods: ["GET", "HEAD"],
+      open: true,
+      handler: async () => {
+        apiDocument ??= import("../openapi.ts").then((m) =>
+          JSON.stringify(m.openApiDocument(denoConfig.version, served()))
+        );
+        // A failed build is not kept: the next request tries again.
+        const document = await apiDocument.catch((error) => {
+          apiDocument = undefined;
+          throw error;
+        });
+        return new Response(document, { headers: { "content-type": JSON_TYPE } });
+      },
+    },
+    "/health": {
+      methods: ["GET", "HEAD"],
+      open: true,
+      handler: async () => {
+        const ok = await probe(store);
+        const ts = Math.floor(store.clock());
+        // C51: the one error that is not a problem document.
+        return ok
+          ? json({ ok: true, ts, db: "connected" })
+          : json({ ok: false, ts, db: "error" }, 503);
+      },
+    },
+  };
+}

@@ -1,0 +1,163 @@
+/**
+ * The queue endpoints: `POST /submit` (spec §4.1), `GET /pull` (§4.2, with the long-poll
+ * and leases of issue 6), `POST /ack` (issue 6) and `GET /peek` (§4.3). Each handler
+ * parses the request, calls one store function and answers.
+ *
+ * @module
+ */
+
+import { HttpError } from "../../errors.ts";
+import { QUEUE_NAMES, routeContent } from "../../queues.ts";
+import { ack, lease, nextLeaseEnd, peek, pullFirst, submit } from "../../store/store.ts";
+import { readBody } from "../body.ts";
+import { json, text } from "../responses.ts";
+import { absentIfEmpty, type RouteContext, type Routes, waitFor } from "../route.ts";
+import {
+  ackBodySchema,
+  dedupeParamSchema,
+  itemId,
+  parseOr400,
+  pullQuerySchema,
+  queueParamSchema,
+  submitFieldsSchema,
+} from "../schemas.ts";
+
+/** `YYYY-MM-DD HH:MM:SS` in UTC, as peek shows `created_at` (spec §2.2, C7). */
+function formatTimestamp(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 19).replace("T", " ");
+}
+
+/**
+ * The routes of the queues: submit (scope `submit`), pull and ack (`consume`), peek
+ * (`read`).
+ *
+ * @param relay What the handlers share: the store, the body limit, the Q&A hosts, the
+ *   limit of bulk reads.
+ */
+export function queueRoutes(relay: RouteContext): Routes {
+  const { store, bulkRead } = relay;
+  return {
+    "/submit": {
+      scope: "submit",
+      methods: ["POST"],
+      handler: async (c, url) => {
+        const body = await readBody(c.req.raw, relay.maxBodyBytes, {
+          action: "submit",
+          formFields: Object.keys(submitFieldsSchema.shape),
+        });
+        let content: string;
+        let queueField: string | undefined;
+        if (body.kind === "text") {
+          content = body.text.trim();
+        } else {
+          const fields = parseOr400(submitFieldsSchema, body.fields, "submit");
+          // C10: a non-empty content wins over url.
+          content = fields.content?.trim() || (fields.url?.trim() ?? "");
+          queueField = absentIfEmpty(fields.queue);
+        }
+        const named = parseOr400(
+          queueParamSchema,
+          queueField ?? absentIfEmpty(url.searchParams.get("queue")),
+          "submit",
+        );
+        if (content === "") {
+          throw new HttpError(
+            400,
+            'Cannot submit: content is empty (send text, or a "content" or "url" field)',
+          );
+        }
+        const dedupe = parseOr400(
+          dedupeParamSchema,
+          absentIfEmpty(url.searchParams.get("dedupe")),
+          "submit",
+        );
+        const queue = named ?? routeContent(content, relay.qaHosts);
+        const outcome = await submit(store, content, queue, { dedupe });
+        return text(outcome.accepted ? `OK (${outcome.queue})` : "OK (duplicate)");
+      },
+    },
+    "/pull": {
+      scope: "consume",
+      methods: ["GET"],
+      handler: async (c, url) => {
+        const query = parseOr400(pullQuerySchema, {
+          queue: url.searchParams.get("queue") ?? undefined,
+          wait: absentIfEmpty(url.searchParams.get("wait")),
+          lease: absentIfEmpty(url.searchParams.get("lease")),
+          limit: absentIfEmpty(url.searchParams.get("limit")),
+        }, "pull");
+        const order = query.queue === undefined ? QUEUE_NAMES : [query.queue];
+        const leaseS = query.lease;
+        // Serialised inside the limit of concurrent bulk reads, like the read itself.
+        const take = () =>
+          bulkRead(async () => {
+            if (leaseS === undefined) {
+              const taken = await pullFirst(store, order);
+              return taken && json(taken.items.map((item) => item.content));
+            }
+            const leaseMs = leaseS * 1000;
+            const taken = await lease(store, order, { leaseMs, limit: query.limit ?? 50 });
+            return taken && json(taken.items.map((item) => ({
+              id: itemId(item),
+              content: item.content,
+              created_at: formatTimestamp(item.created_at),
+              lease_until: item.lease_until,
+            })));
+          });
+        return await waitFor(relay, {
+          kind: "pull",
+          waitS: query.wait,
+          collections: order,
+          signal: c.req.raw.signal,
+          attempt: take,
+          // An ended lease makes its item available without a commit: wake then too.
+          wakeAt: () => nextLeaseEnd(store, order),
+        }) ?? new Response(null, { status: 204 });
+      },
+    },
+    "/ack": {
+      scope: "consume",
+      methods: ["POST"],
+      handler: async (c) => {
+        const body = await readBody(c.req.raw, relay.maxBodyBytes, {
+          action: "ack",
+          accepted: ["application/json"],
+        });
+        if (body.kind !== "fields") {
+          throw new HttpError(400, "Cannot ack: the body must be a JSON object");
+        }
+        const { ids } = parseOr400(ackBodySchema, body.fields, "ack");
+        const outcome = await ack(store, ids);
+        return json({ acked: outcome.acked.length, unknown: outcome.unknown.map(itemId) });
+      },
+    },
+    "/peek": {
+      scope: "read",
+      methods: ["GET", "HEAD"],
+      handler: async (_c, url) => {
+        const queue = parseOr400(
+          queueParamSchema,
+          url.searchParams.get("queue") ?? undefined,
+          "peek",
+        );
+        return await bulkRead(async () => {
+          const found = await peek(store, queue === undefined ? QUEUE_NAMES : [queue]);
+          let total = 0;
+          const queues: Record<string, unknown[]> = {};
+          for (const [name, items] of found) {
+            total += items.length;
+            queues[name] = items.map((item) => ({
+              content: item.content,
+              queue_type: item.queue,
+              created_at: formatTimestamp(item.created_at),
+              // Issue 6: an item a leased pull holds says until when.
+              ...(item.lease_until === undefined ? {} : { lease_until: item.lease_until }),
+            }));
+          }
+          if (total === 0) return new Response(null, { status: 204 });
+          return json({ total, queues });
+        });
+      },
+    },
+  };
+}

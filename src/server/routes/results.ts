@@ -1,0 +1,119 @@
+/**
+ * The results feed's endpoints: `POST /push` (spec §4.4), `GET /results` (§4.5, with the
+ * long-poll of issue 6) and the live delivery of `GET /results/stream` (Server-Sent
+ * Events, issue 6). Each handler parses the request, calls one store function and answers.
+ *
+ * @module
+ */
+
+import { streamSSE } from "hono/streaming";
+import { HttpError } from "../../errors.ts";
+import { push, readResults } from "../../store/store.ts";
+import { readBody } from "../body.ts";
+import { streamResults } from "../live.ts";
+import { json, text } from "../responses.ts";
+import { absentIfEmpty, type RouteContext, type Routes, waitFor } from "../route.ts";
+import { parseOr400, pushFieldsSchema, resultsQuerySchema, streamStartSchema } from "../schemas.ts";
+
+/**
+ * The routes of the results feed: push (scope `push`), results and results/stream
+ * (`read`).
+ *
+ * @param relay What the handlers share: the store, the body limit, the limit of bulk
+ *   reads, the closing signal and the stream's keep-alive interval.
+ */
+export function resultRoutes(relay: RouteContext): Routes {
+  const { store, bulkRead } = relay;
+  return {
+    "/push": {
+      scope: "push",
+      methods: ["POST"],
+      handler: async (c) => {
+        const body = await readBody(c.req.raw, relay.maxBodyBytes, {
+          action: "push",
+          formFields: Object.keys(pushFieldsSchema.shape),
+        });
+        const content = body.kind === "text"
+          ? body.text.trim()
+          : (parseOr400(pushFieldsSchema, body.fields, "push").content?.trim() ?? "");
+        if (content === "") {
+          throw new HttpError(
+            400,
+            'Cannot push: content is empty (send text, or a "content" field)',
+          );
+        }
+        await push(store, content);
+        return text("OK");
+      },
+    },
+    "/results": {
+      scope: "read",
+      methods: ["GET", "HEAD"],
+      handler: async (c, url) => {
+        const since = absentIfEmpty(url.searchParams.get("since"));
+        const query = parseOr400(resultsQuerySchema, {
+          since,
+          limit: absentIfEmpty(url.searchParams.get("limit")),
+          wait: absentIfEmpty(url.searchParams.get("wait")),
+        }, "read results");
+        // Serialised inside the limit of concurrent bulk reads, like the read itself.
+        const read = () =>
+          bulkRead(async () => {
+            const page = await readResults(store, query);
+            const answer = json({
+              cursor: page.cursor,
+              items: page.items.map((item) => ({ t: item.t, c: item.content })),
+              // Issue 6: only for a reader that gave a cursor, and only when it missed some.
+              ...(since !== undefined && page.gap ? { gap: true } : {}),
+            });
+            return { found: page.items.length > 0, answer };
+          });
+        // Without wait, one read answers, whatever it found.
+        if (query.wait === 0) return (await read()).answer;
+        const found = async () => {
+          const { found, answer } = await read();
+          return found ? answer : undefined;
+        };
+        return await waitFor(relay, {
+          kind: "results",
+          waitS: query.wait,
+          collections: ["feed"],
+          signal: c.req.raw.signal,
+          attempt: found,
+        }) ?? (await read()).answer;
+      },
+    },
+    "/results/stream": {
+      scope: "read",
+      methods: ["GET"],
+      handler: (c, url) => {
+        const since = parseOr400(streamStartSchema, {
+          lastEventId: absentIfEmpty(c.req.header("last-event-id")),
+          since: absentIfEmpty(url.searchParams.get("since")),
+        }, "stream results");
+        const resumed = c.req.header("last-event-id") !== undefined ||
+          url.searchParams.has("since");
+        const signal = AbortSignal.any([c.req.raw.signal, relay.closing]);
+        return Promise.resolve(streamSSE(c, async (stream) => {
+          const done = relay.metrics.wait("stream");
+          const left = new AbortController();
+          stream.onAbort(() => left.abort());
+          try {
+            await streamResults(store, stream, {
+              since,
+              keepAliveMs: relay.keepAliveMs,
+              resumed,
+              signal: AbortSignal.any([signal, left.signal]),
+            });
+          } catch (error) {
+            // The cause stays in the relay's log; the client learns only that it failed.
+            relay.logger.error("relay: results stream failed", error);
+            await stream.writeSSE({ event: "error", data: "the relay failed; reconnect" });
+          } finally {
+            done();
+          }
+        }));
+      },
+    },
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * Loading the committed state from KV: on first use, and again after a commit failed or
+ * its outcome is unknown.
+ *
+ * @module
+ */
+
+import type { Clock } from "../clock.ts";
+import { QUEUE_NAMES, type QueueName } from "../queues.ts";
+import { readSeen } from "./_duplicates.ts";
+import { collectParts, decodeSlot } from "./_parts.ts";
+import {
+  type Collection,
+  COLLECTIONS,
+  type FeedState,
+  type ItemState,
+  metaKey,
+  type QueueState,
+  type ResultState,
+  type State,
+} from "./_state.ts";
+import {
+  type ItemHead,
+  queueItemsPrefix,
+  type QueueMeta,
+  type ResultHead,
+  type ResultsMeta,
+  resultsPrefix,
+} from "./kv_keys.ts";
+
+/**
+ * Reads the whole committed state: every queue, the feed, the metadata versionstamps and
+ * the duplicate records still inside the window. Content of more than one part stays in KV.
+ *
+ * @param clock Read once, for the duplicate records' window.
+ * @param dedupeWindowMs The duplicate window, ms.
+ * @throws KV errors.
+ */
+export async function loadState(
+  kv: Deno.Kv,
+  clock: Clock,
+  dedupeWindowMs: number,
+): Promise<State> {
+  const metas = await kv.getMany<unknown[]>(COLLECTIONS.map(metaKey));
+  const stamps = {} as Record<Collection, string | null>;
+  COLLECTIONS.forEach((c, i) => stamps[c] = metas[i]!.versionstamp);
+  const queues = {} as Record<QueueName, QueueState>;
+  for (const [i, queue] of QUEUE_NAMES.entries()) {
+    const meta = metas[i]!.value as QueueMeta | null;
+    const found = await collectParts(
+      kv.list<ItemHead | Uint8Array>({ prefix: queueItemsPrefix(queue) }),
+    );
+    const items: ItemState[] = (meta?.items ?? []).map(([id, parts, leaseUntil]) => {
+      const slot = found.get(id);
+      const head = slot?.head as ItemHead | undefined;
+      return {
+        id,
+        parts,
+        created_at: head?.created_at ?? 0,
+        content: parts === 1 && slot !== undefined ? decodeSlot(slot, 1) : undefined,
+        ...(leaseUntil === undefined ? {} : { lease_until: leaseUntil }),
+      };
+    });
+    queues[queue] = {
+      next_id: meta?.next_id ?? 1,
+      items,
+      // Files written before the counters existed: their queued items count as accepted.
+      counters: {
+        accepted: items.length,
+        duplicate: 0,
+        delivered: 0,
+        leased: 0,
+        evicted: 0,
+        cleared: 0,
+        ...meta?.counters,
+      },
+    };
+  }
+  const meta = metas[QUEUE_NAMES.length]!.value as ResultsMeta | null;
+  const found = await collectParts(kv.list<ResultHead | Uint8Array>({ prefix: resultsPrefix() }));
+  const items: ResultState[] = (meta?.items ?? []).map(([t, parts]) => {
+    const slot = found.get(t);
+    return {
+      t,
+      parts,
+      content: parts === 1 && slot !== undefined ? decodeSlot(slot, 1) : undefined,
+    };
+  });
+  const feed: FeedState = {
+    hwm: meta?.hwm ?? 0,
+    evicted_t: meta?.evicted_t ?? 0,
+    items,
+    counters: meta?.counters ?? { pushed: items.length, evicted: 0, cleared: 0 },
+  };
+  const seen = await readSeen(kv, Math.floor(clock()), dedupeWindowMs);
+  return { queues, feed, seen, stamps };
+}

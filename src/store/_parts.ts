@@ -1,0 +1,95 @@
+/**
+ * Content chunking. Content is stored as UTF-8 bytes in parts of at most
+ * {@linkcode CHUNK_BYTES}: part 0 is a head record (a few fields plus the first bytes), the
+ * others raw bytes, all under keys ending in `[…, id, part]` so that one `list()` reads whole
+ * items in order (C8). This module splits content and reads it back; writing and deleting
+ * parts are mutations of a commit (`setParts`, `deleteParts` in `_state.ts`).
+ *
+ * @module
+ */
+
+import type { ItemHead, ResultHead } from "./kv_keys.ts";
+
+/**
+ * Bytes of content per KV value. A KV value holds at most 65,536 bytes; the head part
+ * also carries a few fields and V8 serialisation framing, so stay well below.
+ */
+export const CHUNK_BYTES = 60_000;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Splits content into UTF-8 byte parts of at most CHUNK_BYTES; always at least one. */
+export function splitParts(content: string): Uint8Array[] {
+  const bytes = encoder.encode(content);
+  const parts: Uint8Array[] = [];
+  for (let i = 0; i < bytes.length || parts.length === 0; i += CHUNK_BYTES) {
+    // slice, not subarray: KV would serialise the whole underlying buffer of a view.
+    parts.push(bytes.slice(i, i + CHUNK_BYTES));
+  }
+  return parts;
+}
+
+/** Parts of one item or result as listed: its head (part 0) and every part's bytes. */
+export interface PartSlot {
+  head: ItemHead | ResultHead | undefined;
+  data: Uint8Array[];
+}
+
+/** Groups listed part entries, whose keys end in `[…, id, part]`, by id. */
+export async function collectParts(
+  iter: Deno.KvListIterator<ItemHead | ResultHead | Uint8Array>,
+): Promise<Map<number, PartSlot>> {
+  const found = new Map<number, PartSlot>();
+  for await (const entry of iter) {
+    const id = entry.key.at(-2) as number;
+    const part = entry.key.at(-1) as number;
+    const slot = found.get(id) ?? { head: undefined, data: [] };
+    if (part === 0) {
+      const head = entry.value as ItemHead | ResultHead;
+      slot.head = head;
+      slot.data[0] = head.data;
+    } else {
+      slot.data[part] = entry.value as Uint8Array;
+    }
+    found.set(id, slot);
+  }
+  return found;
+}
+
+/** The content of `slot` when it holds all `parts` parts, else `undefined`. */
+export function decodeSlot(slot: PartSlot, parts: number): string | undefined {
+  const bytes = joinParts(slot, parts);
+  return bytes === undefined ? undefined : decoder.decode(bytes);
+}
+
+/**
+ * Reads and joins the parts stored under `prefix` (`[…, id]`).
+ *
+ * @returns The content, or `undefined` when parts are missing.
+ * @throws KV errors.
+ */
+export async function readParts(kv: Deno.Kv, prefix: Deno.KvKey): Promise<string | undefined> {
+  const found = await collectParts(kv.list<ItemHead | Uint8Array>({ prefix }));
+  const slot = found.values().next().value;
+  if (slot === undefined || slot.head === undefined) return undefined;
+  return decodeSlot(slot, slot.head.parts);
+}
+
+/** Concatenates parts 0 … parts-1; `undefined` when any is missing (a torn read). */
+function joinParts(slot: PartSlot, parts: number): Uint8Array | undefined {
+  if (slot.data.length !== parts) return undefined;
+  let size = 0;
+  for (let i = 0; i < parts; i++) {
+    const data = slot.data[i];
+    if (data === undefined) return undefined;
+    size += data.length;
+  }
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const data of slot.data) {
+    out.set(data, offset);
+    offset += data.length;
+  }
+  return out;
+}

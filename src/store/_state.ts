@@ -1,0 +1,367 @@
+/**
+ * The store's committed state as kept in memory, and the functions that change it.
+ *
+ * A write never changes the committed {@linkcode State} directly: it changes a
+ * {@linkcode Draft} (a copy) and records in {@linkcode Mutations} the KV writes that make the
+ * same change durable. The writer (`_writer.ts`) commits the mutations and, only when the
+ * commit succeeded, settles the draft into the state. Nothing here touches KV.
+ *
+ * @module
+ */
+
+import { QUEUE_NAMES, type QueueName } from "../queues.ts";
+import {
+  itemPartKey,
+  type QueueCounters,
+  type QueueMeta,
+  queueMetaKey,
+  type ResultCounters,
+  resultPartKey,
+  type ResultsMeta,
+  resultsMetaKey,
+} from "./kv_keys.ts";
+
+/** Items an input queue holds; the oldest are evicted past it (spec §8, C14). */
+export const QUEUE_CAPACITY = 50;
+
+/** Items the results feed holds; the oldest are evicted past it (spec §8). */
+export const RESULTS_CAPACITY = 50;
+
+/**
+ * Most KV mutations one commit holds: KV allows 1000 per commit (platform notes); the rest
+ * is room for the metadata entries and their checks.
+ */
+export const BATCH_MAX_MUTATIONS = 900;
+
+/** Most bytes (estimated) one commit holds: KV allows 800 KiB per commit. */
+export const BATCH_MAX_BYTES = 700 * 1024;
+
+// Approximate bytes of a key and serialisation framing, per mutation.
+const MUTATION_OVERHEAD_BYTES = 100;
+
+/** A queue, or `"feed"` for the results feed: what a commit changes and a waiter watches. */
+export type Collection = QueueName | "feed";
+
+/** Every collection, in the order their metadata entries are read and checked. */
+export const COLLECTIONS: readonly Collection[] = [...QUEUE_NAMES, "feed"];
+
+/** The key of a collection's metadata entry. */
+export function metaKey(collection: Collection): Deno.KvKey {
+  return collection === "feed" ? resultsMetaKey() : queueMetaKey(collection);
+}
+
+/** A queued item in memory; `content` is kept for single-part items only. */
+export interface ItemState {
+  readonly id: number;
+  readonly parts: number;
+  readonly created_at: number;
+  readonly content: string | undefined;
+  /** Set by a leased pull, epoch ms; kept after the lease ends until a pull or ack. */
+  readonly lease_until?: number;
+}
+
+/** A result in memory; `content` is kept for single-part results only. */
+export interface ResultState {
+  readonly t: number;
+  readonly parts: number;
+  readonly content: string | undefined;
+}
+
+/** One queue in memory: its next id, its items oldest first, its counters. */
+export interface QueueState {
+  next_id: number;
+  items: ItemState[];
+  counters: QueueCounters;
+}
+
+/** The results feed in memory. */
+export interface FeedState {
+  hwm: number;
+  /** The largest `t` the overflow ever evicted, 0 for none (the `gap` flag, issue 6). */
+  evicted_t: number;
+  items: ResultState[];
+  counters: ResultCounters;
+}
+
+/** The committed state: what KV holds, as of the last successful commit. */
+export interface State {
+  queues: Record<QueueName, QueueState>;
+  feed: FeedState;
+  /** Duplicate records: SHA-256 hex → last accepted, epoch ms (C13). */
+  seen: Map<string, number>;
+  /** Versionstamps of the metadata entries as last read or written. */
+  stamps: Record<Collection, string | null>;
+}
+
+/** Whether a pull may hand `item` out at `now`: not leased, or its lease has ended. */
+export function available(item: ItemState, now: number): boolean {
+  return item.lease_until === undefined || item.lease_until <= now;
+}
+
+/** KV mutations of one commit, one per key (the last one wins), with a size estimate. */
+export class Mutations {
+  /** Mutations by key (JSON of the key); no `value` means a delete. */
+  readonly entries = new Map<string, { key: Deno.KvKey; value?: unknown; expireIn?: number }>();
+  /** Collections whose metadata (order, counters, high-water mark) changed. */
+  readonly touched = new Set<Collection>();
+  /** Estimated bytes of the commit so far. */
+  bytes = 0;
+
+  /** Sets `key` to `value`; `expireIn` ms as in `Deno.Kv.set`. */
+  set(key: Deno.KvKey, value: unknown, options: { expireIn?: number } = {}): void {
+    this.bytes += MUTATION_OVERHEAD_BYTES + (value instanceof Uint8Array ? value.length : 0) +
+      (isHead(value) ? value.data.length : 0);
+    this.entries.set(JSON.stringify(key), { key, value, ...options });
+  }
+
+  /** Deletes `key`. */
+  delete(key: Deno.KvKey): void {
+    this.bytes += MUTATION_OVERHEAD_BYTES;
+    this.entries.set(JSON.stringify(key), { key });
+  }
+
+  /** Marks a queue's or the feed's metadata (order, counters, high-water mark) as changed. */
+  touch(collection: Collection): void {
+    this.touched.add(collection);
+  }
+}
+
+/** A copy of the state that a batch changes; becomes the state when its commit succeeds. */
+export class Draft {
+  /** Copies of every queue (their item arrays and counters too). */
+  readonly queues: Record<QueueName, QueueState>;
+  /** A copy of the feed. */
+  readonly feed: FeedState;
+  /** The clock, read once per batch, epoch ms. */
+  readonly now: number;
+  #state: State;
+  /** Duplicate records added by this draft: SHA-256 hex → accepted at, epoch ms. */
+  #seen = new Map<string, number>();
+  /** Whether every duplicate record of the state is forgotten. */
+  #forgetAll = false;
+
+  /**
+   * @param state The committed state to copy.
+   * @param now The time of this batch, epoch ms.
+   */
+  constructor(state: State, now: number) {
+    const queues = {} as Record<QueueName, QueueState>;
+    for (const q of QUEUE_NAMES) {
+      const s = state.queues[q];
+      queues[q] = { next_id: s.next_id, items: [...s.items], counters: { ...s.counters } };
+    }
+    this.queues = queues;
+    this.feed = {
+      hwm: state.feed.hwm,
+      evicted_t: state.feed.evicted_t,
+      items: [...state.feed.items],
+      counters: { ...state.feed.counters },
+    };
+    this.now = now;
+    this.#state = state;
+  }
+
+  /** When `hash` was last accepted, epoch ms, or `undefined`. */
+  seen(hash: string): number | undefined {
+    return this.#seen.get(hash) ?? (this.#forgetAll ? undefined : this.#state.seen.get(hash));
+  }
+
+  /** Records `hash` as accepted at `at`. */
+  see(hash: string, at: number): void {
+    this.#seen.set(hash, at);
+  }
+
+  /** Forgets every duplicate record (their KV records are deleted by the same change). */
+  forgetAll(): void {
+    this.#forgetAll = true;
+    this.#seen.clear();
+  }
+
+  /**
+   * Makes this draft the committed state it was copied from, once `mutations` are
+   * committed: the touched collections (multi-part content stays in KV only), their
+   * versionstamps, and the duplicate records.
+   *
+   * @param versionstamp The commit's versionstamp; `null` when nothing was committed
+   *   (nothing was touched).
+   */
+  settle(mutations: Mutations, versionstamp: string | null): void {
+    const state = this.#state;
+    const inKvOnly = <T extends { parts: number; content: string | undefined }>(i: T): T =>
+      i.parts > 1 && i.content !== undefined ? { ...i, content: undefined } : i;
+    for (const c of mutations.touched) {
+      if (c === "feed") state.feed = { ...this.feed, items: this.feed.items.map(inKvOnly) };
+      else state.queues[c] = { ...this.queues[c], items: this.queues[c].items.map(inKvOnly) };
+      state.stamps[c] = versionstamp;
+    }
+    if (this.#forgetAll) state.seen.clear();
+    for (const [hash, at] of this.#seen) state.seen.set(hash, at);
+  }
+}
+
+/** The metadata entry's value of `collection` in `draft`. */
+export function metaValue(draft: Draft, collection: Collection): QueueMeta | ResultsMeta {
+  return collection === "feed" ? feedMeta(draft.feed) : queueMeta(draft.queues[collection]);
+}
+
+/** One write waiting for the writer: its cost against the draft, then its effect. */
+export interface WriteOp<T> {
+  /** What is written, for errors: e.g. `"submit"`. */
+  readonly name: string;
+  /** What applying it to `draft` would add to the commit. */
+  cost(draft: Draft): Cost;
+  /**
+   * Changes `draft` and records the KV mutations; throwing rejects this write only and
+   * must leave `draft` as it was.
+   */
+  apply(draft: Draft, mutations: Mutations): T | Promise<T>;
+}
+
+/** A change committed on its own, inside an exclusive job of the writer. */
+export type Change = (draft: Draft, mutations: Mutations) => void;
+
+/** What one write adds to a commit: KV mutations and approximate bytes. */
+export interface Cost {
+  mutations: number;
+  bytes: number;
+}
+
+/** `cost` plus `mutations` small mutations (a record, a delete). */
+export function addCost(cost: Cost, mutations: number): Cost {
+  return {
+    mutations: cost.mutations + mutations,
+    bytes: cost.bytes + mutations * MUTATION_OVERHEAD_BYTES,
+  };
+}
+
+/** The number of parts of all `items`. */
+export function totalParts(items: readonly { parts: number }[]): number {
+  return items.reduce((n, i) => n + i.parts, 0);
+}
+
+/** Cost of {@linkcode appendItem}: the parts and the evicted items' parts. */
+export function appendItemCost(
+  draft: Draft,
+  queue: QueueName,
+  parts: readonly Uint8Array[],
+): Cost {
+  const evicted = evictedParts(draft.queues[queue].items, QUEUE_CAPACITY);
+  return {
+    mutations: parts.length + evicted,
+    bytes: byteLength(parts) + (parts.length + evicted) * MUTATION_OVERHEAD_BYTES,
+  };
+}
+
+/** Cost of {@linkcode appendResult}: the parts and the evicted results' parts. */
+export function appendResultCost(draft: Draft, parts: readonly Uint8Array[]): Cost {
+  const evicted = evictedParts(draft.feed.items, RESULTS_CAPACITY);
+  return {
+    mutations: parts.length + evicted,
+    bytes: byteLength(parts) + (parts.length + evicted) * MUTATION_OVERHEAD_BYTES,
+  };
+}
+
+/** Deletes parts 0 … parts-1 under `key(part)`. */
+export function deleteParts(
+  mutations: Mutations,
+  parts: number,
+  key: (part: number) => Deno.KvKey,
+): void {
+  for (let part = 0; part < parts; part++) mutations.delete(key(part));
+}
+
+/**
+ * Adds a new item at the end of `q`: its parts, and the eviction (counted) of the oldest
+ * items past {@linkcode QUEUE_CAPACITY} (C14). Marks the queue's metadata as changed.
+ *
+ * @returns The new item's id.
+ */
+export function appendItem(
+  mutations: Mutations,
+  q: QueueState,
+  queue: QueueName,
+  parts: Uint8Array[],
+  content: string,
+  createdAt: number,
+): number {
+  const id = q.next_id;
+  setParts(mutations, parts, (part) => itemPartKey(queue, id, part), { created_at: createdAt });
+  q.items.push({ id, parts: parts.length, created_at: createdAt, content });
+  q.next_id = id + 1;
+  for (const old of q.items.splice(0, Math.max(0, q.items.length - QUEUE_CAPACITY))) {
+    deleteParts(mutations, old.parts, (part) => itemPartKey(queue, old.id, part));
+    q.counters.evicted++;
+  }
+  mutations.touch(queue);
+  return id;
+}
+
+/**
+ * Adds a result with time `t` at the end of the feed: its parts, the eviction (counted) of
+ * the oldest results past {@linkcode RESULTS_CAPACITY}, and the high-water mark raised to
+ * `t` (C40). Marks the feed's metadata as changed.
+ *
+ * @param t Greater than every `t` in the feed.
+ */
+export function appendResult(
+  mutations: Mutations,
+  feed: FeedState,
+  parts: Uint8Array[],
+  content: string,
+  t: number,
+): void {
+  setParts(mutations, parts, (part) => resultPartKey(t, part), {});
+  feed.items.push({ t, parts: parts.length, content });
+  for (const old of feed.items.splice(0, Math.max(0, feed.items.length - RESULTS_CAPACITY))) {
+    deleteParts(mutations, old.parts, (part) => resultPartKey(old.t, part));
+    feed.counters.evicted++;
+    feed.evicted_t = Math.max(feed.evicted_t, old.t);
+  }
+  feed.hwm = Math.max(feed.hwm, t);
+  mutations.touch("feed");
+}
+
+/** Writes part 0 as a head record (with `extra` fields) and the rest as raw bytes. */
+function setParts(
+  mutations: Mutations,
+  parts: Uint8Array[],
+  key: (part: number) => Deno.KvKey,
+  extra: Record<string, number>,
+): void {
+  parts.forEach((data, part) => {
+    mutations.set(key(part), part === 0 ? { ...extra, parts: parts.length, data } : data);
+  });
+}
+
+/** Parts that appending one more entry to `items` would evict past `capacity`. */
+function evictedParts(items: readonly { parts: number }[], capacity: number): number {
+  return items.length >= capacity ? totalParts(items.slice(0, items.length - capacity + 1)) : 0;
+}
+
+function byteLength(parts: readonly Uint8Array[]): number {
+  return parts.reduce((n, p) => n + p.length, 0);
+}
+
+function isHead(value: unknown): value is { data: Uint8Array } {
+  return typeof value === "object" && value !== null && "data" in value &&
+    value.data instanceof Uint8Array;
+}
+
+function queueMeta(q: QueueState): QueueMeta {
+  return {
+    next_id: q.next_id,
+    items: q.items.map((i) =>
+      i.lease_until === undefined ? [i.id, i.parts] : [i.id, i.parts, i.lease_until]
+    ),
+    counters: q.counters,
+  };
+}
+
+function feedMeta(feed: FeedState): ResultsMeta {
+  return {
+    hwm: feed.hwm,
+    evicted_t: feed.evicted_t,
+    items: feed.items.map((r) => [r.t, r.parts]),
+    counters: feed.counters,
+  };
+}

@@ -29,9 +29,7 @@ const TEST_ONLY_PACKAGES = [
 /** The `--allow-*` flags that grant a permission set of deno.json, sorted. */
 function flagsOf(set: Record<string, boolean | readonly string[]>): string[] {
   return Object.entries(set).map(([name, value]) =>
-    value === true
-      ? `--allow-${name}`
-      : `--allow-${name}=${(value as string[]).join(",")}`
+    value === true ? `--allow-${name}` : `--allow-${name}=${(value as string[]).join(",")}`
   ).sort();
 }
 
@@ -95,8 +93,7 @@ function cachedPackages(denoDir: string): string[] {
 }
 
 Deno.test({
-  name:
-    "deno task start on an empty Deno cache downloads only the relay's run-time npm packages",
+  name: "deno task start on an empty Deno cache downloads only the relay's run-time npm packages",
   // Fetches from the npm registry into a fresh cache, as a fresh clone does.
   sanitizeResources: false,
   fn: async () => {
@@ -163,19 +160,18 @@ Deno.test("tests/deno.json is deno.json plus the tests' own packages, with the s
       name,
     );
   }
-  const extra = Object.keys(testConfig.imports).filter((name) =>
-    !(name in denoConfig.imports)
-  );
+  const extra = Object.keys(testConfig.imports).filter((name) => !(name in denoConfig.imports));
   assert.deepEqual(extra.sort(), [...TEST_ONLY_PACKAGES].sort());
   assert.deepEqual(testConfig.compilerOptions, denoConfig.compilerOptions);
   assert.deepEqual(testConfig.unstable, denoConfig.unstable);
+  assert.equal(testConfig.fmt.lineWidth, denoConfig.fmt.lineWidth);
+  assert.deepEqual(testConfig.lint.rules, denoConfig.lint.rules);
   assert.deepEqual(testConfig.lock, { path: "./deno.lock", frozen: true });
   assert.deepEqual(denoConfig.lock, { frozen: true });
 });
 
 Deno.test("tests/deno.lock pins the relay's packages exactly as deno.lock does", async () => {
-  const read = async (path: string) =>
-    JSON.parse(await Deno.readTextFile(join(ROOT, path)));
+  const read = async (path: string) => JSON.parse(await Deno.readTextFile(join(ROOT, path)));
   const [main, tests] = [
     await read("deno.lock"),
     await read("tests/deno.lock"),

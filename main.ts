@@ -1,11 +1,11 @@
 /**
  * Entry point of the relay's command line and compiled binary (contract C70).
- * Everything else lives in `src/`; see `src/cli.ts`.
+ * Everything else lives in `src/`; the command line is `src/cli/main.ts`.
  *
  * @module
  */
 
-import { main } from "./src/cli.ts";
+import { main } from "./src/cli/main.ts";
 
 if (import.meta.main) {
   Deno.exit(await main(Deno.args));

@@ -8,7 +8,7 @@
 
 import { type Backoff, sleep } from "./backoff.ts";
 import { fetchFailure } from "./errors.ts";
-import { joinUrl } from "./publish.ts";
+import { joinUrl } from "./util/url.ts";
 
 /** Default relay address for client commands: the relay on this machine. */
 export const DEFAULT_RELAY_URL = "http://127.0.0.1:8787";
@@ -191,16 +191,33 @@ export async function submitContent(
   return await (await call(client, `/submit${suffix}`, { method: "POST", body: content })).text();
 }
 
+/** A parsed answer of the relay, with its body exactly as the relay sent it. */
+export interface Answer<T> {
+  /** The parsed body. */
+  readonly value: T;
+  /** The body's text as it came (for `--json`), or the JSON of `value` for a 204. */
+  readonly text: string;
+}
+
+/** Reads a JSON body, keeping its text; a 204 gives `empty` and its JSON. */
+async function jsonAnswer<T>(res: Response, empty: T): Promise<Answer<T>> {
+  if (res.status === 204) {
+    await res.body?.cancel();
+    return { value: empty, text: JSON.stringify(empty) };
+  }
+  const text = await res.text();
+  return { value: JSON.parse(text) as T, text };
+}
+
 /**
  * `GET /pull` (spec §4.2): takes and empties a queue.
  *
- * @returns The contents, oldest first; `[]` when the queue was empty (204).
+ * @returns The contents, oldest first (`[]` when the queue was empty: 204), and the body.
  * @throws {RelayError} as {@linkcode call}.
  */
-export async function pullQueue(client: RelayClient, queue?: string): Promise<string[]> {
+export async function pullQueue(client: RelayClient, queue?: string): Promise<Answer<string[]>> {
   const res = await call(client, queue ? `/pull?queue=${encodeURIComponent(queue)}` : "/pull");
-  if (res.status === 204) return [];
-  return await res.json();
+  return await jsonAnswer<string[]>(res, []);
 }
 
 /** An item handed out by a leased pull (issue 6). */
@@ -261,16 +278,13 @@ export async function ackItems(
 /**
  * `GET /peek` (spec §4.3).
  *
- * @returns The queues, or `undefined` when every queue asked for is empty (204).
+ * @returns The queues (`{total: 0, queues: {}}` when every queue asked for is empty: 204),
+ *   and the body.
  * @throws {RelayError} as {@linkcode call}.
  */
-export async function peekQueues(
-  client: RelayClient,
-  queue?: string,
-): Promise<PeekBody | undefined> {
+export async function peekQueues(client: RelayClient, queue?: string): Promise<Answer<PeekBody>> {
   const res = await call(client, queue ? `/peek?queue=${encodeURIComponent(queue)}` : "/peek");
-  if (res.status === 204) return undefined;
-  return await res.json();
+  return await jsonAnswer<PeekBody>(res, { total: 0, queues: {} });
 }
 
 /**
@@ -289,7 +303,8 @@ export async function pushResult(client: RelayClient, content: string): Promise<
  * @param options.limit 1–50; default 50.
  * @param options.waitS Long-poll (issue 6): seconds to wait for a result, 0–60; default 0.
  * @param options.signal Abandons the request.
- * @returns The page; `gap` is `true` when results after `since` were evicted unread.
+ * @returns The page (`gap` is `true` when results after `since` were evicted unread), and
+ *   the body.
  * @throws {RelayError} as {@linkcode call}.
  */
 export async function readResultsPage(
@@ -300,13 +315,26 @@ export async function readResultsPage(
     waitS?: number;
     signal?: AbortSignal;
   } = {},
-): Promise<{ cursor: number; items: ResultEntry[]; gap?: boolean }> {
+): Promise<Answer<ResultsPage>> {
   const query = new URLSearchParams();
   if (options.since !== undefined) query.set("since", String(options.since));
   if (options.limit !== undefined) query.set("limit", String(options.limit));
   if (options.waitS) query.set("wait", String(options.waitS));
   const path = `/results${query.size > 0 ? `?${query}` : ""}`;
-  return await (await call(client, path, options)).json();
+  return await jsonAnswer<ResultsPage>(await call(client, path, options), {
+    cursor: options.since ?? 0,
+    items: [],
+  });
+}
+
+/** The body of `GET /results` (spec §4.5). */
+export interface ResultsPage {
+  /** The cursor to pass as `since` next, epoch ms. */
+  readonly cursor: number;
+  /** The results after `since`, oldest first. */
+  readonly items: ResultEntry[];
+  /** `true` when results after `since` were evicted unread (issue 6). */
+  readonly gap?: boolean;
 }
 
 /**
@@ -362,4 +390,22 @@ export async function publishArticle(
     }
   }
   throw await failure(client, res);
+}
+
+/**
+ * Checks that the relay accepts `client.key`, with a request that changes nothing
+ * (`GET /results?limit=1`). A 403, a named key that lacks the `read` scope, counts as
+ * accepted: the relay knows the key.
+ *
+ * @returns `true` when the key may read results, `false` when it is known but may not.
+ * @throws {RelayError} 401 for a key the relay refuses; as {@linkcode call} otherwise.
+ */
+export async function verifyKey(client: RelayClient): Promise<boolean> {
+  try {
+    await (await call(client, "/results?limit=1")).body?.cancel();
+    return true;
+  } catch (error) {
+    if (error instanceof RelayError && error.status === 403) return false;
+    throw error;
+  }
 }

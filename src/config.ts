@@ -301,17 +301,49 @@ export function defaultDbPath(stateDirectory: string | undefined): string {
 }
 
 /**
- * The database a command on the relay's machine means (C70's order): `--db` when given,
- * else `RELAY_DB`, else {@linkcode defaultDbPath}.
+ * The relay's data directory under systemd (the unit's `StateDirectory=relay`), where client
+ * commands run on the relay's machine look when `./data` has no database.
+ */
+export const SYSTEM_DATA_DIR = "/var/lib/relay";
+
+/**
+ * The database a command on the relay's machine means: `--db` when given, else
+ * `RELAY_DB`, else `$STATE_DIRECTORY/relay.kv` under systemd; else `./data/relay.kv` when
+ * it exists; else `/var/lib/relay/relay.kv` when `/var/lib/relay` exists (the service's
+ * data on a NAS, found without flags); else `./data/relay.kv`.
  *
  * @param flag The command's `--db` value, if any.
  * @param env Reads an environment variable; an empty value counts as unset.
+ *   `RELAY_SYSTEM_DATA_DIR` replaces {@linkcode SYSTEM_DATA_DIR}, for tests.
  */
 export function commandDbPath(
   flag: string | undefined,
   env: (name: string) => string | undefined,
 ): string {
-  return flag ?? readEnv(env, "RELAY_DB") ?? defaultDbPath(readEnv(env, "STATE_DIRECTORY"));
+  const chosen = flag ?? readEnv(env, "RELAY_DB");
+  if (chosen !== undefined) return chosen;
+  const state = readEnv(env, "STATE_DIRECTORY");
+  const local = defaultDbPath(state);
+  if (state !== undefined || exists(local)) return local;
+  const system = readEnv(env, "RELAY_SYSTEM_DATA_DIR") ?? SYSTEM_DATA_DIR;
+  return isDirectory(system) ? join(system, "relay.kv") : local;
+}
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return Deno.statSync(path).isDirectory;
+  } catch {
+    return false;
+  }
 }
 
 /** The default keys file (issue 7): `keys.json` in the database's directory. */

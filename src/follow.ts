@@ -78,12 +78,12 @@ export async function followResults(client: RelayClient, options: FollowOptions)
   while (!options.signal.aborted) {
     let page;
     try {
-      page = await readResultsPage(client, {
+      page = (await readResultsPage(client, {
         since: cursor,
         limit: PAGE_SIZE,
         waitS: LONG_POLL_S,
         signal: options.signal,
-      });
+      })).value;
     } catch (error) {
       if (options.signal.aborted) break;
       await waitToRetry(error, backoff, options.log, options.signal);

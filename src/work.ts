@@ -5,10 +5,12 @@
  *
  * Nothing is lost (at-least-once): an item is deleted only by its acknowledgement, after
  * its result was pushed. If the worker is killed (even with SIGKILL) mid-item, the relay
- * hands the item out again when its lease ends. An item whose command fails is logged with
- * the exit code and put back at the end of its queue (without the duplicate check,
- * `POST /submit?dedupe=false`) before it is acknowledged. The wait for the next item is a
- * long-poll, so a submitted item starts within milliseconds.
+ * hands the item out again when its lease ends. A command that fails is run again, up to
+ * `attempts` times in all, with doubling waits; after the last attempt the item is left
+ * unacknowledged, so it stays in its queue and the relay hands it out again when its lease
+ * ends (docs/cli.md, "relay work"). A command that cannot start at all stops the worker at
+ * once, the item likewise left to its lease. The wait for the next item is a long-poll, so
+ * a submitted item starts within milliseconds.
  *
  * @module
  */
@@ -21,10 +23,9 @@ import {
   pushResult,
   type RelayClient,
   RelayError,
-  submitContent,
   waitToRetry,
 } from "./client.ts";
-import { runCapturing } from "./run.ts";
+import { CannotStartError, runCapturing } from "./run.ts";
 
 /** Long-poll of each leased pull, s: the most the relay allows (issue 6). */
 const LONG_POLL_S = 60;
@@ -35,11 +36,13 @@ export interface WorkOptions {
   queue: string;
   /** The program and its arguments, run once per item. */
   command: string[];
-  /** Wait after an item failed, ms. */
-  intervalMs: number;
+  /** How many times the command runs for one item before the worker gives up on it, ≥ 1. */
+  attempts: number;
+  /** Wait after the first failed attempt, ms; doubles after each further one. */
+  backoffMs: number;
   /**
-   * Lease of each item, s (1–43200): longer than the command ever runs, or the item is
-   * handed out again while it still runs.
+   * Lease of each item, s (1–43200): longer than the command ever runs (all attempts and
+   * waits included), or the item is handed out again while it still runs.
    */
   leaseS: number;
   /** Stops the loop after the current item (SIGINT/SIGTERM). */
@@ -52,15 +55,17 @@ export interface WorkOptions {
 export interface WorkSummary {
   /** Items whose command exited 0 (and whose output, if any, was pushed). */
   done: number;
-  /** Items whose command failed and that were put back. */
+  /** Items whose command failed every attempt, left for their lease to return them. */
   failed: number;
 }
 
 /**
  * Runs the worker loop until `signal` aborts.
  *
- * @returns Counts of items done and failed.
+ * @returns Counts of items done and given up on.
  * @throws {RelayError} when the relay refuses the key or the queue name (not retryable).
+ * @throws {CannotStartError} when the command cannot start; the item it held is left to
+ *   its lease (the message says so).
  */
 export async function work(client: RelayClient, options: WorkOptions): Promise<WorkSummary> {
   const { queue, signal, log } = options;
@@ -82,34 +87,66 @@ export async function work(client: RelayClient, options: WorkOptions): Promise<W
       continue;
     }
     for (const item of items) {
-      const { code, stdout } = await runCapturing(options.command, item.content);
-      if (code !== 0) {
+      const output = await runAttempts(item, options);
+      if (output === undefined) {
         summary.failed++;
-        log(
-          `relay: ${
-            options.command[0]
-          } exited with code ${code}; putting the item back on "${queue}"`,
-        );
-        await retrying(
-          () => submitContent(client, item.content, { queue, dedupe: false }),
-          "put an item back",
-          log,
-          signal,
-        );
+        continue;
+      }
+      summary.done++;
+      if (output === "") {
+        log(`relay: ${options.command[0]} printed nothing for item ${item.id}; nothing to push`);
       } else {
-        summary.done++;
-        const output = stdout.trim();
-        if (output === "") {
-          log(`relay: ${options.command[0]} printed nothing for an item; nothing to push`);
-        } else {
-          await retrying(() => pushResult(client, output), "push the result", log, signal);
-        }
+        await retrying(() => pushResult(client, output), "push the result", log, signal);
       }
       await acknowledge(client, item, log, signal);
-      if (code !== 0) await sleep(options.intervalMs, signal);
     }
   }
   return summary;
+}
+
+/**
+ * Runs the command for `item` up to `options.attempts` times.
+ *
+ * @returns Its trimmed stdout after a run that exited 0, or `undefined` when every attempt
+ *   failed or the worker is stopping (the item is then left to its lease).
+ * @throws {CannotStartError} when the command cannot start.
+ */
+async function runAttempts(item: LeasedItem, options: WorkOptions): Promise<string | undefined> {
+  const { attempts, log, signal } = options;
+  const program = options.command[0];
+  const back = `stays on "${options.queue}" and the relay hands it out again when its ` +
+    `lease ends (at most ${options.leaseS} s)`;
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    let code: number;
+    let stdout: string;
+    try {
+      ({ code, stdout } = await runCapturing(options.command, item.content));
+    } catch (error) {
+      if (!(error instanceof CannotStartError)) throw error;
+      throw new CannotStartError(
+        error.program,
+        `${error.message}; stopped: item ${item.id} ${back}`,
+      );
+    }
+    if (code === 0) return stdout.trim();
+    if (attempt === attempts) {
+      log(
+        `relay: ${program} exited with code ${code} for item ${item.id}: ` +
+          `${attempts === 1 ? "the only attempt" : `all ${attempts} attempts`} failed; it ${back}`,
+      );
+      return undefined;
+    }
+    const wait = options.backoffMs * 2 ** (attempt - 1);
+    log(
+      `relay: ${program} exited with code ${code} for item ${item.id} ` +
+        `(attempt ${attempt} of ${attempts}); trying again in ${wait} ms`,
+    );
+    if (!await sleep(wait, signal)) {
+      log(`relay: stopping before the next attempt: item ${item.id} ${back}`);
+      return undefined;
+    }
+  }
+  return undefined;
 }
 
 /** Acknowledges a finished item; says so when its lease had ended and it went elsewhere. */

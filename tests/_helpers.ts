@@ -1,7 +1,8 @@
 /**
  * Test factories: a real Deno KV in a temp directory, the real app, a hand-moved clock,
- * and the real relay process started through `main.ts` under the permission set the
- * compile tasks bake in (`-P=relay` in deno.json).
+ * and the real relay process started through `main.ts` under the permission set `relay` of
+ * deno.json (`-P=relay`), which the run and compile tasks grant with the same explicit
+ * `--allow-*` flags (tests/tasks_test.ts keeps them in step).
  *
  * @module
  */
@@ -161,15 +162,28 @@ export interface RelayProcess extends AsyncDisposable {
 }
 
 /**
+ * A directory that does not exist: where spawned commands look for the client config file
+ * and the system data directory unless a test says otherwise, so that neither the
+ * machine's `~/.config/relay/config` nor its `/var/lib/relay` leaks into a test.
+ */
+export const NO_SUCH_DIR = "/nonexistent/relay-tests";
+
+/**
  * The environment a spawned relay gets: this process's, minus every `RELAY_*` and
- * `STATE_DIRECTORY`, plus `extra`.
+ * `STATE_DIRECTORY`, with `XDG_CONFIG_HOME` and `RELAY_SYSTEM_DATA_DIR` pointing at
+ * {@linkcode NO_SUCH_DIR}, plus `extra`.
  */
 export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env = Deno.env.toObject();
   for (const name of Object.keys(env)) {
     if (name.startsWith("RELAY_") || name === "STATE_DIRECTORY") delete env[name];
   }
-  return { ...env, ...extra };
+  return {
+    ...env,
+    XDG_CONFIG_HOME: NO_SUCH_DIR,
+    RELAY_SYSTEM_DATA_DIR: NO_SUCH_DIR,
+    ...extra,
+  };
 }
 
 /**

@@ -1,0 +1,151 @@
+/**
+ * `relay publish` (an article downstream, through the relay) and `relay blog-delete` (a
+ * blog post, straight at the blog).
+ *
+ * @module
+ */
+
+import { publishArticle } from "../client.ts";
+import { loadConfig } from "../config.ts";
+import { errorMessage } from "../errors.ts";
+import { deleteBlogPost } from "../publish.ts";
+import { publishConfig } from "../publish.ts";
+import type { Args, Command } from "./command.ts";
+import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
+import { CommandFailure, type CommandIo, EXIT_FAILURE } from "./io.ts";
+
+/**
+ * Reads a file named on the command line, `-` being standard input.
+ *
+ * @throws {UsageError} when it cannot be read.
+ */
+export async function readInput(path: string, io: CommandIo, args: Args): Promise<string> {
+  try {
+    return path === "-" ? await io.stdin() : await Deno.readTextFile(path);
+  } catch (error) {
+    throw args.usage(`cannot read "${path}": ${errorMessage(error)}`);
+  }
+}
+
+const publish: Command = {
+  name: "publish",
+  synopsis: "--title T (--content-file F | --markdown-file F) --target notes,blog,nas [--tags a,b]",
+  summary: "publish an article downstream through the relay",
+  help: "Prints one line per target: success with the document id or URL, or the error.\n" +
+    "Exit code 1 when a target failed.",
+  options: [
+    { name: "title", type: "string", value: "T", help: "the article's title (required)" },
+    {
+      name: "content-file",
+      type: "string",
+      value: "F",
+      help: "plain text of the article (- is stdin)",
+    },
+    {
+      name: "markdown-file",
+      type: "string",
+      value: "F",
+      help: "Markdown of the article (- is stdin)",
+    },
+    {
+      name: "target",
+      type: "string",
+      value: "LIST",
+      help: "comma-separated targets: notes, blog, nas (required)",
+    },
+    { name: "tags", type: "string", value: "LIST", help: "comma-separated tags" },
+    { name: "json", type: "boolean", help: "print the relay's JSON answer" },
+    ...CLIENT_OPTIONS,
+  ],
+  async run(args, io) {
+    const title = args.string("title");
+    const target = args.string("target");
+    const contentFile = args.string("content-file");
+    const markdownFile = args.string("markdown-file");
+    if (title === undefined) throw args.needs("--title");
+    if (target === undefined) throw args.needs("--target, e.g. notes,blog,nas");
+    if (contentFile === undefined && markdownFile === undefined) {
+      throw args.needs("--content-file or --markdown-file");
+    }
+    const read = (path: string | undefined) =>
+      path === undefined ? undefined : readInput(path, io, args);
+    const content = await read(contentFile);
+    const markdown = await read(markdownFile);
+    const targets = target.split(",").map((t) => t.trim()).filter((t) => t !== "");
+    const tags = args.string("tags");
+    const outcome = await publishArticle(await resolveClient(args, io), {
+      title,
+      // Without a plain-text file, the Markdown is the plain text too.
+      content: content ?? markdown,
+      ...(markdown === undefined ? {} : { content_md: markdown }),
+      ...(tags === undefined ? {} : { tags }),
+      targets,
+      ...(targets.includes("nas") ? { transform: "read" } : {}),
+    });
+    if (args.flag("json")) io.out(JSON.stringify(outcome.body));
+    else {
+      for (const [name, result] of Object.entries(outcome.body.results)) {
+        const detail = result.status === "success"
+          ? result.doc_id ?? result.url ?? result.message ?? ""
+          : result.error ?? "";
+        io.out(`${name}: ${result.status}${detail ? ` (${detail})` : ""}`);
+      }
+    }
+    return outcome.body.status === "ok" ? 0 : EXIT_FAILURE;
+  },
+};
+
+const blogDelete: Command = {
+  name: "blog-delete",
+  synopsis: "<post_id>",
+  summary:
+    "delete a blog post (uses RELAY_PUBLISH_URL or RELAY_BLOG_URL, RELAY_BLOG_ACCESS_COOKIE)",
+  options: [
+    {
+      name: "publish-url",
+      type: "string",
+      value: "URL",
+      help: "base URL of the downstream services",
+      env: "RELAY_PUBLISH_URL",
+    },
+    {
+      name: "blog-url",
+      type: "string",
+      value: "URL",
+      help: "base URL of the blog, instead of --publish-url",
+      env: "RELAY_BLOG_URL",
+    },
+    {
+      name: "publish-timeout",
+      type: "string",
+      value: "D",
+      help: "how long the call may take",
+      env: "RELAY_PUBLISH_TIMEOUT",
+      default: "15s",
+    },
+  ],
+  positionals: true,
+  async run(args, io) {
+    const [id, ...extra] = args.positionals;
+    if (id === undefined || id === "" || extra.length > 0) {
+      throw args.needs("exactly one post id");
+    }
+    const config = loadConfig({
+      "publish-url": args.string("publish-url"),
+      "blog-url": args.string("blog-url"),
+      "publish-timeout": args.string("publish-timeout"),
+    }, io.env);
+    const settings = publishConfig(config);
+    const baseUrl = settings.urls.blog;
+    if (baseUrl === undefined) throw args.needs("--publish-url or RELAY_PUBLISH_URL");
+    const cookie = config.secrets.blogAccessCookie;
+    if (cookie === undefined) throw args.needs("RELAY_BLOG_ACCESS_COOKIE");
+    const failure = await deleteBlogPost(id, { baseUrl, cookie, timeoutMs: settings.timeoutMs });
+    if (failure !== undefined) throw new CommandFailure(`cannot delete post "${id}": ${failure}`);
+    io.out(`deleted post ${id}`);
+    return 0;
+  },
+};
+
+/** The publishing commands. */
+export const PUBLISH_COMMANDS: readonly Command[] = [publish, blogDelete];

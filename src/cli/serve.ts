@@ -1,0 +1,104 @@
+/**
+ * `relay serve` (also `relay` with no command, or with only server options): loads the
+ * configuration, starts the relay, and stops it gracefully on SIGINT/SIGTERM.
+ *
+ * @module
+ */
+
+import { ConfigError, loadConfig, SECRET_ENV, SERVER_OPTIONS } from "../config.ts";
+import { errorMessage } from "../errors.ts";
+import { DatabaseInUseError } from "../lock.ts";
+import { startRelay } from "../server/start.ts";
+import type { Command, OptionSpec } from "./command.ts";
+import { type CommandIo, EXIT_FAILURE } from "./io.ts";
+
+/** What a server option's value is, for its help line; `VALUE` when not listed. */
+function placeholder(flag: string): string {
+  if (flag.endsWith("-url")) return "URL";
+  if (flag.endsWith("-file") || flag.startsWith("tls-") || flag === "db") return "FILE";
+  const named: Record<string, string> = {
+    hostname: "ADDRESS",
+    port: "PORT",
+    "dedupe-window": "DURATION",
+    "publish-timeout": "DURATION",
+    "qa-hosts": "LIST",
+    "max-body": "SIZE",
+  };
+  return named[flag] ?? "VALUE";
+}
+
+/** The server options as the command table shows them (flag = environment variable). */
+const OPTIONS: readonly OptionSpec[] = SERVER_OPTIONS.map((o) => ({
+  name: o.flag,
+  type: "string",
+  value: placeholder(o.flag),
+  help: o.help,
+  env: o.env,
+  ...(o.default === undefined ? {} : { default: o.default }),
+}));
+
+/**
+ * Runs the relay until SIGINT or SIGTERM.
+ *
+ * @returns 0 after a clean shutdown, 1 when it cannot start or requests were still in
+ *   flight when it stopped.
+ * @throws {ConfigError} for a bad option (exit code 2).
+ */
+async function serve(flags: Record<string, string | undefined>, io: CommandIo, version: string) {
+  const config = loadConfig(flags, io.env);
+  let relay;
+  try {
+    relay = await startRelay(config, { version, pairing: Deno.stdout.isTerminal() });
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof DatabaseInUseError) {
+      io.err(`relay: ${error.message}`);
+    } else if (error instanceof Deno.errors.AddrInUse) {
+      io.err(`relay: cannot listen on ${config.hostname}:${config.port}: address in use`);
+    } else {
+      io.err(`relay: cannot start: ${errorMessage(error)}`);
+    }
+    return EXIT_FAILURE;
+  }
+  const stopped = Promise.withResolvers<string>();
+  const onSignal = (signal: Deno.Signal) => () => stopped.resolve(signal);
+  const handlers = [
+    ["SIGINT", onSignal("SIGINT")],
+    ["SIGTERM", onSignal("SIGTERM")],
+  ] as const;
+  for (const [signal, handler] of handlers) Deno.addSignalListener(signal, handler);
+  // A terminal closing or `kill -HUP` must not stop a service: there is nothing to reload.
+  const ignoreHup = () => io.out("relay: SIGHUP ignored (nothing to reload)");
+  Deno.addSignalListener("SIGHUP", ignoreHup);
+  const signal = await stopped.promise;
+  io.out(`relay: ${signal}: finishing in-flight requests`);
+  const drained = await relay.shutdown();
+  for (const [name, handler] of handlers) Deno.removeSignalListener(name, handler);
+  Deno.removeSignalListener("SIGHUP", ignoreHup);
+  io.out(drained ? "relay: stopped" : "relay: stopped with requests still in flight");
+  return drained ? 0 : EXIT_FAILURE;
+}
+
+/**
+ * The `serve` command.
+ *
+ * @param version The relay's version, for its start line.
+ */
+export function serveCommand(version: string): Command {
+  return {
+    name: "serve",
+    synopsis: "[options]",
+    summary: "run the relay (the default when no command is given)",
+    help: [
+      "Each option can also be set by its environment variable; a flag wins.",
+      "Secrets come from the environment only, never from flags:",
+      `  ${SECRET_ENV.apiKey}  the API key (else --api-key-file, else api-key beside --db)`,
+      `  ${SECRET_ENV.appId}  the podcast service's X-App-ID`,
+      `  ${SECRET_ENV.blogAccessCookie}  the blog's access cookie`,
+    ].join("\n"),
+    options: OPTIONS,
+    async run(args, io) {
+      const flags = Object.fromEntries(OPTIONS.map((o) => [o.name, args.string(o.name)]));
+      return await serve(flags, io, version);
+    },
+  };
+}

@@ -11,10 +11,10 @@
  */
 
 import { z } from "zod";
-import { findApiKey, generatedKeyPath } from "./api_key.ts";
+import { findApiKey, generatedKeyPath } from "./access/api_key.ts";
 import { ConfigError } from "./config.ts";
 import { errorMessage } from "./errors.ts";
-import { writePrivateFile } from "./files.ts";
+import { writePrivateFile } from "./util/files.ts";
 import {
   namedKeySchema,
   namesUnique,
@@ -22,7 +22,7 @@ import {
   readLastUsed,
   writeKeys,
   writeLastUsed,
-} from "./named_keys.ts";
+} from "./access/named_keys.ts";
 import { QUEUE_NAMES } from "./queues.ts";
 import { withStore } from "./store/database.ts";
 import {

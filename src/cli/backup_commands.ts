@@ -7,8 +7,8 @@
 
 import { type Backup, exportRelay, ImportError, importRelay, parseBackup } from "../backup.ts";
 import { commandDbPath, type Config, loadConfig } from "../config.ts";
-import { writePrivateFile } from "../files.ts";
-import { DatabaseInUseError } from "../lock.ts";
+import { writePrivateFile } from "../util/files.ts";
+import { DatabaseInUseError } from "../store/lock.ts";
 import type { Args, Command } from "./command.ts";
 import { DB_OPTION } from "./client_config.ts";
 import { CommandFailure, type CommandIo, UsageError } from "./io.ts";

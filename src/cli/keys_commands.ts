@@ -8,8 +8,8 @@
  */
 
 import { commandDbPath, defaultKeysFile, readEnv } from "../config.ts";
-import { addKey, readKeysFile, readLastUsed, removeKey, SCOPES } from "../named_keys.ts";
-import { lanAddress, pairingLines, pairingLink } from "../pairing.ts";
+import { addKey, readKeysFile, readLastUsed, removeKey, SCOPES } from "../access/named_keys.ts";
+import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
 import type { Args, Command, OptionSpec } from "./command.ts";
 import { DB_OPTION, KEY_FILE_OPTION, readConfigFile, resolveKey } from "./client_config.ts";
 import { CommandFailure, type CommandIo } from "./io.ts";

@@ -5,11 +5,11 @@
  * @module
  */
 
-import { publishArticle } from "../client.ts";
+import { publishArticle } from "../client/client.ts";
 import { loadConfig } from "../config.ts";
 import { errorMessage } from "../errors.ts";
-import { deleteBlogPost } from "../publish.ts";
-import { publishConfig } from "../publish.ts";
+import { deleteBlogPost } from "../publish/publish.ts";
+import { publishConfig } from "../publish/publish.ts";
 import type { Args, Command } from "./command.ts";
 import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
 import { CommandFailure, type CommandIo, EXIT_FAILURE } from "./io.ts";

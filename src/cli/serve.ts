@@ -7,7 +7,7 @@
 
 import { ConfigError, loadConfig, SECRET_ENV, SERVER_OPTIONS } from "../config.ts";
 import { errorMessage } from "../errors.ts";
-import { DatabaseInUseError } from "../lock.ts";
+import { DatabaseInUseError } from "../store/lock.ts";
 import { startRelay } from "../server/start.ts";
 import type { Command, OptionSpec } from "./command.ts";
 import { type CommandIo, EXIT_FAILURE } from "./io.ts";

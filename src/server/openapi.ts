@@ -12,8 +12,8 @@
 
 import { z } from "zod";
 import { createDocument, type ZodOpenApiOperationObject } from "zod-openapi";
-import { type Scope, SCOPES } from "../named_keys.ts";
-import { TARGETS } from "../publish.ts";
+import { type Scope, SCOPES } from "../access/named_keys.ts";
+import { TARGETS } from "../publish/publish.ts";
 import { QUEUE_NAMES } from "../queues.ts";
 import { JSON_TYPE, TEXT_TYPE } from "./responses.ts";
 import type { Route, Routes } from "./route.ts";

@@ -9,8 +9,8 @@
 
 import type { Context } from "hono";
 import type { LimitFunction } from "p-limit";
-import type { Scope } from "../named_keys.ts";
-import type { PublishConfig } from "../publish.ts";
+import type { Scope } from "../access/named_keys.ts";
+import type { PublishConfig } from "../publish/publish.ts";
 import type { Collection, Store } from "../store/store.ts";
 import { longPoll } from "./live.ts";
 import type { Logger } from "./log.ts";

@@ -5,16 +5,16 @@
  * @module
  */
 
-import { resolveApiKey } from "../api_key.ts";
+import { resolveApiKey } from "../access/api_key.ts";
 import { createApp } from "./app.ts";
 import { type Config, ConfigError } from "../config.ts";
 import { errorMessage, problemResponse } from "../errors.ts";
-import { missingConfiguration, publishConfig, TARGETS } from "../publish.ts";
+import { missingConfiguration, publishConfig, TARGETS } from "../publish/publish.ts";
 import { WEAK_KEY_LENGTH } from "./auth.ts";
 import { BatchedLog, Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
-import { KeyRing } from "../named_keys.ts";
-import { lanAddress, pairingLines, pairingLink } from "../pairing.ts";
+import { KeyRing } from "../access/named_keys.ts";
+import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
 import { openLockedDatabase } from "../store/database.ts";
 import { createStore } from "../store/store.ts";
 

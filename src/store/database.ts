@@ -8,8 +8,8 @@
 
 import { dirname, resolve } from "node:path";
 import { ConfigError } from "../config.ts";
-import { createPrivateFile, makePrivateDirectory, restrictFile } from "../files.ts";
-import { lockDatabase } from "../lock.ts";
+import { createPrivateFile, makePrivateDirectory, restrictFile } from "../util/files.ts";
+import { lockDatabase } from "./lock.ts";
 import { createStore, type Store } from "./store.ts";
 
 /** An open KV database and the lock that makes it this process's alone (C73). */

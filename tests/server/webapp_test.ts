@@ -9,7 +9,7 @@
 
 import assert from "node:assert/strict";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
-import { addKey } from "../../src/named_keys.ts";
+import { addKey } from "../../src/access/named_keys.ts";
 import { WEBAPP_FILES } from "../../src/server/webapp.ts";
 import { startDownstream } from "../downstream.ts";
 import {

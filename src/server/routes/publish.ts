@@ -6,7 +6,7 @@
  */
 
 import { HttpError } from "../../errors.ts";
-import { missingConfiguration, publish, type PublishConfig } from "../../publish.ts";
+import { missingConfiguration, publish, type PublishConfig } from "../../publish/publish.ts";
 import { readBody } from "../body.ts";
 import { json } from "../responses.ts";
 import type { RouteContext, Routes } from "../route.ts";

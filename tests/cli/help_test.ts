@@ -5,9 +5,9 @@
  * line and a suggestion, never the argument parser's own text.
  */
 import assert from "node:assert/strict";
-import { COMMANDS, main, VERSION } from "../src/cli/main.ts";
-import type { CommandIo } from "../src/cli/io.ts";
-import { runRelay } from "./_helpers.ts";
+import { COMMANDS, main, VERSION } from "../../src/cli/main.ts";
+import type { CommandIo } from "../../src/cli/io.ts";
+import { runRelay } from "../_helpers.ts";
 
 /** Runs `main` in this process with output captured; nothing here reaches a network. */
 async function runInProcess(args: string[]): Promise<{ code: number; out: string; err: string }> {

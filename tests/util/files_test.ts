@@ -5,7 +5,7 @@ import {
   makePrivateDirectory,
   restrictFile,
   writePrivateFile,
-} from "../src/files.ts";
+} from "../../src/util/files.ts";
 
 /** Permission bits of `path`, as an octal string such as `"600"`. */
 function mode(path: string): string {

@@ -12,8 +12,8 @@ import {
   readLastUsed,
   type Scope,
   SCOPES,
-} from "../src/named_keys.ts";
-import { pairingLines, pairingLink } from "../src/pairing.ts";
+} from "../../src/access/named_keys.ts";
+import { pairingLines, pairingLink } from "../../src/access/pairing.ts";
 import {
   assertProblem,
   eventually,
@@ -23,7 +23,7 @@ import {
   runRelay,
   startRelayProcess,
   withTempDir,
-} from "./_helpers.ts";
+} from "../_helpers.ts";
 
 /** Each endpoint with the scope issue 7 gives it, and a request a granted key may send. */
 const ENDPOINTS: ReadonlyArray<{ method: string; path: string; scope: Scope; body?: unknown }> = [

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { PRIVATE_FILE_MODE, restrictFile } from "./files.ts";
+import { PRIVATE_FILE_MODE, restrictFile } from "../util/files.ts";
 
 /** Thrown when another process holds the database's lock. */
 export class DatabaseInUseError extends Error {

@@ -6,9 +6,9 @@
  * @module
  */
 
-import { type Backoff, sleep } from "./backoff.ts";
-import { fetchFailure } from "./errors.ts";
-import { joinUrl } from "./util/url.ts";
+import { type Backoff, sleep } from "../util/backoff.ts";
+import { fetchFailure } from "../errors.ts";
+import { joinUrl } from "../util/url.ts";
 
 /** Default relay address for client commands: the relay on this machine. */
 export const DEFAULT_RELAY_URL = "http://127.0.0.1:8787";

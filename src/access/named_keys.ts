@@ -13,9 +13,9 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { newKey } from "./api_key.ts";
-import { ConfigError } from "./config.ts";
-import { errorMessage } from "./errors.ts";
-import { writePrivateFile } from "./files.ts";
+import { ConfigError } from "../config.ts";
+import { errorMessage } from "../errors.ts";
+import { writePrivateFile } from "../util/files.ts";
 
 /**
  * What a key may do, each naming the endpoints it opens (issue 7): `submit` (`/submit`),

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { deleteBlogPost, type PublishConfig } from "../src/publish.ts";
-import { type Downstream, startDownstream } from "./downstream.ts";
-import { makeApp } from "./_helpers.ts";
+import { deleteBlogPost, type PublishConfig } from "../../src/publish/publish.ts";
+import { type Downstream, startDownstream } from "../downstream.ts";
+import { makeApp } from "../_helpers.ts";
 
 function configFor(downstream: Downstream, timeoutMs = 2000): PublishConfig {
   return {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { VERSION } from "../src/cli/main.ts";
-import { runRelay } from "./_helpers.ts";
+import { VERSION } from "../../src/cli/main.ts";
+import { runRelay } from "../_helpers.ts";
 
 Deno.test("relay --help C70 lists every option with its environment variable", async () => {
   const { code, stdout } = await runRelay(["--help"]);

@@ -5,7 +5,7 @@
  * 127.0.0.1 that answers 5xx.
  */
 import assert from "node:assert/strict";
-import { freePort, runRelay, startRelayProcess, withTempDir } from "./_helpers.ts";
+import { freePort, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 const KEY = "exit-code-test-key-0123456789";
 

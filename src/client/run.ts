@@ -5,7 +5,7 @@
  * @module
  */
 
-import { errorMessage } from "./errors.ts";
+import { errorMessage } from "../errors.ts";
 
 /** The program could not be started at all: not found, not executable, not permitted. */
 export class CannotStartError extends Error {

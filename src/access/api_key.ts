@@ -8,9 +8,9 @@
 
 import { Buffer } from "node:buffer";
 import { dirname, join } from "node:path";
-import { ConfigError } from "./config.ts";
-import { errorMessage } from "./errors.ts";
-import { PRIVATE_FILE_MODE } from "./files.ts";
+import { ConfigError } from "../config.ts";
+import { errorMessage } from "../errors.ts";
+import { PRIVATE_FILE_MODE } from "../util/files.ts";
 
 /** Random bytes in a generated key: 256 bits, above C71's 128-bit floor. */
 const GENERATED_KEY_BYTES = 32;

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { freePort, runRelay, startRelayProcess, withTempDir } from "./_helpers.ts";
+import { freePort, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 const KEY = "config-test-key-0123456789";
 

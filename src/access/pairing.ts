@@ -8,8 +8,8 @@
  */
 
 import { stripVTControlCharacters } from "node:util";
-import { errorMessage } from "./errors.ts";
-import { WEBAPP_PATH } from "./constants.ts";
+import { errorMessage } from "../errors.ts";
+import { WEBAPP_PATH } from "../constants.ts";
 
 /**
  * The pairing link for a relay.

@@ -15,7 +15,7 @@
  * @module
  */
 
-import { Backoff, sleep } from "./backoff.ts";
+import { Backoff, sleep } from "../util/backoff.ts";
 import {
   ackItems,
   type LeasedItem,

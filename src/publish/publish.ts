@@ -10,9 +10,9 @@
  * @module
  */
 
-import type { Config } from "./config.ts";
-import { fetchFailure } from "./errors.ts";
-import { readAtMost } from "./util/streams.ts";
+import type { Config } from "../config.ts";
+import { fetchFailure } from "../errors.ts";
+import { readAtMost } from "../util/streams.ts";
 
 /** The publish targets of spec §4.8; `nas` is the podcast (read-aloud) queue. */
 export const TARGETS = ["notes", "blog", "nas"] as const;

@@ -5,7 +5,7 @@
  * items already pulled are never lost to a format that cannot show them.
  */
 import assert from "node:assert/strict";
-import { runRelay, startRelayProcess, withTempDir } from "./_helpers.ts";
+import { runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 const KEY = "output-test-key-0123456789";
 

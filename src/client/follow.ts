@@ -6,7 +6,7 @@
  * @module
  */
 
-import { Backoff, sleep } from "./backoff.ts";
+import { Backoff, sleep } from "../util/backoff.ts";
 import { readResultsPage, type RelayClient, type ResultEntry, waitToRetry } from "./client.ts";
 import { runWithInput } from "./run.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { startDownstream } from "./downstream.ts";
+import { startDownstream } from "../downstream.ts";
 import {
   eventually,
   freePort,
@@ -7,7 +7,7 @@ import {
   runRelay,
   spawnRelay,
   startRelayProcess,
-} from "./_helpers.ts";
+} from "../_helpers.ts";
 
 const KEY = "client-test-key-0123456789";
 

@@ -13,7 +13,7 @@ import {
   spawnRelay,
   startRelayProcess,
   withTempDir,
-} from "./_helpers.ts";
+} from "../_helpers.ts";
 
 const KEY = "work-test-key-0123456789";
 

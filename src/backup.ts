@@ -14,7 +14,7 @@ import { z } from "zod";
 import { findApiKey, generatedKeyPath } from "./access/api_key.ts";
 import { ConfigError } from "./config.ts";
 import { errorMessage } from "./errors.ts";
-import { writePrivateFile } from "./util/files.ts";
+import { pathExists, writePrivateFile } from "./util/files.ts";
 import {
   namedKeySchema,
   namesUnique,
@@ -272,7 +272,7 @@ export async function importRelay(
     }
     await importStore(store, backup, { force: true });
     // No keys to give and none to replace: no files to create.
-    if (backup.keys !== undefined && (backup.keys.length > 0 || exists(files.keysFile))) {
+    if (backup.keys !== undefined && (backup.keys.length > 0 || pathExists(files.keysFile))) {
       writeKeys(files.keysFile, backup.keys.map(({ last_used_at: _, ...key }) => key));
       writeLastUsed(
         files.keysFile,
@@ -293,16 +293,6 @@ export async function importRelay(
       }
     }
   });
-}
-
-/** Whether something exists at `path` (a dangling symlink counts). */
-function exists(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** A file's text, or `undefined` when it does not exist. */

@@ -9,6 +9,7 @@
  */
 
 import { dirname, join } from "node:path";
+import { pathExists } from "./util/files.ts";
 import { z } from "zod";
 import {
   LOG_FORMATS,
@@ -324,18 +325,9 @@ export function commandDbPath(
   if (chosen !== undefined) return chosen;
   const state = readEnv(env, "STATE_DIRECTORY");
   const local = defaultDbPath(state);
-  if (state !== undefined || exists(local)) return local;
+  if (state !== undefined || pathExists(local)) return local;
   const system = readEnv(env, "RELAY_SYSTEM_DATA_DIR") ?? SYSTEM_DATA_DIR;
   return isDirectory(system) ? join(system, "relay.kv") : local;
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function isDirectory(path: string): boolean {

@@ -13,6 +13,7 @@ import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
 import type { Args, Command, OptionSpec } from "./command.ts";
 import { DB_OPTION, KEY_FILE_OPTION, readConfigFile, resolveKey } from "./client_config.ts";
 import { CommandFailure, type CommandIo } from "./io.ts";
+import { pathExists } from "../util/files.ts";
 
 const KEYS_FILE_OPTION: OptionSpec = {
   name: "keys-file",
@@ -47,15 +48,6 @@ function scopeList(values: readonly string[]): string[] {
 /** `YYYY-MM-DD HH:MM` in UTC, or `never`. */
 function when(ms: number | undefined): string {
   return ms === undefined ? "never" : new Date(ms).toISOString().slice(0, 16).replace("T", " ");
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The single name argument of `keys add` and `keys remove`. */
@@ -105,7 +97,7 @@ const list: Command = {
     if (args.flag("json")) io.out(JSON.stringify(keys));
     if (keys.length === 0) {
       io.err(
-        exists(path)
+        pathExists(path)
           ? `relay: no keys in ${path}`
           : `relay: no keys file at ${path} (add a key with: relay keys add <name> --scope …)`,
       );

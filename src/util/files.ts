@@ -129,3 +129,19 @@ function keepOwner(temporary: string, path: string): void {
     // Not root: the file stays this user's, as any file it writes.
   }
 }
+
+/**
+ * Whether something exists at `path`: a file, a folder, or a symbolic link (a dangling one
+ * counts, since writing there would still clash).
+ *
+ * @param path The path to look at.
+ * @returns `false` when nothing is there or it cannot be looked at.
+ */
+export function pathExists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -14,6 +14,7 @@ import type { Args, Command, OptionSpec } from "./command.ts";
 import { DB_OPTION, KEY_FILE_OPTION, readConfigFile, resolveKey } from "./client_config.ts";
 import { CommandFailure, type CommandIo } from "./io.ts";
 import { pathExists } from "../util/files.ts";
+import { DEFAULT_RELAY_URL } from "../client/client.ts";
 
 const KEYS_FILE_OPTION: OptionSpec = {
   name: "keys-file",
@@ -164,8 +165,11 @@ const pair: Command = {
       `http://${lanAddress("0.0.0.0")}:8787`;
     const name = args.string("name");
     let key: string;
-    if (name === undefined) key = await resolveKey(args, io, await readConfigFile(io.env));
-    else {
+    // The main key of the relay on this machine: a pairing link carries it to a phone, not
+    // over the network to another relay.
+    if (name === undefined) {
+      key = await resolveKey(args, io, await readConfigFile(io.env), DEFAULT_RELAY_URL);
+    } else {
       const given = args.list("scope");
       const scopes = scopeList(given.length === 0 ? ["submit,read,publish"] : given);
       key = addKey(keysFile(args, io), name, scopes, Date.now());

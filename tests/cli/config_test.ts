@@ -113,7 +113,9 @@ Deno.test("relay login checks the key, saves URL and key in a 0600 config file, 
     assert.equal(results.code, 0, results.stderr);
     assert.match(results.stdout, /\tsaved\n$/);
     // The environment wins over the file, and a flag over the environment.
-    const envUrl = await runRelay(["peek"], { env: { ...base, RELAY_URL: dead } });
+    const envUrl = await runRelay(["peek"], {
+      env: { ...base, RELAY_URL: dead, RELAY_API_KEY: KEY },
+    });
     assert.equal(envUrl.code, 1);
     assert.match(envUrl.stderr, /Cannot reach the relay at http:\/\/127\.0\.0\.1/);
     const flagUrl = await runRelay(["peek", "--url", relay.url], {
@@ -140,5 +142,36 @@ Deno.test("relay login checks the key, saves URL and key in a 0600 config file, 
       `# mine\nOTHER=1\nRELAY_URL=${relay.url}\nRELAY_API_KEY=${KEY}\n`,
     );
     await relay.stop();
+  });
+});
+
+Deno.test("a key saved by relay login is sent only to the relay it was saved for", async () => {
+  await withTempDir(async (dir) => {
+    // Another server on this machine, recording every key it is sent.
+    const seen: (string | null)[] = [];
+    const other = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+      seen.push(req.headers.get("x-auth-key"));
+      return new Response(null, { status: 204 });
+    });
+    try {
+      const config = join(dir, "xdg");
+      await Deno.mkdir(join(config, "relay"), { recursive: true });
+      await Deno.writeTextFile(
+        join(config, "relay", "config"),
+        `RELAY_URL=http://127.0.0.1:${freePort()}\nRELAY_API_KEY=${KEY}\n`,
+      );
+      const otherUrl = `http://127.0.0.1:${other.addr.port}`;
+      for (const args of [["peek", "--url", otherUrl], ["peek"]]) {
+        const run = await runRelay(args, {
+          env: { XDG_CONFIG_HOME: config, ...(args.length === 1 ? { RELAY_URL: otherUrl } : {}) },
+          cwd: dir,
+        });
+        assert.equal(run.code, 2, run.stderr);
+        assert.match(run.stderr, /is never sent to another relay/);
+      }
+      assert.deepEqual(seen, []);
+    } finally {
+      await other.shutdown();
+    }
   });
 });

@@ -10,7 +10,7 @@ import { errorMessage } from "../errors.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
 import { startRelay } from "../server/start.ts";
 import type { Command, OptionSpec } from "./command.ts";
-import { type CommandIo, EXIT_FAILURE } from "./io.ts";
+import { type CommandIo, EXIT_FAILURE, EXIT_USAGE } from "./io.ts";
 
 /** What a server option's value is, for its help line; `VALUE` when not listed. */
 function placeholder(flag: string): string {
@@ -40,8 +40,10 @@ const OPTIONS: readonly OptionSpec[] = SERVER_OPTIONS.map((o) => ({
 /**
  * Runs the relay until SIGINT or SIGTERM.
  *
- * @returns 0 after a clean shutdown, 1 when it cannot start or requests were still in
- *   flight when it stopped.
+ * @returns 0 after a clean shutdown; 2 for a configuration error found while starting (a
+ *   TLS file that cannot be used), so that systemd does not restart it (the unit's
+ *   `RestartPreventExitStatus=2`); 1 when it cannot start otherwise, or requests were still
+ *   in flight when it stopped.
  * @throws {ConfigError} for a bad option (exit code 2).
  */
 async function serve(flags: Record<string, string | undefined>, io: CommandIo, version: string) {
@@ -50,7 +52,11 @@ async function serve(flags: Record<string, string | undefined>, io: CommandIo, v
   try {
     relay = await startRelay(config, { version, pairing: Deno.stdout.isTerminal() });
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof DatabaseInUseError) {
+    if (error instanceof ConfigError) {
+      io.err(`relay: ${error.message}`);
+      return EXIT_USAGE;
+    }
+    if (error instanceof DatabaseInUseError) {
       io.err(`relay: ${error.message}`);
     } else if (error instanceof Deno.errors.AddrInUse) {
       io.err(`relay: cannot listen on ${config.hostname}:${config.port}: address in use`);
@@ -67,14 +73,15 @@ async function serve(flags: Record<string, string | undefined>, io: CommandIo, v
   ] as const;
   for (const [signal, handler] of handlers) Deno.addSignalListener(signal, handler);
   // A terminal closing or `kill -HUP` must not stop a service: there is nothing to reload.
-  const ignoreHup = () => io.out("relay: SIGHUP ignored (nothing to reload)");
+  const ignoreHup = () => relay.logger.info("relay: SIGHUP ignored (nothing to reload)");
   Deno.addSignalListener("SIGHUP", ignoreHup);
   const signal = await stopped.promise;
-  io.out(`relay: ${signal}: finishing in-flight requests`);
+  relay.logger.info(`relay: ${signal}: finishing in-flight requests`);
   const drained = await relay.shutdown();
   for (const [name, handler] of handlers) Deno.removeSignalListener(name, handler);
   Deno.removeSignalListener("SIGHUP", ignoreHup);
-  io.out(drained ? "relay: stopped" : "relay: stopped with requests still in flight");
+  const stoppedLine = drained ? "relay: stopped" : "relay: stopped with requests still in flight";
+  relay.logger.info(stoppedLine);
   return drained ? 0 : EXIT_FAILURE;
 }
 

@@ -19,6 +19,7 @@ import { ConfigError, loadConfig, SECRET_ENV, SERVER_OPTIONS } from "./config.ts
 import { DatabaseInUseError } from "./lock.ts";
 import { errorMessage } from "./errors.ts";
 import { startRelay } from "./server/start.ts";
+import { UnsafeDatabaseError } from "./store/database.ts";
 
 /** The relay's version, from `deno.json`. */
 export const VERSION: string = denoConfig.version;
@@ -146,6 +147,11 @@ async function serve(flags: Record<string, string | undefined>): Promise<number>
   try {
     relay = await startRelay(config, { version: VERSION, pairing: Deno.stdout.isTerminal() });
   } catch (error) {
+    if (error instanceof UnsafeDatabaseError) {
+      // Restarting cannot fix it: exit like a configuration error (docs/operations.md).
+      console.error(`relay: ${error.message}`);
+      return EXIT_USAGE;
+    }
     if (error instanceof ConfigError || error instanceof DatabaseInUseError) {
       console.error(`relay: ${error.message}`);
     } else if (error instanceof Deno.errors.AddrInUse) {

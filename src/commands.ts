@@ -34,6 +34,7 @@ import { work } from "./work.ts";
 import { KEYS_COMMANDS, keysCommand, pairCommand } from "./keys_command.ts";
 import { type Backup, exportRelay, ImportError, importRelay, parseBackup } from "./backup.ts";
 import { DatabaseInUseError } from "./lock.ts";
+import { UnsafeDatabaseError } from "./store/database.ts";
 import { errorMessage } from "./errors.ts";
 import { writePrivateFile } from "./files.ts";
 import { publishConfig } from "./publish.ts";
@@ -497,9 +498,12 @@ async function backupCommand(
     io.err(`relay: imported ${describeBackup(backup)} into ${db}`);
     return 0;
   } catch (error) {
-    if (error instanceof ImportError || error instanceof DatabaseInUseError) {
+    if (
+      error instanceof ImportError || error instanceof DatabaseInUseError ||
+      error instanceof UnsafeDatabaseError
+    ) {
       io.err(`relay: cannot ${command}: ${error.message}`);
-      return error instanceof ImportError ? EXIT_USAGE : EXIT_FAILURE;
+      return error instanceof DatabaseInUseError ? EXIT_FAILURE : EXIT_USAGE;
     }
     throw error;
   }

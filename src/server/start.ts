@@ -15,7 +15,9 @@ import { BatchedLog, Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { KeyRing } from "../named_keys.ts";
 import { lanAddress, pairingLines, pairingLink } from "../pairing.ts";
+import { scheduleBackups } from "../backup.ts";
 import { openLockedDatabase } from "../store/database.ts";
+import { checkDatabase, keepCounters } from "../store/integrity.ts";
 import { createStore } from "../store/store.ts";
 
 /**
@@ -98,6 +100,8 @@ export interface RunningRelay {
  * @throws {ConfigError} for a key file that cannot be read or written, an invalid keys
  *   file, or TLS files that cannot be read.
  * @throws {DatabaseInUseError} when another relay holds the database.
+ * @throws {UnsafeDatabaseError} when the database has more than one name, is damaged, or
+ *   holds less than the relay wrote to it (docs/operations.md, damaged files).
  * @throws {Deno.errors.AddrInUse} and other errors of `Deno.serve` and `Deno.openKv`.
  */
 export async function startRelay(
@@ -127,10 +131,22 @@ export async function startRelay(
       key: readPem(config.tls.keyFile, "--tls-key"),
     };
     const metrics = new RelayMetrics();
+    // Storage faults are logged once the database passed its check: before, they stop the
+    // relay with their own line.
+    let checked = false;
     const store = createStore(kv, {
       dedupeWindowMs: config.dedupeWindowMs,
       onCommit: metrics.commit,
+      path: db,
+      onHealthChange: (verdict) => {
+        if (!checked) return;
+        if (verdict.ok) log("relay: storage: the database commits again");
+        else logger.error(`relay: storage: ${verdict.reason}: see docs/operations.md`);
+      },
     });
+    const warning = await checkDatabase(store, db);
+    if (warning !== undefined) logger.warn(warning);
+    checked = true;
     const publish = publishConfig(config);
     // Ends long-polls and results streams when the relay stops (C72).
     const closing = new AbortController();
@@ -220,6 +236,19 @@ export async function startRelay(
         return problemResponse(500, "Internal error: the relay logged the cause");
       },
     }, handler);
+    const counters = keepCounters(
+      store,
+      db,
+      (error) => logger.warn(`relay: cannot write the counters file: ${errorMessage(error)}`),
+    );
+    const backups = config.backupEveryMs === undefined ? undefined : scheduleBackups(store, {
+      db,
+      keysFile: config.keysFile,
+      everyMs: config.backupEveryMs,
+      keep: config.backupKeep,
+      info: log,
+      warn: logger.warn,
+    });
     // Last use of named keys reaches its file within a minute, and only when there was one.
     const recordUses = setInterval(() => keyRing.flush(), 60_000);
     Deno.unrefTimer(recordUses);
@@ -240,6 +269,8 @@ export async function startRelay(
         ]);
         clearTimeout(timer);
         await accessLog?.flush();
+        await backups?.stop();
+        await counters.stop();
         clearInterval(recordUses);
         keyRing.flush();
         database.close();

@@ -78,17 +78,25 @@ export function classifyFault(error: unknown, path?: string): FaultKind | undefi
 }
 
 /**
- * Whether `path`'s file system refuses writes: opening it for writing fails with `EROFS`.
- * Opening writes nothing. Any other outcome (opened, missing, permission denied) is `false`.
+ * Whether the file system of the database `path` refuses writes: opening one of the relay's
+ * own files beside it (the lock file, else the reserve, else the counters file) for writing
+ * fails with `EROFS`. Opening writes nothing. The database file itself is never opened here:
+ * closing any descriptor of a file drops every POSIX lock this process holds on it, SQLite's
+ * included. When none of those files exists, or opening fails otherwise, the answer is
+ * `false`.
  */
 export function fileSystemReadOnly(path: string): boolean {
-  try {
-    Deno.openSync(path, { write: true }).close();
-    return false;
-  } catch (error) {
-    return (error as { code?: unknown }).code === "EROFS" ||
-      /os error 30\b/.test(firstLine(error));
+  for (const beside of [`${path}.lock`, `${path}.reserve`, `${path}.counters`]) {
+    try {
+      Deno.openSync(beside, { write: true }).close();
+      return false;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) continue;
+      return (error as { code?: unknown }).code === "EROFS" ||
+        /os error 30\b/.test(firstLine(error));
+    }
   }
+  return false;
 }
 
 function firstLine(error: unknown): string {

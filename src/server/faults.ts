@@ -47,7 +47,17 @@ const ANSWERS: Record<FaultKind, { status: number; retryAfterS: number; detail: 
  */
 export function storageProblem(error: StorageError): Response {
   const answer = ANSWERS[error.kind];
-  return problemResponse(answer.status, `Cannot ${error.operation}: ${answer.detail}`, {
+  // A pull, ack or clear refused for a full disk: the room set aside for them is used up.
+  const detail = error.kind === "full" && !ADDING.has(error.operation)
+    ? FULL_EVEN_FOR_REMOVALS
+    : answer.detail;
+  return problemResponse(answer.status, `Cannot ${error.operation}: ${detail}`, {
     "retry-after": String(answer.retryAfterS),
   });
 }
+
+/** The operations a full disk refuses first: those that store new content. */
+const ADDING = new Set(["submit", "push", "restore"]);
+
+const FULL_EVEN_FOR_REMOVALS = "the relay's disk is full, and the room it sets aside for " +
+  "pulls, acks and clears is used up. Free space on the relay's machine and try again";

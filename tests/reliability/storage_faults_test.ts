@@ -217,6 +217,49 @@ Deno.test({
 
 Deno.test({
   name:
+    "a full disk without the reserve: a pull is refused with 507 too, saying the room for pulls is used up, and nothing is lost",
+  ignore: NO_MOUNT !== undefined,
+  async fn() {
+    await using disk = await mountTmpfs("4m");
+    await using relay = await startRelayProcess(disk.dir, { env: { RELAY_API_KEY: KEY } });
+    const call = relayCall(relay.url);
+    assert.equal((await call("/submit", { method: "POST", body: "kept" })).status, 200);
+    // The reserve is gone and another program takes every byte left.
+    await Deno.remove(`${disk.dir}/relay.kv.reserve`);
+    const filler = await Deno.open(`${disk.dir}/filler`, { write: true, create: true });
+    const block = new Uint8Array(65536);
+    for (let size = block.length; size >= 1;) {
+      try {
+        await filler.write(block.subarray(0, size));
+      } catch {
+        size = Math.floor(size / 2);
+      }
+    }
+    filler.close();
+    const submit = await call("/submit", { method: "POST", body: randomContent(20_000) });
+    assert.match(await assertProblem(submit, 507), /^Cannot submit: the relay's disk is full\./);
+    const pull = await call("/pull");
+    assert.equal(pull.headers.get("retry-after"), "30");
+    assert.match(
+      await assertProblem(pull, 507),
+      /^Cannot pull: the relay's disk is full, and the room it sets aside for pulls, acks and clears is used up/,
+    );
+    // The refused pull handed out nothing and removed nothing.
+    await Deno.remove(`${disk.dir}/filler`);
+    await eventually(async () => {
+      const res = await call("/pull");
+      if (res.status !== 200) {
+        await res.body?.cancel();
+        return false;
+      }
+      assert.deepEqual(await res.json(), ["kept"]);
+      return true;
+    }, "the pull to work once space returned");
+  },
+});
+
+Deno.test({
+  name:
     "a file system remounted read-only (ext4 image): writes 503 with Retry-After, /health 503 'read-only file system', reads still answer",
   ignore: NO_MOUNT !== undefined,
   async fn() {

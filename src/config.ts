@@ -120,6 +120,18 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
     help: "PEM private key of --tls-cert",
   },
   {
+    flag: "backup-every",
+    env: "RELAY_BACKUP_EVERY",
+    default: undefined,
+    help: "while serving, export a backup into backups/ beside --db this often (e.g. 24h)",
+  },
+  {
+    flag: "backup-keep",
+    env: "RELAY_BACKUP_KEEP",
+    default: "7",
+    help: "how many of those backups to keep; the oldest beyond it are removed",
+  },
+  {
     flag: "log-format",
     env: "RELAY_LOG_FORMAT",
     default: "text",
@@ -170,6 +182,10 @@ export interface Config {
   readonly keysFile: string;
   /** PEM certificate chain and private key files for HTTPS (issue 7), both or neither. */
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
+  /** Interval of the automatic backups, ms (≥ 1 s), or `undefined` for none. */
+  readonly backupEveryMs: number | undefined;
+  /** Automatic backups kept, 1–1000; older ones are removed. */
+  readonly backupKeep: number;
   /** `text` or `json`: how log lines are written. */
   readonly logFormat: LogFormat;
   /** The least severe log level written; access lines are `info`. */
@@ -288,6 +304,18 @@ const configSchema = z.object({
   "keys-file": z.string().min(1, { error: "must not be empty" }).optional(),
   "tls-cert": z.string().min(1, { error: "must not be empty" }).optional(),
   "tls-key": z.string().min(1, { error: "must not be empty" }).optional(),
+  "backup-every": z
+    .string()
+    .transform((text) => parseDuration(text) ?? -1)
+    .refine((ms) => ms >= 1000 && ms <= MAX_DURATION_MS, {
+      error: "must be a duration from 1s to 720h: a number with ms, s, m or h (e.g. 24h)",
+    })
+    .optional(),
+  "backup-keep": z
+    .string()
+    .regex(/^\d+$/, { error: "must be a whole number from 1 to 1000" })
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= 1000, { error: "must be a whole number from 1 to 1000" }),
   "log-format": z.enum(LOG_FORMATS, { error: `must be ${LOG_FORMATS.join(" or ")}` }),
   "log-level": z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }),
 });
@@ -421,6 +449,8 @@ export function loadConfig(
     tls: certFile === undefined || tlsKeyFile === undefined
       ? undefined
       : { certFile, keyFile: tlsKeyFile },
+    backupEveryMs: value["backup-every"],
+    backupKeep: value["backup-keep"],
     logFormat: value["log-format"],
     logLevel: value["log-level"],
     secrets: {

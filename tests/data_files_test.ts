@@ -62,7 +62,9 @@ for (const umask of ["000", "022"]) {
           "relay.kv": "600",
           "relay.kv-shm": "600",
           "relay.kv-wal": "600",
+          "relay.kv.counters": "600",
           "relay.kv.lock": "600",
+          "relay.kv.reserve": "600",
         }, "while the relay runs");
         // SIGTERM writes the last use of the named key.
         assert.equal((await relay.stop("SIGTERM")).code, 0);
@@ -72,7 +74,9 @@ for (const umask of ["000", "022"]) {
         "keys.json": "600",
         "keys.json.last-used": "600",
         "relay.kv": "600",
+        "relay.kv.counters": "600",
         "relay.kv.lock": "600",
+        "relay.kv.reserve": "600",
       }, "after it stopped (no temporary files left)");
       assert.deepEqual(
         [join(base, "a"), join(base, "a", "b"), data].map(mode),
@@ -103,6 +107,7 @@ for (const umask of ["000", "022"]) {
         "keys.json": "600",
         "keys.json.last-used": "600",
         "relay.kv": "600",
+        "relay.kv.counters": "600",
         "relay.kv.lock": "600",
       });
     });

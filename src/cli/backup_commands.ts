@@ -9,6 +9,7 @@ import { type Backup, exportRelay, ImportError, importRelay, parseBackup } from 
 import { commandDbPath, type Config, loadConfig } from "../config.ts";
 import { writePrivateFile } from "../util/files.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
+import { UnsafeDatabaseError } from "../store/database.ts";
 import type { Args, Command } from "./command.ts";
 import { DB_OPTION } from "./client_config.ts";
 import { CommandFailure, type CommandIo, UsageError } from "./io.ts";
@@ -28,14 +29,14 @@ function relayConfig(args: Args, io: CommandIo): Config {
 
 /**
  * Runs `job`, turning the refusals of a backup into one line naming the command: a backup
- * that cannot be imported as asked is a usage error (exit 2), a database in use a failure
- * (exit 1).
+ * that cannot be imported as asked, or a database that is unsafe to open (hard-linked,
+ * damaged), is a usage error (exit 2), a database in use a failure (exit 1).
  */
 async function refusing<T>(command: string, job: () => Promise<T>): Promise<T> {
   try {
     return await job();
   } catch (error) {
-    if (error instanceof ImportError) {
+    if (error instanceof ImportError || error instanceof UnsafeDatabaseError) {
       throw new UsageError(`cannot ${command}: ${error.message}`, "");
     }
     if (error instanceof DatabaseInUseError) {

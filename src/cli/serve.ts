@@ -8,6 +8,10 @@
 import { ConfigError, loadConfig, SECRET_ENV, SERVER_OPTIONS } from "../config.ts";
 import { errorMessage } from "../errors.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
+import { UnsafeDatabaseError } from "../store/database.ts";
+import type { Store } from "../store/store.ts";
+import type { Logger } from "../server/log.ts";
+import { scheduleBackups } from "../backup.ts";
 import { startRelay } from "../server/start.ts";
 import type { Command, OptionSpec } from "./command.ts";
 import { type CommandIo, EXIT_FAILURE, EXIT_USAGE } from "./io.ts";
@@ -50,9 +54,27 @@ async function serve(flags: Record<string, string | undefined>, io: CommandIo, v
   const config = loadConfig(flags, io.env);
   let relay;
   try {
-    relay = await startRelay(config, { version, pairing: Deno.stdout.isTerminal() });
+    const everyMs = config.backupEveryMs;
+    const backups = everyMs === undefined ? [] : [
+      (store: Store, logger: Logger) =>
+        scheduleBackups(store, {
+          db: config.db,
+          keysFile: config.keysFile,
+          everyMs,
+          keep: config.backupKeep,
+          info: logger.info,
+          warn: logger.warn,
+        }),
+    ];
+    relay = await startRelay(config, {
+      version,
+      pairing: Deno.stdout.isTerminal(),
+      jobs: backups,
+    });
   } catch (error) {
-    if (error instanceof ConfigError) {
+    // Restarting cannot fix a bad option or an unsafe database (hard-linked, damaged): exit
+    // like a configuration error, which the unit does not restart (docs/operations.md).
+    if (error instanceof ConfigError || error instanceof UnsafeDatabaseError) {
       io.err(`relay: ${error.message}`);
       return EXIT_USAGE;
     }

@@ -19,10 +19,11 @@ import { type Context, Hono, type MiddlewareHandler } from "hono";
 import pLimit from "p-limit";
 import { DEFAULT_MAX_BODY_BYTES, WEBAPP_PATH } from "../constants.ts";
 import { HttpError, problemResponse, truncate } from "../errors.ts";
+import { storageProblem } from "./faults.ts";
 import type { KeyRing } from "../access/named_keys.ts";
 import type { PublishConfig } from "../publish/publish.ts";
 import { DEFAULT_QA_HOSTS } from "../queues.ts";
-import { type Store, StoreBusyError } from "../store/store.ts";
+import { StorageError, type Store, StoreBusyError } from "../store/store.ts";
 import { AuthFailureLimiter, clientAddress, createRequireKey, redactedTarget } from "./auth.ts";
 import { KEEP_ALIVE_MS } from "./live.ts";
 import { Logger } from "./log.ts";
@@ -219,6 +220,7 @@ export function createApp(options: AppOptions): Hono {
     if (error instanceof StoreBusyError) {
       return problemResponse(503, `${error.message}: try again`, { "retry-after": "1" });
     }
+    if (error instanceof StorageError) return storageProblem(error);
     logger.error("relay: unexpected error", error);
     return problemResponse(500, "Internal error: the relay logged the cause");
   });

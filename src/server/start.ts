@@ -16,7 +16,8 @@ import { RelayMetrics } from "./metrics.ts";
 import { KeyRing } from "../access/named_keys.ts";
 import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
 import { openLockedDatabase } from "../store/database.ts";
-import { createStore } from "../store/store.ts";
+import { checkDatabase, keepCounters } from "../store/integrity.ts";
+import { createStore, type Store } from "../store/store.ts";
 
 /**
  * How long in-flight requests may take to finish after SIGINT/SIGTERM before the relay
@@ -81,6 +82,28 @@ export interface RunningRelay {
   shutdown(): Promise<boolean>;
 }
 
+/** A job that runs beside the server on its open store, e.g. scheduled backups. */
+export interface BackgroundJob {
+  /** Stops the job; waits for work under way. Called before the store closes; never throws. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@linkcode startRelay}. */
+export interface StartOptions {
+  /** Where every log line goes (errors too); default: standard output and error. */
+  log?: (line: string) => void;
+  /** The relay's version, for the start line. */
+  version?: string;
+  /** Print a QR code and link that pair a phone's web app with the main key. */
+  pairing?: boolean;
+  /**
+   * Jobs started once the relay serves, each given the store and the log, and stopped at
+   * shutdown before the store closes. The command line starts scheduled backups this way,
+   * so that the server needs to know nothing of the backup format.
+   */
+  jobs?: readonly ((store: Store, logger: Logger) => BackgroundJob)[];
+}
+
 /**
  * Starts the relay (C71–C73). Prints one line with the version, the data file and what is
  * enabled, one saying where the API key comes from, then
@@ -95,14 +118,17 @@ export interface RunningRelay {
  * @param options.pairing Print a QR code and link that pair a phone's web app with the
  *   main key (issue 7); the command line asks for it when standard output is a terminal,
  *   so that the key never lands in a service's journal.
+ * @param options.jobs Background jobs on the open store ({@linkcode StartOptions.jobs}).
  * @throws {ConfigError} for a key file that cannot be read or written, an invalid keys
  *   file, or TLS files that cannot be read.
  * @throws {DatabaseInUseError} when another relay holds the database.
+ * @throws {UnsafeDatabaseError} when the database has more than one name, is damaged, or
+ *   holds less than the relay wrote to it (docs/operations.md, damaged files).
  * @throws {Deno.errors.AddrInUse} and other errors of `Deno.serve` and `Deno.openKv`.
  */
 export async function startRelay(
   config: Config,
-  options: { log?: (line: string) => void; version?: string; pairing?: boolean } = {},
+  options: StartOptions = {},
 ): Promise<RunningRelay> {
   // The access log is written in batches unless the caller collects lines itself.
   const accessLog = options.log === undefined ? new BatchedLog() : undefined;
@@ -127,10 +153,22 @@ export async function startRelay(
       key: readPem(config.tls.keyFile, "--tls-key"),
     };
     const metrics = new RelayMetrics();
+    // Storage faults are logged once the database passed its check: before, they stop the
+    // relay with their own line.
+    let checked = false;
     const store = createStore(kv, {
       dedupeWindowMs: config.dedupeWindowMs,
       onCommit: metrics.commit,
+      path: db,
+      onHealthChange: (verdict) => {
+        if (!checked) return;
+        if (verdict.ok) log("relay: storage: the database commits again");
+        else logger.error(`relay: storage: ${verdict.reason}: see docs/operations.md`);
+      },
     });
+    const warning = await checkDatabase(store, db);
+    if (warning !== undefined) logger.warn(warning);
+    checked = true;
     const publish = publishConfig(config);
     // Ends long-polls and results streams when the relay stops (C72).
     const closing = new AbortController();
@@ -220,6 +258,12 @@ export async function startRelay(
         return problemResponse(500, "Internal error: the relay logged the cause");
       },
     }, handler);
+    const counters = keepCounters(
+      store,
+      db,
+      (error) => logger.warn(`relay: cannot write the counters file: ${errorMessage(error)}`),
+    );
+    const jobs = (options.jobs ?? []).map((start) => start(store, logger));
     // Last use of named keys reaches its file within a minute, and only when there was one.
     const recordUses = setInterval(() => keyRing.flush(), 60_000);
     Deno.unrefTimer(recordUses);
@@ -240,6 +284,8 @@ export async function startRelay(
         ]);
         clearTimeout(timer);
         await accessLog?.flush();
+        await Promise.all(jobs.map((job) => job.stop()));
+        await counters.stop();
         clearInterval(recordUses);
         keyRing.flush();
         database.close();

@@ -7,7 +7,7 @@
  */
 
 import denoConfig from "../../../deno.json" with { type: "json" };
-import { clear, probe, stats } from "../../store/store.ts";
+import { clear, health, stats } from "../../store/store.ts";
 import { json, JSON_TYPE, text } from "../responses.ts";
 import type { RouteContext, Routes } from "../route.ts";
 
@@ -64,12 +64,14 @@ export function adminRoutes(relay: RouteContext, served: () => Readonly<Routes>)
       methods: ["GET", "HEAD"],
       open: true,
       handler: async () => {
-        const ok = await probe(store);
+        // Whether the store can commit: its last commit, probed at most once a second.
+        const verdict = await health(store);
         const ts = Math.floor(store.clock());
-        // C51: the one error that is not a problem document.
-        return ok
+        // C51: the one error that is not a problem document; `reason` says what failed
+        // (docs/api.md, GET /health).
+        return verdict.ok
           ? json({ ok: true, ts, db: "connected" })
-          : json({ ok: false, ts, db: "error" }, 503);
+          : json({ ok: false, ts, db: "error", reason: verdict.reason }, 503);
       },
     },
   };

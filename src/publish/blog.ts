@@ -9,9 +9,9 @@
 
 import { join } from "node:path";
 import {
-  ensureDir,
   isId,
   newId,
+  readDirIfExists,
   readTextIfExists,
   removeIfExists,
   writeAtomically,
@@ -111,9 +111,8 @@ export class BlogStore {
 
   #load(): Promise<Map<string, Post>> {
     this.#posts ??= (async () => {
-      await ensureDir(this.dir);
       const posts = new Map<string, Post>();
-      for await (const entry of Deno.readDir(this.dir)) {
+      for await (const entry of readDirIfExists(this.dir)) {
         if (!entry.isFile || !entry.name.endsWith(".json")) continue;
         const text = await readTextIfExists(join(this.dir, entry.name));
         try {

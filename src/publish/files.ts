@@ -102,3 +102,14 @@ export function newId(now: number): string {
 export function isId(id: string): boolean {
   return /^\d{8}-\d{6}-[a-z0-9]{8}$/.test(id);
 }
+
+/** The entries of a directory; none when it does not exist (it is not created: reads write nothing). */
+export async function* readDirIfExists(path: string): AsyncGenerator<Deno.DirEntry> {
+  let entries: AsyncIterable<Deno.DirEntry>;
+  try {
+    entries = Deno.readDir(path);
+    for await (const entry of entries) yield entry;
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+}

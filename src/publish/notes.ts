@@ -8,7 +8,7 @@
  */
 
 import { join } from "node:path";
-import { ensureDir, isId, newId, readTextIfExists, writeAtomically } from "./files.ts";
+import { isId, newId, readDirIfExists, readTextIfExists, writeAtomically } from "./files.ts";
 
 /** A note as listed: its front matter. */
 export interface NoteSummary {
@@ -116,9 +116,8 @@ export class NotesStore {
 
   /** Every note's front matter, newest first; files that are not notes are skipped. */
   async list(): Promise<NoteSummary[]> {
-    await ensureDir(this.dir);
     const notes: NoteSummary[] = [];
-    for await (const entry of Deno.readDir(this.dir)) {
+    for await (const entry of readDirIfExists(this.dir)) {
       if (!entry.isFile || !entry.name.endsWith(".md")) continue;
       if (!isId(entry.name.slice(0, -3))) continue;
       const text = await readTextIfExists(join(this.dir, entry.name));
@@ -128,6 +127,15 @@ export class NotesStore {
     return notes.sort((a, b) =>
       b.created.localeCompare(a.created) || b.doc_id.localeCompare(a.doc_id)
     );
+  }
+
+  /** How many notes there are (files named like a note), without reading them. */
+  async count(): Promise<number> {
+    let count = 0;
+    for await (const entry of readDirIfExists(this.dir)) {
+      if (entry.isFile && entry.name.endsWith(".md") && isId(entry.name.slice(0, -3))) count++;
+    }
+    return count;
   }
 
   /**

@@ -19,10 +19,10 @@
 import { join } from "node:path";
 import { Mp3SegmentEncoder } from "./mp3.ts";
 import {
-  ensureDir,
   FILE_MODE,
   isId,
   newId,
+  readDirIfExists,
   readTextIfExists,
   removeIfExists,
   writeAtomically,
@@ -103,6 +103,8 @@ export class Podcast {
   #wake: (() => void) | undefined;
   #running: Promise<void> | undefined;
   #stopping = false;
+  /** Set by enqueue and stop: the worker looks again before it sleeps. */
+  #kicked = false;
   #evicted = 0;
 
   /**
@@ -152,7 +154,7 @@ export class Podcast {
       duration_s: 0,
     };
     await this.#save(episode, episodes);
-    this.#wake?.();
+    this.#kick();
     return episode;
   }
 
@@ -169,7 +171,7 @@ export class Podcast {
       bytes: 0,
       duration_s: 0,
     }, episodes);
-    this.#wake?.();
+    this.#kick();
   }
 
   /** Every episode, newest first. */
@@ -222,7 +224,7 @@ export class Podcast {
   /** Stops the worker after the chunk being spoken; resolves when it has stopped. */
   async stop(): Promise<void> {
     this.#stopping = true;
-    this.#wake?.();
+    this.#kick();
     await this.#running;
     this.#running = undefined;
   }
@@ -241,10 +243,18 @@ export class Podcast {
     }
   }
 
+  #kick(): void {
+    this.#kicked = true;
+    this.#wake?.();
+  }
+
   async #work(): Promise<void> {
     while (!this.#stopping) {
+      this.#kicked = false;
       const next = await this.#next();
       if (next === undefined) {
+        // A kick while #next was reading means there may be work, or a stop: look again.
+        if (this.#kicked) continue;
         await new Promise<void>((resolve) => {
           this.#wake = resolve;
         });
@@ -357,9 +367,8 @@ export class Podcast {
 
   #load(): Promise<Map<string, Episode>> {
     this.#episodes ??= (async () => {
-      await ensureDir(this.dir);
       const episodes = new Map<string, Episode>();
-      for await (const entry of Deno.readDir(this.dir)) {
+      for await (const entry of readDirIfExists(this.dir)) {
         if (!entry.isFile || !entry.name.endsWith(".json")) continue;
         try {
           const episode = JSON.parse(await readTextIfExists(join(this.dir, entry.name)) ?? "");

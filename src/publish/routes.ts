@@ -471,7 +471,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     stop: () => podcast.stop(),
     async stats() {
       return {
-        notes: (await notes.list()).length,
+        notes: await notes.count(),
         posts: (await blog.list()).length,
         podcast: await podcast.stats(),
       };

@@ -32,6 +32,8 @@ import { WEBAPP_FILES, WEBAPP_PAGES, WEBAPP_PATH, webappFile } from "./webapp.ts
 import { KEEP_ALIVE_MS, longPoll, streamResults } from "./live.ts";
 import { RelayMetrics, type Waiter } from "./metrics.ts";
 import { missingConfiguration, publish, type PublishConfig } from "./publish.ts";
+import { builtinMetricsText, withBuiltinTargets } from "./publish/builtin.ts";
+import type { BuiltinServices } from "./publish/routes.ts";
 import { DEFAULT_QA_HOSTS, QUEUE_NAMES, routeContent } from "./queues.ts";
 import {
   ackBodySchema,
@@ -97,6 +99,17 @@ export interface AppOptions {
   closing?: AbortSignal;
   /** Interval of keep-alive comments on an idle results stream, ms; default 30 s. */
   keepAliveMs?: number;
+  /**
+   * The built-in notes store, blog and podcast (docs/publishing-builtin.md): served beside
+   * the API, and the target of every publish target without a URL of its own.
+   */
+  builtin?: {
+    readonly services: BuiltinServices;
+    /** The app id the built-in read-aloud queue accepts. */
+    readonly appId: string;
+    /** `--public-url`: the origin for links; default the request's origin. */
+    readonly publicUrl?: string | undefined;
+  };
 }
 
 /** What a route handler gets: the Hono context and the parsed request URL. */
@@ -421,7 +434,15 @@ export function createApp(options: AppOptions): Hono {
           throw new HttpError(400, "Cannot publish: the body must be a JSON object");
         }
         const { article, targets } = parseOr400(publishBodySchema, body.fields, "publish");
-        const config = options.publish ?? NOT_CONFIGURED;
+        const builtin = options.builtin;
+        const config = builtin === undefined
+          ? options.publish ?? NOT_CONFIGURED
+          : withBuiltinTargets(
+            options.publish ?? { ...NOT_CONFIGURED, timeoutMs: 15_000 },
+            builtin.services,
+            builtin.appId,
+            builtin.publicUrl ?? new URL(c.req.url).origin,
+          );
         const missing = missingConfiguration(targets, config);
         if (missing.length > 0) {
           throw new HttpError(503, `Cannot publish: ${missing.join("; ")}`);
@@ -433,15 +454,23 @@ export function createApp(options: AppOptions): Hono {
     "/stats": {
       scope: "admin",
       methods: ["GET", "HEAD"],
-      handler: async () => json(await stats(store)),
+      handler: async () =>
+        json({
+          ...await stats(store),
+          ...(options.builtin ? { publishing: await options.builtin.services.stats() } : {}),
+        }),
     },
     "/metrics": {
       scope: "admin",
       methods: ["GET", "HEAD"],
       handler: async () =>
-        new Response(await metrics.text(store), {
-          headers: { "content-type": metrics.contentType },
-        }),
+        new Response(
+          await metrics.text(store) +
+            (options.builtin ? await builtinMetricsText(options.builtin.services) : ""),
+          {
+            headers: { "content-type": metrics.contentType },
+          },
+        ),
     },
     "/clear": {
       scope: "admin",
@@ -571,9 +600,13 @@ export function createApp(options: AppOptions): Hono {
     });
   }
 
+  // The built-in publishing services, beside the API (they check their own keys).
+  if (options.builtin) app.route("/", options.builtin.services.app);
+
   // The API's endpoints and the app's entry, for the 404 message (not every app file).
   const endpoints = Object.keys(routes).filter((path) => !path.startsWith(WEBAPP_PATH));
   endpoints.push(WEBAPP_PATH);
+  if (options.builtin) endpoints.push("/notes/", "/blog/", "/podcast/", "/downstream/…");
   app.notFound((c) => {
     const path = truncate(c.req.path);
     return problemResponse(

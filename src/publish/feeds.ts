@@ -63,11 +63,17 @@ export function escapeXml(text: string): string {
 /** Characters of an episode's text in its description at most. */
 const DESCRIPTION_CHARS = 400;
 
-/** The podcast's RSS 2.0 feed: ready episodes, newest first. */
-export function podcastRss(episodes: readonly Episode[], urls: SiteUrls): string {
+/**
+ * The podcast's RSS 2.0 feed: ready episodes, newest first.
+ *
+ * @param key For a private podcast read with `?key=`: the key, added to the enclosures'
+ *   URLs so that a podcast app, which sends no header, can fetch the audio too.
+ */
+export function podcastRss(episodes: readonly Episode[], urls: SiteUrls, key?: string): string {
   const site = `${urls.origin}/podcast/`;
+  const query = key === undefined ? "" : `?key=${encodeURIComponent(key)}`;
   const items = episodes.filter((e) => e.state === "ready").map((episode) => {
-    const audio = `${urls.origin}/podcast/${episode.id}.mp3`;
+    const audio = `${urls.origin}/podcast/${episode.id}.mp3${query}`;
     const text = episode.text.replace(/\s+/g, " ").trim();
     const description = text.length > DESCRIPTION_CHARS
       ? `${text.slice(0, DESCRIPTION_CHARS)}…`

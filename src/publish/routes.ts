@@ -444,7 +444,9 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
   });
   route(GET, "/podcast/feed.xml", async (c) => {
     if (options.privatePodcast) requireKey(c, "read", "This podcast is private: reading it");
-    return new Response(podcastRss(await podcast.list(), urls(c)), {
+    // A private feed read with ?key= passes the key on to its enclosures.
+    const key = options.privatePodcast ? c.req.query("key") : undefined;
+    return new Response(podcastRss(await podcast.list(), urls(c), key), {
       headers: { "content-type": "application/rss+xml; charset=utf-8" },
     });
   });

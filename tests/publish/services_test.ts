@@ -445,3 +445,25 @@ Deno.test("parseRange reads one byte range and refuses what cannot be served", (
   assert.equal(parseRange("bytes=0-1,5-6", 100), undefined);
   assert.equal(parseRange("items=0-1", 100), undefined);
 });
+
+Deno.test("podcast: --private-podcast needs a key; a feed read with ?key= passes it to its enclosures", async () => {
+  await using relay = await serveServices({ privatePodcast: true });
+  await postJson(`${relay.url}/downstream/api/publish`, {
+    title: "Private",
+    content: "Only for the family.",
+    targets: ["nas"],
+    transform: "read",
+  }, { "x-app-id": APP_ID });
+  await relay.services.podcast.idle(60_000);
+  for (const path of ["/podcast/", "/podcast/feed.xml", "/podcast/episodes"]) {
+    await assertProblem(await fetch(`${relay.url}${path}`), 401);
+  }
+  const feed = await fetch(`${relay.url}/podcast/feed.xml?key=${READER_KEY}`);
+  assert.equal(feed.status, 200);
+  const url = xml.parse(await feed.text()).rss.channel.item.enclosure["@url"];
+  assert.ok(url.endsWith(`.mp3?key=${READER_KEY}`), url);
+  await assertProblem(await fetch(url.replace(/\?key=.*$/, "")), 401);
+  const audio = await fetch(url);
+  assert.equal(audio.status, 200);
+  assert.ok(walkMp3(new Uint8Array(await audio.arrayBuffer())).seconds > 0.5);
+});

@@ -9,6 +9,7 @@
  */
 
 import { z } from "zod";
+import { publishedSchema } from "./publish/backup.ts";
 import { QUEUE_NAMES } from "./queues.ts";
 import {
   clear,
@@ -50,6 +51,8 @@ const backupSchema = z.object({
     .refine((results) => results.every((r, i) => i === 0 || r.t > results[i - 1]!.t), {
       error: "results must be in strictly increasing t",
     }),
+  /** The built-in notes, posts and podcast episodes (docs/publishing-builtin.md). */
+  published: publishedSchema.optional(),
 });
 
 /** A backup document (see {@linkcode backupSchema}). */

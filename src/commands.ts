@@ -11,6 +11,7 @@
  * @module
  */
 
+import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { generatedKeyPath } from "./api_key.ts";
@@ -33,6 +34,7 @@ import { deleteBlogPost } from "./publish.ts";
 import { work } from "./work.ts";
 import { KEYS_COMMANDS, keysCommand, pairCommand } from "./keys_command.ts";
 import { type Backup, exportStore, ImportError, importStore, parseBackup } from "./backup.ts";
+import { describePublished, exportPublished, importPublished } from "./publish/backup.ts";
 import { DatabaseInUseError } from "./lock.ts";
 import { errorMessage } from "./errors.ts";
 import { publishConfig, withStore } from "./server.ts";
@@ -474,7 +476,10 @@ async function backupCommand(
   try {
     if (command === "export") {
       if (positionals.length > 0) usage("export takes no arguments; use --out F");
-      const backup = await withStore(db, exportStore);
+      const backup: Backup = {
+        ...await withStore(db, exportStore),
+        published: await exportPublished(dirname(db)),
+      };
       const text = JSON.stringify(backup, null, 2) + "\n";
       if (values.out === undefined) io.out(text.trimEnd());
       else {
@@ -487,6 +492,7 @@ async function backupCommand(
     if (positionals.length !== 1) usage("import needs exactly one backup file");
     const backup = parseBackup(await readInput(positionals[0]!, io));
     await withStore(db, (store) => importStore(store, backup, { force: values.force ?? false }));
+    if (backup.published !== undefined) await importPublished(dirname(db), backup.published);
     io.err(`relay: imported ${describeBackup(backup)} into ${db}`);
     return 0;
   } catch (error) {
@@ -500,5 +506,9 @@ async function backupCommand(
 
 function describeBackup(backup: Backup): string {
   const queued = Object.values(backup.queues).reduce((n, items) => n + items.length, 0);
-  return `${queued} queued items and ${backup.results.length} results`;
+  const published = backup.published;
+  const any = published &&
+    published.notes.length + published.posts.length + published.episodes.length > 0;
+  return `${queued} queued items and ${backup.results.length} results` +
+    (any ? ` (and ${describePublished(published)})` : "");
 }

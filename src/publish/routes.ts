@@ -223,25 +223,33 @@ async function serveFile(c: Context, path: string, type: string): Promise<Respon
   }
   await file.seek(range.start, Deno.SeekMode.Start);
   let left = range.end - range.start + 1;
+  let open = true;
+  const close = () => {
+    if (open) file.close();
+    open = false;
+  };
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const buffer = new Uint8Array(Math.min(64 * 1024, left));
-      const read = left > 0 ? await file.read(buffer) : null;
-      if (read === null || read === 0) {
-        file.close();
-        controller.close();
-        return;
-      }
-      left -= read;
-      controller.enqueue(buffer.subarray(0, read));
-      if (left === 0) {
-        file.close();
-        controller.close();
+      try {
+        const buffer = new Uint8Array(Math.min(64 * 1024, left));
+        const read = left > 0 ? await file.read(buffer) : null;
+        if (read === null || read === 0) {
+          close();
+          controller.close();
+          return;
+        }
+        left -= read;
+        controller.enqueue(buffer.subarray(0, read));
+        if (left === 0) {
+          close();
+          controller.close();
+        }
+      } catch (error) {
+        close();
+        controller.error(error);
       }
     },
-    cancel() {
-      file.close();
-    },
+    cancel: close,
   });
   return new Response(body, {
     status: 206,

@@ -467,3 +467,26 @@ Deno.test("podcast: --private-podcast needs a key; a feed read with ?key= passes
   assert.equal(audio.status, 200);
   assert.ok(walkMp3(new Uint8Array(await audio.arrayBuffer())).seconds > 0.5);
 });
+
+Deno.test("podcast: a client that drops a ranged download leaves the relay serving", async () => {
+  await using relay = await serveServices();
+  await postJson(`${relay.url}/downstream/api/publish`, {
+    title: "Drop",
+    content: "A sentence to speak. And another one to make it longer.",
+    targets: ["nas"],
+    transform: "read",
+  }, { "x-app-id": APP_ID });
+  await relay.services.podcast.idle(60_000);
+  const [episode] = await relay.services.podcast.list();
+  const url = `${relay.url}/podcast/${episode!.id}.mp3`;
+  for (let i = 0; i < 3; i++) {
+    const res = await relay.services.app.request(url, { headers: { range: "bytes=0-" } });
+    assert.equal(res.status, 206);
+    await res.body?.cancel();
+    const partial = await fetch(url, { headers: { range: "bytes=10-" } });
+    const reader = partial.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+  }
+  assert.equal((await fetch(url)).status, 200);
+});

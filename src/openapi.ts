@@ -11,6 +11,7 @@
 import { z } from "zod";
 import { createDocument, type ZodOpenApiOperationObject } from "zod-openapi";
 import { type Scope, SCOPES } from "./named_keys.ts";
+import { builtinPaths } from "./publish/openapi.ts";
 import { TARGETS } from "./publish.ts";
 import { QUEUE_NAMES } from "./queues.ts";
 import {
@@ -395,6 +396,6 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
     },
     security: [{ header: [] }, { query: [] }],
-    paths: operations(),
+    paths: { ...operations(), ...builtinPaths() },
   }) as unknown as Record<string, unknown>;
 }

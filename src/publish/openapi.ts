@@ -217,6 +217,27 @@ export function builtinPaths(): ZodOpenApiPathsObject {
         },
       }),
     },
+    "/blog/posts": {
+      get: builtin({
+        summary: "The posts as JSON, newest first, and the feed's address",
+        responses: {
+          "200": json(
+            "Posts",
+            z.object({
+              feed_url: z.string(),
+              posts: z.array(z.object({
+                post_id: z.string(),
+                title: z.string(),
+                tags: z.array(z.string()),
+                created_at: z.number().int(),
+                url: z.string(),
+              })),
+            }),
+          ),
+          ...problems(...KEY_NEEDED),
+        },
+      }),
+    },
     "/blog/{post_id}": {
       get: builtin({
         summary: "One post, rendered from its Markdown",
@@ -248,6 +269,15 @@ export function builtinPaths(): ZodOpenApiPathsObject {
         summary: "RSS 2.0 podcast feed of the ready episodes",
         responses: {
           "200": { description: "RSS", content: { "application/rss+xml; charset=utf-8": {} } },
+          ...problems(...KEY_NEEDED),
+        },
+      }),
+    },
+    "/podcast/qr.svg": {
+      get: builtin({
+        summary: "The feed's address as a QR code, for subscribing from a phone",
+        responses: {
+          "200": { description: "SVG", content: { "image/svg+xml": {} } },
           ...problems(...KEY_NEEDED),
         },
       }),

@@ -425,6 +425,20 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
       headers: { "content-type": "application/atom+xml; charset=utf-8" },
     });
   });
+  route(GET, "/blog/posts", async (c) => {
+    if (options.privateBlog) requireKey(c, "read", "This blog is private: reading it");
+    const origin = urls(c).origin;
+    return json({
+      feed_url: `${origin}/blog/feed.xml`,
+      posts: (await blog.list()).map((post) => ({
+        post_id: post.post_id,
+        title: post.title,
+        tags: post.tags,
+        created_at: post.created_at,
+        url: `${origin}/blog/${post.post_id}`,
+      })),
+    });
+  });
   route(GET, "/blog/:post_id", async (c) => {
     if (options.privateBlog) requireKey(c, "read", "This blog is private: reading it");
     const post = await blog.get(c.req.param("post_id") ?? "");
@@ -456,6 +470,20 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     const key = options.privatePodcast ? c.req.query("key") : undefined;
     return new Response(podcastRss(await podcast.list(), urls(c), key), {
       headers: { "content-type": "application/rss+xml; charset=utf-8" },
+    });
+  });
+  // The feed's address as a QR code, for subscribing from a phone's podcast app. A private
+  // podcast's feed address carries the key it was asked with.
+  route(GET, "/podcast/qr.svg", async (c) => {
+    const key = options.privatePodcast ? c.req.query("key") : undefined;
+    if (options.privatePodcast) requireKey(c, "read", "This podcast is private: reading it");
+    const feed = `${urls(c).origin}/podcast/feed.xml${
+      key === undefined ? "" : `?key=${encodeURIComponent(key)}`
+    }`;
+    const { default: QRCode } = await import("qrcode");
+    const svg = await QRCode.toString(feed, { type: "svg", margin: 2, errorCorrectionLevel: "M" });
+    return new Response(svg, {
+      headers: { "content-type": "image/svg+xml", "cache-control": "no-store" },
     });
   });
   route(GET, "/podcast/:file", async (c) => {

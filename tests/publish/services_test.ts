@@ -142,6 +142,10 @@ Deno.test("blog: a post is rendered, listed newest first, in the Atom feed, and 
 
   const index = await (await fetch(`${relay.url}/blog/`)).text();
   assert.ok(index.indexOf(">Second<") < index.indexOf(">First<"), "newest first");
+  const listed = await (await fetch(`${relay.url}/blog/posts`)).json();
+  assert.deepEqual(listed.posts.map((p: { title: string }) => p.title), ["Second", "First"]);
+  assert.equal(listed.posts[1].url, `https://relay.example.org/blog/${id}`);
+  assert.equal(listed.feed_url, "https://relay.example.org/blog/feed.xml");
   assert.ok(index.includes(`href="https://relay.example.org/blog/${id}"`));
 
   const feedRes = await fetch(`${relay.url}/blog/feed.xml`);
@@ -231,7 +235,7 @@ Deno.test("blog: --private-blog needs a key with the read scope", async () => {
     targets: ["blog"],
   })).json();
   const url = new URL(res.blog.redirect_url);
-  for (const path of [url.pathname, "/blog/", "/blog/feed.xml"]) {
+  for (const path of [url.pathname, "/blog/", "/blog/feed.xml", "/blog/posts"]) {
     await assertProblem(await fetch(`${relay.url}${path}`), 401);
     assert.equal((await fetch(`${relay.url}${path}?key=${READER_KEY}`)).status, 200);
     const viaCookie = await fetch(`${relay.url}${path}`, {
@@ -316,6 +320,10 @@ Deno.test("podcast: X-App-ID is checked, the episode is queued at once, spoken i
 
   const page = await (await fetch(`${relay.url}/podcast/`)).text();
   assert.ok(page.includes("http://phone-reachable.example:8787/podcast/feed.xml"));
+  const qr = await fetch(`${relay.url}/podcast/qr.svg`);
+  assert.equal(qr.headers.get("content-type"), "image/svg+xml");
+  const svg = xml.parse(await qr.text()).svg;
+  assert.ok(svg["@viewBox"], "an SVG image");
   assert.ok(page.includes("ready"));
   await assertProblem(await fetch(`${relay.url}/podcast/nothing.mp3`), 404);
   await assertProblem(await fetch(`${relay.url}/podcast/..%2F..%2Fapi-key`), 404);
@@ -455,9 +463,12 @@ Deno.test("podcast: --private-podcast needs a key; a feed read with ?key= passes
     transform: "read",
   }, { "x-app-id": APP_ID });
   await relay.services.podcast.idle(60_000);
-  for (const path of ["/podcast/", "/podcast/feed.xml", "/podcast/episodes"]) {
+  for (const path of ["/podcast/", "/podcast/feed.xml", "/podcast/episodes", "/podcast/qr.svg"]) {
     await assertProblem(await fetch(`${relay.url}${path}`), 401);
   }
+  // The QR code of a private feed holds the key, since a podcast app sends no header.
+  const qr = await (await fetch(`${relay.url}/podcast/qr.svg?key=${READER_KEY}`)).text();
+  assert.ok(qr.startsWith("<svg"), qr.slice(0, 50));
   const feed = await fetch(`${relay.url}/podcast/feed.xml?key=${READER_KEY}`);
   assert.equal(feed.status, 200);
   const url = xml.parse(await feed.text()).rss.channel.item.enclosure["@url"];

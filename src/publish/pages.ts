@@ -60,6 +60,7 @@ ul.posts li { padding: 0.9rem 0; border-bottom: 1px solid var(--rule); }
 ul.posts a.title { font-size: 1.15rem; font-weight: 600; text-decoration: none; }
 .state-failed { color: #c5221f; }
 audio { width: 100%; margin-top: 0.4rem; }
+img.qr { background: #fff; border-radius: 6px; }
 `;
 
 function page(title: string, body: string, head = ""): string {
@@ -154,8 +155,15 @@ export function formatDuration(seconds: number): string {
   return `${h > 0 ? `${h}:` : ""}${mm}:${String(s).padStart(2, "0")}`;
 }
 
-/** The podcast's page: the feed URL to subscribe to and every episode with its state. */
-export function podcastPage(episodes: readonly Episode[], urls: SiteUrls): string {
+/**
+ * The podcast's page: the feed URL to subscribe to (as text, and as a QR code unless the
+ * podcast is private: its QR code holds a key), and every episode with its state.
+ */
+export function podcastPage(
+  episodes: readonly Episode[],
+  urls: SiteUrls,
+  options: { qr?: boolean } = {},
+): string {
   const feed = `${urls.origin}/podcast/feed.xml`;
   const items = episodes.map((episode) =>
     `<li><span class="title">${escapeHtml(episode.title)}</span><div class="meta${
@@ -171,6 +179,13 @@ export function podcastPage(episodes: readonly Episode[], urls: SiteUrls): strin
   return page(
     "Podcast",
     `<h1>Podcast</h1>
+${
+      options.qr
+        ? `<img class="qr" src="${
+          escapeHtml(`${urls.origin}/podcast/qr.svg`)
+        }" alt="QR code of the feed's address" width="160" height="160">`
+        : ""
+    }
 <p>Subscribe in a podcast app with this address:<br><a href="${escapeHtml(feed)}">${
       escapeHtml(feed)
     }</a></p>

@@ -449,7 +449,8 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
   // The podcast: public unless --private-podcast.
   const podcastIndex: Handler = async (c) => {
     if (options.privatePodcast) requireKey(c, "read", "This podcast is private: reading it");
-    return new Response(podcastPage(await podcast.list(), urls(c)), { headers: PAGE_HEADERS });
+    const page = podcastPage(await podcast.list(), urls(c), { qr: !options.privatePodcast });
+    return new Response(page, { headers: PAGE_HEADERS });
   };
   route(GET, "/podcast", podcastIndex);
   route(GET, "/podcast/", podcastIndex);

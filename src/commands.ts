@@ -88,7 +88,7 @@ export const CLIENT_COMMANDS: ReadonlyArray<readonly [string, string]> = [
   ...KEYS_COMMANDS,
   [
     "blog-delete <post_id>",
-    "delete a blog post (uses RELAY_PUBLISH_URL, RELAY_BLOG_ACCESS_COOKIE)",
+    "delete a blog post (the relay's built-in blog, or RELAY_PUBLISH_URL's with RELAY_BLOG_ACCESS_COOKIE)",
   ],
 ];
 
@@ -426,6 +426,7 @@ async function blogDeleteCommand(args: string[], io: CommandIo): Promise<number>
     args,
     allowPositionals: true,
     options: {
+      ...COMMON,
       "publish-url": { type: "string" },
       "blog-url": { type: "string" },
       "publish-timeout": { type: "string" },
@@ -434,11 +435,21 @@ async function blogDeleteCommand(args: string[], io: CommandIo): Promise<number>
   if (positionals.length !== 1 || positionals[0] === "") {
     usage("blog-delete needs exactly one post id");
   }
-  const config = loadConfig(values, io.env);
+  const config = loadConfig({
+    "publish-url": values["publish-url"],
+    "blog-url": values["blog-url"],
+    "publish-timeout": values["publish-timeout"],
+  }, io.env);
   const publish = publishConfig(config);
-  const baseUrl = publish.urls.blog;
-  if (baseUrl === undefined) usage("blog-delete needs --publish-url or RELAY_PUBLISH_URL");
-  const cookie = config.secrets.blogAccessCookie;
+  let baseUrl = publish.urls.blog;
+  let cookie = config.secrets.blogAccessCookie;
+  if (baseUrl === undefined) {
+    // The relay's built-in blog (docs/publishing-builtin.md): its delete takes the
+    // relay_access cookie holding the client's key.
+    const client = await resolveClient(values, io);
+    baseUrl = `${client.url.replace(/\/+$/, "")}/downstream`;
+    cookie ??= `relay_access=${client.key}`;
+  }
   if (cookie === undefined) usage("blog-delete needs RELAY_BLOG_ACCESS_COOKIE");
   const failure = await deleteBlogPost(positionals[0]!, {
     baseUrl,

@@ -150,3 +150,26 @@ Deno.test("publish mixes built-in and external targets: --notes-url sends notes 
   await assert.rejects(Deno.stat(join(dir, "main", "notes", `${docId}.md`)));
   assert.ok(body.results.blog.url.startsWith(relay.url));
 });
+
+Deno.test("relay blog-delete deletes from the built-in blog with the client's key alone", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relay-e2e-" });
+  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  const res = await fetch(`${relay.url}/publish`, {
+    method: "POST",
+    headers: { "x-auth-key": KEY, "content-type": "application/json" },
+    body: JSON.stringify({ title: "T", content: "C", targets: ["blog"] }),
+  });
+  const postId = new URL((await res.json()).results.blog.url).pathname.split("/").pop()!;
+  const wrong = await runRelay(["blog-delete", postId], {
+    env: { RELAY_URL: relay.url, RELAY_API_KEY: "not-the-key" },
+  });
+  assert.notEqual(wrong.code, 0, wrong.stderr);
+  assert.match(wrong.stderr, /401/);
+  assert.equal((await fetch(`${relay.url}/blog/${postId}`)).status, 200);
+  const deleted = await runRelay(["blog-delete", postId], {
+    env: { RELAY_URL: relay.url, RELAY_API_KEY: KEY },
+  });
+  assert.equal(deleted.code, 0, deleted.stderr);
+  assert.equal(deleted.stdout.trim(), `deleted post ${postId}`);
+  await assertProblem(await fetch(`${relay.url}/blog/${postId}`), 404);
+});

@@ -74,10 +74,14 @@ export function withBuiltinTargets(
     // An external podcast needs RELAY_APP_ID; the built-in one has its own when unset.
     appId: external.urls.nas === undefined ? external.appId ?? appId : external.appId,
     timeoutMs: external.timeoutMs,
-    fetch: (request) =>
-      request.url.startsWith(`${base}/`)
-        ? Promise.resolve(services.app.fetch(request))
-        : outside(request),
+    fetch: (request) => {
+      if (!request.url.startsWith(`${base}/`)) return outside(request);
+      // The relay's own calls carry the app id, which the built-in notes store and blog
+      // ask for (the podcast's request has it already).
+      const inside = new Request(request);
+      inside.headers.set("x-app-id", appId);
+      return Promise.resolve(services.app.fetch(inside));
+    },
   };
 }
 

@@ -93,7 +93,13 @@ export function builtinPaths(): ZodOpenApiPathsObject {
     "/downstream/api/notes/import": {
       post: builtin({
         summary: "Save a note (built-in notes store)",
-        description: "Writes `<data>/notes/{doc_id}.md` with front matter.",
+        description: "Writes `<data>/notes/{doc_id}.md` with front matter. Needs the " +
+          "`X-App-ID` header (the relay's app id) or a key with the publish scope.",
+        parameters: [
+          z.string().optional().meta({
+            param: { in: "header", name: "X-App-ID", example: "app-id" },
+          }),
+        ],
         requestBody: {
           required: true,
           content: {
@@ -110,16 +116,17 @@ export function builtinPaths(): ZodOpenApiPathsObject {
         },
         responses: {
           "200": json("Saved", z.object({ code: z.literal(0), doc_id: z.string() })),
-          ...problems(...BAD_INPUT),
+          ...problems(...BAD_INPUT, [401, "No app id and no key with the publish scope"]),
         },
       }),
     },
     "/downstream/api/publish": {
       post: builtin({
         summary: "Publish a post (targets blog) or queue a reading (targets nas)",
-        description: 'With `targets: ["nas"]` and `transform: "read"` the `X-App-ID` ' +
-          "header must hold the relay's app id (`RELAY_APP_ID` or the generated `app-id` " +
-          "file); the episode is spoken in the background.",
+        description: "Needs the `X-App-ID` header holding the relay's app id " +
+          "(`RELAY_APP_ID` or the generated `app-id` file); a post may instead be sent with " +
+          'a key with the publish scope. With `targets: ["nas"]` and `transform: "read"` ' +
+          "the episode is spoken in the background.",
         parameters: [
           z.string().optional().meta({
             param: { in: "header", name: "X-App-ID", example: "app-id" },
@@ -155,7 +162,7 @@ export function builtinPaths(): ZodOpenApiPathsObject {
               episode_id: z.string().optional(),
             }),
           ),
-          ...problems(...BAD_INPUT, [401, "A reading without the right X-App-ID"]),
+          ...problems(...BAD_INPUT, [401, "Without the right X-App-ID (or, for a post, a key)"]),
         },
       }),
     },

@@ -310,6 +310,23 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     }
   };
 
+  /**
+   * Saving a note or publishing a post needs the app id (`X-App-ID`, which the relay's own
+   * publish client sends) or a key with the publish scope: the downstream API is reachable
+   * by anyone who can reach the relay, and a public blog must not take posts from them.
+   */
+  const requireWriter = (c: Context, what: string) => {
+    const appId = c.req.header("x-app-id");
+    if (appId !== undefined && appId !== "" && keysMatch(appId, options.appId)) return;
+    const key = keyOf(c);
+    if (key !== undefined && options.authorize(key, "publish")) return;
+    throw new HttpError(
+      401,
+      `${what} needs the X-App-ID header (RELAY_APP_ID, or the relay's app-id file) or a key ` +
+        `with the "publish" scope`,
+    );
+  };
+
   const app = new Hono();
   const paths: string[] = [];
   type Handler = (c: Context) => Promise<Response>;
@@ -337,6 +354,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
 
   // The downstream API: what POST /publish calls, built in.
   route(["POST"], `${DOWNSTREAM_PATH}/api/notes/import`, async (c) => {
+    requireWriter(c, "Saving a note");
     const body = parse(notesSchema, await readJson(c, limit, "save the note"), "save the note");
     const note = await notes.save({
       title: body.title.trim(),
@@ -359,7 +377,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
           given ? "Wrong X-App-ID" : "Reading aloud needs the X-App-ID header (RELAY_APP_ID)",
         );
       }
-    }
+    } else requireWriter(c, "Publishing a post");
     const body = parse(publishSchema, raw, "publish");
     const answer: Record<string, unknown> = {};
     if (body.targets.includes("blog")) {

@@ -57,11 +57,11 @@ export async function serveServices(
   return { url, dataDir, services, close, [Symbol.asyncDispose]: close };
 }
 
-/** POSTs JSON. */
+/** POSTs JSON, by default with the app id (pass `{}` to send none). */
 export function postJson(
   url: string,
   body: unknown,
-  headers: Record<string, string> = {},
+  headers: Record<string, string> = { "x-app-id": APP_ID },
 ): Promise<Response> {
   return fetch(url, {
     method: "POST",

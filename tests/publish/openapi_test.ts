@@ -47,7 +47,7 @@ Deno.test("the API document lists every route of the built-in services, and each
     const post = async (path: string, body: unknown, headers: Record<string, string> = {}) =>
       await (await app.request(path, {
         method: "POST",
-        headers: { "content-type": "application/json", ...headers },
+        headers: { "content-type": "application/json", "x-app-id": APP_ID, ...headers },
         body: JSON.stringify(body),
       })).json();
     const docId = (await post("/downstream/api/notes/import", { title: "n", content: "n" }))

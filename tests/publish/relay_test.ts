@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { assertProblem, KEY, runRelay, startRelayProcess } from "../_helpers.ts";
+import { startDownstream } from "../downstream.ts";
 import { walkMp3 } from "./_mp3.ts";
 import { eventually } from "./_services.ts";
 
@@ -131,11 +132,11 @@ Deno.test("a fresh relay publishes to its built-in notes, blog and podcast, and 
 
 Deno.test("publish mixes built-in and external targets: --notes-url sends notes out, the rest stays in", async () => {
   const dir = await Deno.makeTempDir({ prefix: "relay-e2e-" });
-  // A second relay's built-in notes store stands in for the household's own.
-  await using other = await startRelayProcess(`${dir}/other`, { env: { RELAY_API_KEY: KEY } });
-  await using relay = await startRelayProcess(`${dir}/main`, {
+  // The household's own notes store: the downstream test server.
+  await using downstream = startDownstream();
+  await using relay = await startRelayProcess(dir, {
     env: { RELAY_API_KEY: KEY },
-    args: ["--notes-url", `${other.url}/downstream`],
+    args: ["--notes-url", downstream.url],
   });
   assert.match(relay.stdout.join("\n"), /built-in blog, nas; external notes/);
   const res = await fetch(`${relay.url}/publish`, {
@@ -145,9 +146,11 @@ Deno.test("publish mixes built-in and external targets: --notes-url sends notes 
   });
   const body = await res.json();
   assert.equal(res.status, 200, JSON.stringify(body));
-  const docId = body.results.notes.doc_id;
-  await Deno.stat(join(dir, "other", "notes", `${docId}.md`));
-  await assert.rejects(Deno.stat(join(dir, "main", "notes", `${docId}.md`)));
+  assert.match(body.results.notes.doc_id, /^doc-/);
+  assert.deepEqual(downstream.requests.map((r) => r.service), ["notes"]);
+  // The app id stays inside the relay: the external service never sees it.
+  assert.equal(downstream.requests[0]!.headers["x-app-id"], undefined);
+  assert.deepEqual(await Array.fromAsync(Deno.readDir(join(dir, "notes"))).catch(() => []), []);
   assert.ok(body.results.blog.url.startsWith(relay.url));
 });
 

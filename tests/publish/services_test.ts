@@ -88,19 +88,23 @@ Deno.test("notes and blog: bad input gets a problem and stores nothing", async (
   await assertProblem(
     await fetch(notes, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", "x-app-id": APP_ID },
       body: "{",
     }),
     400,
   );
   await assertProblem(
-    await fetch(notes, { method: "POST", headers: { "content-type": "text/plain" }, body: "{}" }),
+    await fetch(notes, {
+      method: "POST",
+      headers: { "content-type": "text/plain", "x-app-id": APP_ID },
+      body: "{}",
+    }),
     415,
   );
   await assertProblem(
     await fetch(notes, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", "x-app-id": APP_ID },
       body: JSON.stringify({ title: "t", content: "x".repeat(800 * 1024) }),
     }),
     413,
@@ -255,8 +259,10 @@ Deno.test("podcast: X-App-ID is checked, the episode is queued at once, spoken i
     targets: ["nas"],
     transform: "read",
   };
-  await assertProblem(await postJson(publish, body), 401);
+  await assertProblem(await postJson(publish, body, {}), 401);
   await assertProblem(await postJson(publish, body, { "x-app-id": "wrong" }), 401);
+  // A key, even the main one, does not replace the app id for reading aloud.
+  await assertProblem(await postJson(publish, body, { "x-auth-key": MAIN_KEY }), 401);
   assert.deepEqual(await fileNames(join(relay.dataDir, "podcast")), []);
   await assertProblem(
     await postJson(publish, { ...body, transform: undefined }, { "x-app-id": APP_ID }),
@@ -500,4 +506,26 @@ Deno.test("podcast: a client that drops a ranged download leaves the relay servi
     await reader.cancel();
   }
   assert.equal((await fetch(url)).status, 200);
+});
+
+Deno.test("notes and blog: writing needs the app id or a key with the publish scope", async () => {
+  await using relay = await serveServices();
+  const notes = `${relay.url}/downstream/api/notes/import`;
+  const blog = `${relay.url}/downstream/api/publish`;
+  const note = { title: "t", content: "c" };
+  const post = { title: "t", content: "c", targets: ["blog"] };
+  for (const [url, body] of [[notes, note], [blog, post]] as const) {
+    await assertProblem(await postJson(url, body, {}), 401);
+    await assertProblem(await postJson(url, body, { "x-app-id": "wrong" }), 401);
+    await assertProblem(await postJson(url, body, { "x-auth-key": READER_KEY }), 401);
+    await assertProblem(await postJson(url, body, { cookie: `relay_access=${READER_KEY}` }), 401);
+  }
+  assert.deepEqual(await fileNames(join(relay.dataDir, "notes")), []);
+  assert.deepEqual(await fileNames(join(relay.dataDir, "blog")), []);
+  for (const [url, body] of [[notes, note], [blog, post]] as const) {
+    assert.equal((await postJson(url, body, { "x-auth-key": MAIN_KEY })).status, 200);
+    assert.equal((await postJson(url, body, { "x-app-id": APP_ID })).status, 200);
+  }
+  assert.equal((await fileNames(join(relay.dataDir, "notes"))).length, 2);
+  assert.equal((await fileNames(join(relay.dataDir, "blog"))).length, 2);
 });

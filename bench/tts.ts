@@ -16,7 +16,13 @@
 
 import { createBuiltinServices } from "../src/publish/routes.ts";
 import { Podcast } from "../src/publish/podcast.ts";
-import { EspeakWasm, type Pcm, type TtsEngine, type Voice } from "../src/publish/tts.ts";
+import {
+  EspeakWasm,
+  EspeakWorker,
+  type Pcm,
+  type TtsEngine,
+  type Voice,
+} from "../src/publish/tts.ts";
 
 /** Wraps an engine to add up the time it spends speaking. */
 class Timed implements TtsEngine {
@@ -24,6 +30,9 @@ class Timed implements TtsEngine {
   speakingMs = 0;
   constructor(readonly inner: TtsEngine) {
     this.name = inner.name;
+  }
+  close(): void {
+    this.inner.close?.();
   }
   async synthesize(text: string, voice: Voice): Promise<Pcm> {
     const started = performance.now();
@@ -66,10 +75,22 @@ function chineseArticle(chars: number): string {
   return text;
 }
 
-/** Runs `job` while sampling resident memory every 20 ms; returns its peak, bytes. */
-async function peakRss(job: () => Promise<void>): Promise<number> {
+/**
+ * Runs `job` while sampling resident memory every 20 ms.
+ *
+ * @returns Peak RSS, bytes, and how late a 20 ms timer fired, ms (what a request arriving
+ *   then would wait): the 99th percentile and the longest.
+ */
+async function sample(
+  job: () => Promise<void>,
+): Promise<{ peak: number; stallMs: number; p99Ms: number }> {
   let peak = Deno.memoryUsage().rss;
+  const lags: number[] = [];
+  let last = performance.now();
   const timer = setInterval(() => {
+    const now = performance.now();
+    lags.push(Math.max(0, now - last - 20));
+    last = now;
     peak = Math.max(peak, Deno.memoryUsage().rss);
   }, 20);
   try {
@@ -77,17 +98,26 @@ async function peakRss(job: () => Promise<void>): Promise<number> {
   } finally {
     clearInterval(timer);
   }
-  return Math.max(peak, Deno.memoryUsage().rss);
+  lags.sort((a, b) => a - b);
+  return {
+    peak: Math.max(peak, Deno.memoryUsage().rss),
+    stallMs: lags[lags.length - 1] ?? 0,
+    p99Ms: lags[Math.floor(lags.length * 0.99)] ?? 0,
+  };
 }
 
-async function article(label: string, text: string): Promise<string> {
+async function article(
+  label: string,
+  text: string,
+  inner: TtsEngine = new EspeakWorker(),
+): Promise<string> {
   const dataDir = await Deno.makeTempDir({ prefix: "relay-bench-tts-" });
-  const engine = new Timed(new EspeakWasm());
+  const engine = new Timed(inner);
   const podcast = new Podcast({ dataDir, engine, clock: Date.now, log: () => {} });
   const episode = await podcast.enqueue(label, text);
   const before = Deno.memoryUsage().rss;
   const started = performance.now();
-  const peak = await peakRss(async () => {
+  const { peak, stallMs, p99Ms } = await sample(async () => {
     podcast.start();
     await podcast.idle(3_600_000);
     await podcast.stop();
@@ -104,7 +134,7 @@ async function article(label: string, text: string): Promise<string> {
     (engine.speakingMs / 1000 / audioS).toFixed(3)
   } | ${(encodeMs / 1000 / audioS).toFixed(3)} | ${Math.round(before / 2 ** 20)} → ${
     Math.round(peak / 2 ** 20)
-  } MiB |`;
+  } MiB | ${Math.round(p99Ms)} / ${Math.round(stallMs)} ms |`;
 }
 
 async function firstEpisode(): Promise<number> {
@@ -155,8 +185,15 @@ console.log(
 );
 console.log("");
 console.log(
-  "| article | chunks | audio | MP3 | wall time | RTF | RTF speaking | RTF encoding | RSS before → peak |",
+  "| article | chunks | audio | MP3 | wall time | RTF | RTF speaking | RTF encoding | RSS before → peak | event-loop delay p99 / max |",
 );
-console.log("|---|---|---|---|---|---|---|---|---|");
+console.log("|---|---|---|---|---|---|---|---|---|---|");
 console.log(await article("English, 5,000 words", englishArticle(5000)));
 console.log(await article("Chinese, 5,000 characters", chineseArticle(5000)));
+console.log(
+  await article(
+    "English, 5,000 words, engine in the main thread",
+    englishArticle(5000),
+    new EspeakWasm(),
+  ),
+);

@@ -227,6 +227,7 @@ export class Podcast {
     this.#kick();
     await this.#running;
     this.#running = undefined;
+    this.#engine.close?.();
   }
 
   /**

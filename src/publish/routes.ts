@@ -22,7 +22,7 @@ import { blogAtom, podcastRss } from "./feeds.ts";
 import { NotesStore, parseTags } from "./notes.ts";
 import { blogIndexPage, PAGE_HEADERS, podcastPage, postPage, type SiteUrls } from "./pages.ts";
 import { Podcast, type PodcastStats, type Retention } from "./podcast.ts";
-import { CommandEngine, EspeakWasm, type TtsEngine } from "./tts.ts";
+import { CommandEngine, EspeakWorker, type TtsEngine } from "./tts.ts";
 import { keysMatch } from "../auth.ts";
 
 /** The cookie the built-in blog's delete accepts: the relay's key or a publishing key. */
@@ -54,7 +54,7 @@ export interface BuiltinOptions {
   readonly clock?: () => number;
   /** Where the podcast worker's lines go; default `console.log`. */
   readonly log?: (line: string) => void;
-  /** The speech engine; default {@linkcode EspeakWasm}, or `ttsCommand` when given. */
+  /** The speech engine; default {@linkcode EspeakWorker}, or `ttsCommand` when given. */
   readonly engine?: TtsEngine;
   /** An external speech command (`--tts-command`); see {@linkcode CommandEngine}. */
   readonly ttsCommand?: string | undefined;
@@ -278,7 +278,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
   const notes = new NotesStore(options.dataDir, clock);
   const blog = new BlogStore(options.dataDir, clock);
   const engine = options.engine ??
-    (options.ttsCommand ? new CommandEngine(options.ttsCommand) : new EspeakWasm());
+    (options.ttsCommand ? new CommandEngine(options.ttsCommand) : new EspeakWorker());
   const podcast = new Podcast({
     dataDir: options.dataDir,
     engine,

@@ -34,6 +34,8 @@ export interface TtsEngine {
    * @throws {Error} with one sentence when the engine fails.
    */
   synthesize(text: string, voice: Voice): Promise<Pcm>;
+  /** Frees what the engine holds (a worker thread); it may be used again after. */
+  close?(): void;
 }
 
 /** Longest chunk handed to the engine at once, characters (about 30 s of speech). */
@@ -257,5 +259,79 @@ export class CommandEngine implements TtsEngine {
       );
     }
     return parseWav(output.stdout);
+  }
+}
+
+/**
+ * The built-in engine on a worker thread ({@linkcode EspeakWasm} in `tts_worker.ts`), so
+ * that the relay keeps answering while a chunk is spoken. When the worker cannot start
+ * (a build without it), chunks are spoken in this thread instead.
+ */
+export class EspeakWorker implements TtsEngine {
+  /** @inheritdoc */
+  readonly name = "espeak-ng (WebAssembly, built in)";
+  #worker: Worker | undefined;
+  #fallback: EspeakWasm | undefined;
+  #next = 1;
+  readonly #pending = new Map<
+    number,
+    { resolve: (pcm: Pcm) => void; reject: (error: Error) => void }
+  >();
+
+  /** @inheritdoc */
+  synthesize(text: string, voice: Voice): Promise<Pcm> {
+    if (this.#fallback) return this.#fallback.synthesize(text, voice);
+    const worker = this.#start();
+    if (worker === undefined) return this.synthesize(text, voice);
+    const id = this.#next++;
+    return new Promise<Pcm>((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      worker.postMessage({ id, text, voice });
+    });
+  }
+
+  /** @inheritdoc */
+  close(): void {
+    this.#worker?.terminate();
+    this.#worker = undefined;
+    for (const { reject } of this.#pending.values()) reject(new Error("the engine was closed"));
+    this.#pending.clear();
+  }
+
+  #start(): Worker | undefined {
+    if (this.#worker) return this.#worker;
+    let worker: Worker;
+    try {
+      worker = new Worker(new URL("./tts_worker.ts", import.meta.url).href, { type: "module" });
+    } catch {
+      this.#fallback = new EspeakWasm();
+      return undefined;
+    }
+    worker.onmessage = (
+      event: MessageEvent<
+        { id: number; samples?: Int16Array; sampleRate?: number; error?: string }
+      >,
+    ) => {
+      const { id, samples, sampleRate, error } = event.data;
+      const pending = this.#pending.get(id);
+      this.#pending.delete(id);
+      if (error !== undefined || samples === undefined || sampleRate === undefined) {
+        pending?.reject(new Error(error ?? "the speech worker answered nothing"));
+      } else pending?.resolve({ samples, sampleRate });
+    };
+    worker.onerror = (event) => {
+      event.preventDefault();
+      // A worker that cannot load or crashed: speak in this thread from now on.
+      this.#fallback = new EspeakWasm();
+      const waiting = [...this.#pending.values()];
+      this.#pending.clear();
+      this.#worker?.terminate();
+      this.#worker = undefined;
+      for (const { reject } of waiting) {
+        reject(new Error(`the speech worker failed: ${event.message}`));
+      }
+    };
+    this.#worker = worker;
+    return worker;
   }
 }

@@ -4,6 +4,7 @@ import {
   chooseVoice,
   CommandEngine,
   EspeakWasm,
+  EspeakWorker,
   parseWav,
   splitForSpeech,
 } from "../../src/publish/tts.ts";
@@ -132,4 +133,24 @@ await Deno.stdout.write(b);`,
     /cannot run/,
   );
   await Deno.remove(script);
+});
+
+Deno.test("the built-in engine on its worker thread speaks the same as in this thread", async () => {
+  const worker = new EspeakWorker();
+  try {
+    const [a, b] = await Promise.all([
+      worker.synthesize("Hello from the worker.", "en-us"),
+      worker.synthesize("你好。", "cmn"),
+    ]);
+    const direct = await new EspeakWasm().synthesize("Hello from the worker.", "en-us");
+    assert.equal(a.sampleRate, 22050);
+    assert.deepEqual(a.samples, direct.samples);
+    assert.ok(b.samples.length > 11025);
+  } finally {
+    worker.close();
+  }
+  // Closed, it starts again when asked.
+  const again = await worker.synthesize("Again.", "en-us");
+  assert.ok(again.samples.length > 0);
+  worker.close();
 });

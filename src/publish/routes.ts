@@ -14,7 +14,7 @@
 import { type Context, Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import { z } from "zod";
-import { presentedKey } from "../auth.ts";
+import { AuthFailureLimiter, presentedKey } from "../auth.ts";
 import { readLimited } from "../body.ts";
 import { HttpError, problemResponse } from "../errors.ts";
 import { BlogStore } from "./blog.ts";
@@ -291,22 +291,44 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     origin: (options.publicUrl ?? new URL(c.req.url).origin).replace(/\/+$/, ""),
   });
 
+  // Failed keys, app ids and cookies count per client address as on the relay's own
+  // endpoints: after 10 in a minute the address gets 429 whatever it sends.
+  const failures = new AuthFailureLimiter(clock);
+  const addressOf = (c: Context): string | undefined =>
+    (c.env as { remoteAddr?: { hostname?: string } } | undefined)?.remoteAddr?.hostname;
+  const checkLimit = (c: Context) => {
+    const address = addressOf(c);
+    const wait = address === undefined ? 0 : failures.retryAfter(address);
+    if (wait > 0) {
+      throw new HttpError(
+        429,
+        `Too many failed authentications from ${address}: try again in ${wait} s`,
+        { "retry-after": String(wait) },
+      );
+    }
+  };
+  const refuse = (c: Context, detail: string): never => {
+    const address = addressOf(c);
+    if (address !== undefined) failures.fail(address);
+    throw new HttpError(401, detail);
+  };
+
   /** The key a request presents: header, query parameter or the access cookie. */
   const keyOf = (c: Context): string | undefined =>
     presentedKey(c.req.raw.headers, new URL(c.req.url).searchParams) ??
       getCookie(c, ACCESS_COOKIE);
 
   const requireKey = (c: Context, scope: "read" | "publish", what: string) => {
+    checkLimit(c);
     const key = keyOf(c);
     if (key === undefined) {
-      throw new HttpError(
-        401,
+      refuse(
+        c,
         `${what} needs a key: send it in the X-Auth-Key header, the key query parameter ` +
           `or the ${ACCESS_COOKIE} cookie`,
       );
-    }
-    if (!options.authorize(key, scope)) {
-      throw new HttpError(401, `${what} needs a key with the "${scope}" scope`);
+    } else if (!options.authorize(key, scope)) {
+      refuse(c, `${what} needs a key with the "${scope}" scope`);
     }
   };
 
@@ -316,12 +338,13 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
    * by anyone who can reach the relay, and a public blog must not take posts from them.
    */
   const requireWriter = (c: Context, what: string) => {
+    checkLimit(c);
     const appId = c.req.header("x-app-id");
     if (appId !== undefined && appId !== "" && keysMatch(appId, options.appId)) return;
     const key = keyOf(c);
     if (key !== undefined && options.authorize(key, "publish")) return;
-    throw new HttpError(
-      401,
+    refuse(
+      c,
       `${what} needs the X-App-ID header (RELAY_APP_ID, or the relay's app-id file) or a key ` +
         `with the "publish" scope`,
     );
@@ -370,10 +393,11 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
       (raw as { targets: unknown[] }).targets.includes("nas");
     // The app id is checked before anything else about a read-aloud request.
     if (wantsNas) {
+      checkLimit(c);
       const given = c.req.header("x-app-id");
       if (given === undefined || given === "" || !keysMatch(given, options.appId)) {
-        throw new HttpError(
-          401,
+        refuse(
+          c,
           given ? "Wrong X-App-ID" : "Reading aloud needs the X-App-ID header (RELAY_APP_ID)",
         );
       }
@@ -403,10 +427,11 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
   });
 
   route(["POST"], `${DOWNSTREAM_PATH}/delete/:post_id`, async (c) => {
+    checkLimit(c);
     const cookie = getCookie(c, ACCESS_COOKIE);
     if (cookie === undefined || !options.authorize(cookie, "publish")) {
-      throw new HttpError(
-        401,
+      refuse(
+        c,
         `Deleting a post needs the ${ACCESS_COOKIE} cookie holding the relay's key or a key ` +
           `with the "publish" scope`,
       );

@@ -529,3 +529,22 @@ Deno.test("notes and blog: writing needs the app id or a key with the publish sc
   assert.equal((await fileNames(join(relay.dataDir, "notes"))).length, 2);
   assert.equal((await fileNames(join(relay.dataDir, "blog"))).length, 2);
 });
+
+Deno.test("failed keys, app ids and cookies are limited per address like the relay's own", async () => {
+  await using relay = await serveServices();
+  for (let i = 0; i < 10; i++) {
+    await assertProblem(await fetch(`${relay.url}/notes/?key=guess-${i}`), 401);
+  }
+  const limited = await fetch(`${relay.url}/notes/?key=${MAIN_KEY}`);
+  await assertProblem(limited, 429);
+  assert.ok(Number(limited.headers.get("retry-after")) >= 1);
+  // The same budget covers the app id and the delete cookie.
+  await assertProblem(
+    await postJson(`${relay.url}/downstream/api/notes/import`, { title: "t", content: "c" }),
+    429,
+  );
+  await assertProblem(
+    await fetch(`${relay.url}/downstream/delete/20260101-000000-aaaaaaaa`, { method: "POST" }),
+    429,
+  );
+});

@@ -13,6 +13,7 @@ import type { Post } from "./blog.ts";
 import { renderPostBody, type SiteUrls } from "./pages.ts";
 import { formatDuration } from "./pages.ts";
 import type { Episode } from "./podcast.ts";
+import { chooseVoice } from "./tts.ts";
 
 /** Posts in the Atom feed at most, newest first. */
 const FEED_POSTS = 50;
@@ -90,6 +91,10 @@ export function podcastRss(episodes: readonly Episode[], urls: SiteUrls, key?: s
     </item>`;
   });
   const newest = episodes.find((e) => e.state === "ready");
+  // The feed's language: the one most ready episodes are read in.
+  const ready = episodes.filter((e) => e.state === "ready");
+  const chinese = ready.filter((e) => chooseVoice(e.text.slice(0, 2000)) === "cmn").length;
+  const language = ready.length > 0 && chinese * 2 >= ready.length ? "zh-cn" : "en";
   return `<?xml version="1.0" encoding="UTF-8"?>
 <rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd" xmlns:atom="http://www.w3.org/2005/Atom">
   <channel>
@@ -99,7 +104,7 @@ export function podcastRss(episodes: readonly Episode[], urls: SiteUrls, key?: s
     escapeXml(`${urls.origin}/podcast/feed.xml`)
   }" rel="self" type="application/rss+xml"/>
     <description>Articles read aloud by the household's relay.</description>
-    <language>zh-cn</language>
+    <language>${language}</language>
     <lastBuildDate>${new Date(newest?.created_at ?? 0).toUTCString()}</lastBuildDate>
     <itunes:author>Content Relay</itunes:author>
     <itunes:summary>Articles read aloud by the household's relay.</itunes:summary>

@@ -287,6 +287,7 @@ Deno.test("podcast: X-App-ID is checked, the episode is queued at once, spoken i
   assert.equal(feedRes.headers.get("content-type"), "application/rss+xml; charset=utf-8");
   const rss = xml.parse(await feedRes.text()).rss;
   assert.equal(rss["@version"], "2.0");
+  assert.equal(rss.channel.language, "en");
   const item = rss.channel.item;
   assert.ok(!Array.isArray(item), "one item");
   assert.equal(item.title, "读一读 & <listen>");

@@ -176,3 +176,43 @@ Deno.test("relay blog-delete deletes from the built-in blog with the client's ke
   assert.equal(deleted.stdout.trim(), `deleted post ${postId}`);
   await assertProblem(await fetch(`${relay.url}/blog/${postId}`), 404);
 });
+
+Deno.test("an episode cut off by a killed relay resumes after restart and ends as one valid MP3", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relay-e2e-" });
+  const env = { RELAY_API_KEY: KEY };
+  const text = Array.from(
+    { length: 120 },
+    (_, i) => `This is sentence ${i} of a long article that the relay reads aloud.`,
+  ).join(" ");
+  let id: string;
+  {
+    await using relay = await startRelayProcess(dir, { env });
+    const res = await fetch(`${relay.url}/publish`, {
+      method: "POST",
+      headers: { "x-auth-key": KEY, "content-type": "application/json" },
+      body: JSON.stringify({ title: "Long", content: text, targets: ["nas"], transform: "read" }),
+    });
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+    const episode = await eventually(async () => {
+      const list = await (await fetch(`${relay.url}/podcast/episodes`)).json();
+      const [found] = list.episodes;
+      return found?.state === "synthesising" && found.chunks_done >= 1 ? found : undefined;
+    });
+    id = episode.id;
+    assert.ok(episode.chunks_done < episode.chunks_total, "killed in the middle");
+    await relay.stop("SIGKILL");
+  }
+  await using relay = await startRelayProcess(dir, { env });
+  const done = await eventually(async () => {
+    const list = await (await fetch(`${relay.url}/podcast/episodes`)).json();
+    const found = list.episodes.find((e: { id: string }) => e.id === id);
+    assert.notEqual(found.state, "failed", found.error);
+    return found.state === "ready" ? found : undefined;
+  });
+  const audio = new Uint8Array(await (await fetch(done.audio_url)).arrayBuffer());
+  assert.equal(audio.length, done.bytes);
+  const walk = walkMp3(audio);
+  assert.ok(Math.abs(walk.seconds - done.duration_s) < 0.1 * done.chunks_total + 0.2);
+  await assert.rejects(Deno.stat(join(dir, "podcast", `${id}.mp3.part`)));
+});

@@ -49,6 +49,8 @@ export class BlogStore {
   #posts: Promise<Map<string, Post>> | undefined;
 
   /**
+   * Reads and writes posts in `<data>/blog/`.
+   *
    * @param dataDir The relay's data directory; posts go in its `blog/` folder.
    * @param clock Source of time, epoch ms.
    */

@@ -17,7 +17,9 @@ import type { BuiltinServices } from "./routes.ts";
 
 /** The app id and where it came from (never the id itself in a log). */
 export interface AppId {
+  /** The app id itself: a secret, never logged. */
   readonly appId: string;
+  /** `RELAY_APP_ID`, the existing `app-id` file, or a file generated now. */
   readonly source: "environment" | "file" | "generated";
   /** The file it was read from or written to. */
   readonly path: string | undefined;

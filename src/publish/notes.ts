@@ -86,6 +86,8 @@ export class NotesStore {
   readonly #clock: () => number;
 
   /**
+   * Reads and writes notes in `<data>/notes/`.
+   *
    * @param dataDir The relay's data directory; notes go in its `notes/` folder.
    * @param clock Source of time, epoch ms.
    */

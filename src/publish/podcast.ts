@@ -36,11 +36,13 @@ export type EpisodeState = "queued" | "synthesising" | "ready" | "failed";
 export interface Episode {
   /** Its id: its file names and its guid. */
   readonly id: string;
+  /** The episode's title (the publish request's `title`). */
   readonly title: string;
   /** The text spoken (the publish request's `content`). */
   readonly text: string;
   /** When it was queued, epoch ms. */
   readonly created_at: number;
+  /** Where the episode is. */
   readonly state: EpisodeState;
   /** Chunks of text in all (0 until synthesis starts). */
   readonly chunks_total: number;
@@ -75,6 +77,7 @@ export interface PodcastStats {
   readonly audio_bytes: number;
   /** Episodes deleted by the retention limits since start. */
   readonly evicted: number;
+  /** The limits in force. */
   readonly retention: Retention;
 }
 
@@ -108,6 +111,8 @@ export class Podcast {
   #evicted = 0;
 
   /**
+   * The episodes in `<data>/podcast/`, spoken by `options.engine`.
+   *
    * @param options.dataDir The relay's data directory; episodes go in `podcast/`.
    * @param options.engine What speaks.
    * @param options.clock Source of time, epoch ms.

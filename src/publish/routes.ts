@@ -74,8 +74,11 @@ export interface BuiltinServices {
   readonly app: Hono;
   /** Every path pattern the app serves, for a 404 message. */
   readonly paths: readonly string[];
+  /** The notes store (its files in `<data>/notes/`). */
   readonly notes: NotesStore;
+  /** The blog's posts (`<data>/blog/`). */
   readonly blog: BlogStore;
+  /** The podcast's episodes and their worker (`<data>/podcast/`). */
   readonly podcast: Podcast;
   /** Starts the podcast worker (resumes unfinished episodes). */
   start(): void;

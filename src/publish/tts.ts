@@ -168,11 +168,11 @@ const createEspeak = ESpeakNg as unknown as (options: EspeakOptions) => Promise<
  * own 32 MB of memory, freed when the chunk is done.
  */
 export class EspeakWasm implements TtsEngine {
-  /** @inheritdoc */
+  /** A short name for logs and docs. */
   readonly name = "espeak-ng (WebAssembly, built in)";
   #compiled: Promise<WebAssembly.Module> | undefined;
 
-  /** @inheritdoc */
+  /** Speaks `text` with `voice`; rejects with one sentence when the engine fails. */
   async synthesize(text: string, voice: Voice): Promise<Pcm> {
     const compiled = await this.#module();
     const errors: string[] = [];
@@ -215,12 +215,14 @@ export class EspeakWasm implements TtsEngine {
  * `espeak-ng -v {voice} --stdin --stdout`.
  */
 export class CommandEngine implements TtsEngine {
-  /** @inheritdoc */
+  /** The program's name and "(external)". */
   readonly name: string;
   readonly #argv: readonly string[];
   readonly #timeoutMs: number;
 
   /**
+   * An engine that runs `command` for each chunk.
+   *
    * @param command The command line, e.g. `espeak-ng -v {voice} --stdin --stdout`.
    * @param timeoutMs How long one chunk may take, ms.
    * @throws {Error} when the command is empty.
@@ -232,7 +234,7 @@ export class CommandEngine implements TtsEngine {
     this.#timeoutMs = timeoutMs;
   }
 
-  /** @inheritdoc */
+  /** Speaks `text` with `voice`; rejects with one sentence when the engine fails. */
   async synthesize(text: string, voice: Voice): Promise<Pcm> {
     const [program, ...args] = this.#argv.map((part) => part.replaceAll("{voice}", voice));
     let child: Deno.ChildProcess;
@@ -268,7 +270,7 @@ export class CommandEngine implements TtsEngine {
  * (a build without it), chunks are spoken in this thread instead.
  */
 export class EspeakWorker implements TtsEngine {
-  /** @inheritdoc */
+  /** A short name for logs and docs. */
   readonly name = "espeak-ng (WebAssembly, built in)";
   #worker: Worker | undefined;
   #fallback: EspeakWasm | undefined;
@@ -278,7 +280,7 @@ export class EspeakWorker implements TtsEngine {
     { resolve: (pcm: Pcm) => void; reject: (error: Error) => void }
   >();
 
-  /** @inheritdoc */
+  /** Speaks `text` with `voice` on the worker thread; rejects with one sentence. */
   synthesize(text: string, voice: Voice): Promise<Pcm> {
     if (this.#fallback) return this.#fallback.synthesize(text, voice);
     const worker = this.#start();
@@ -290,7 +292,7 @@ export class EspeakWorker implements TtsEngine {
     });
   }
 
-  /** @inheritdoc */
+  /** Stops the worker thread; chunks still waiting are rejected. */
   close(): void {
     this.#worker?.terminate();
     this.#worker = undefined;

@@ -78,9 +78,11 @@ export function withBuiltinTargets(
     timeoutMs: external.timeoutMs,
     fetch: (request) => {
       if (!request.url.startsWith(`${base}/`)) return outside(request);
+      // The built-in app serves /downstream/… whatever path --public-url has before it.
+      const path = `${DOWNSTREAM_PATH}${request.url.slice(base.length)}`;
+      const inside = new Request(new URL(path, request.url), request);
       // The relay's own calls carry the app id, which the built-in notes store and blog
       // ask for (the podcast's request has it already).
-      const inside = new Request(request);
       inside.headers.set("x-app-id", appId);
       return Promise.resolve(services.app.fetch(inside));
     },

@@ -10,7 +10,7 @@
 
 import { Feed } from "feed";
 import type { Post } from "./blog.ts";
-import { renderPostBody, type SiteUrls } from "./pages.ts";
+import { escapeHtml, renderPostBody, type SiteUrls } from "./pages.ts";
 import { formatDuration } from "./pages.ts";
 import type { Episode } from "./podcast.ts";
 import { chooseVoice } from "./tts.ts";
@@ -33,12 +33,14 @@ export function blogAtom(posts: readonly Post[], urls: SiteUrls): string {
   for (const post of posts.slice(0, FEED_POSTS)) {
     const link = `${urls.origin}/blog/${post.post_id}`;
     feed.addItem({
-      title: post.title,
+      // Atom's title here is of type "html": escaped, so that a title is shown as written.
+      title: xmlChars(escapeHtml(post.title)),
       id: link,
       link,
       date: new Date(post.created_at),
-      content: renderPostBody(post),
-      category: post.tags.map((tag) => ({ name: tag })),
+      content: xmlChars(renderPostBody(post)),
+      // The feed library leaves "<" unescaped in attributes, which XML forbids: drop it.
+      category: post.tags.map((tag) => ({ name: xmlChars(tag).replace(/[<>]/g, "") })),
     });
   }
   return feed.atom1();
@@ -52,13 +54,21 @@ const XML_ENTITIES: Record<string, string> = {
   "'": "&apos;",
 };
 
-/** Escapes text for XML element content and attribute values; drops characters XML forbids. */
-export function escapeXml(text: string): string {
+/**
+ * Drops the characters XML 1.0 forbids anywhere, even escaped or in CDATA: control
+ * characters other than tab and line breaks, U+FFFE, U+FFFF and lone surrogates. A feed
+ * holding one is refused whole by a strict reader.
+ */
+export function xmlChars(text: string): string {
   return text
     // deno-lint-ignore no-control-regex
     .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, "")
-    .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "")
-    .replace(/[&<>"']/g, (c) => XML_ENTITIES[c]!);
+    .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "");
+}
+
+/** Escapes text for XML element content and attribute values; drops characters XML forbids. */
+export function escapeXml(text: string): string {
+  return xmlChars(text).replace(/[&<>"']/g, (c) => XML_ENTITIES[c]!);
 }
 
 /** Characters of an episode's text in its description at most. */

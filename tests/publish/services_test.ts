@@ -549,3 +549,38 @@ Deno.test("failed keys, app ids and cookies are limited per address like the rel
     429,
   );
 });
+
+Deno.test("feeds stay well-formed XML whatever a title or text holds", async () => {
+  await using relay = await serveServices();
+  const nasty = "a ]]> b & <c> \u0001\u0002 \ufffe end";
+  await postJson(`${relay.url}/downstream/api/publish`, {
+    title: nasty,
+    content: nasty,
+    content_md: `code \`]]>\` and ]]> text ${nasty}`,
+    tags: `]]>,${nasty}`,
+    targets: ["blog"],
+  });
+  await postJson(`${relay.url}/downstream/api/publish`, {
+    title: nasty,
+    content: `Say this. ${nasty}`,
+    targets: ["nas"],
+    transform: "read",
+  });
+  await relay.services.podcast.idle(60_000);
+  // No character XML 1.0 forbids (the parser does not check that), and the feed parses.
+  for (const path of ["/blog/feed.xml", "/podcast/feed.xml"]) {
+    const text = await (await fetch(`${relay.url}${path}`)).text();
+    // deno-lint-ignore no-control-regex
+    assert.ok(!/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/.test(text), path);
+    const parsed = xml.parse(text);
+    const title = path.startsWith("/blog")
+      ? String(parsed.feed.entry.title["#text"] ?? parsed.feed.entry.title)
+      : String(parsed.rss.channel.item.title);
+    assert.ok(title.startsWith("a ]]"), title);
+    assert.ok(title.endsWith(" end"), title);
+  }
+  // Atom's title is of type html and escaped: a reader shows "<c>", never makes it a tag.
+  const atom = await (await fetch(`${relay.url}/blog/feed.xml`)).text();
+  assert.ok(atom.includes("&#60;c&#62;"));
+  assert.ok(!atom.includes("<c>"));
+});

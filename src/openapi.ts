@@ -11,7 +11,7 @@
 import { z } from "zod";
 import { createDocument, type ZodOpenApiOperationObject } from "zod-openapi";
 import { type Scope, SCOPES } from "./named_keys.ts";
-import { builtinPaths } from "./publish/openapi.ts";
+import { builtinPaths, publishingStatsSchema } from "./publish/openapi.ts";
 import { TARGETS } from "./publish.ts";
 import { QUEUE_NAMES } from "./queues.ts";
 import {
@@ -293,6 +293,7 @@ function operations(): Record<string, Record<string, ZodOpenApiOperationObject>>
             z.object({
               queues: z.partialRecord(queueName, counters),
               results: counters,
+              publishing: publishingStatsSchema.optional(),
             }),
           ),
           ...problems(...AUTH_ERRORS),

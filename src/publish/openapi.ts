@@ -87,6 +87,21 @@ const episode = z.object({
 
 const html = { description: "HTML page", content: { "text/html; charset=utf-8": {} } };
 
+/** The `publishing` part of `GET /stats`: the built-in services' figures and limits. */
+export const publishingStatsSchema: z.ZodType = z.object({
+  notes: z.number().int(),
+  posts: z.number().int(),
+  podcast: z.object({
+    episodes: z.record(z.enum(["queued", "synthesising", "ready", "failed"]), z.number().int()),
+    audio_bytes: z.number().int(),
+    evicted: z.number().int().meta({ description: "episodes deleted by retention since start" }),
+    retention: z.object({
+      keep: z.number().int(),
+      maxDiskBytes: z.number().int(),
+    }),
+  }),
+}).meta({ description: "The built-in notes store, blog and podcast" });
+
 /** The built-in services' paths, for the relay's API document. */
 export function builtinPaths(): ZodOpenApiPathsObject {
   return {

@@ -107,7 +107,7 @@ export async function builtinMetricsText(services: BuiltinServices): Promise<str
     `relay_podcast_audio_bytes ${podcast.audio_bytes}`,
     "# HELP relay_podcast_audio_max_bytes Disk space allowed for podcast audio.",
     "# TYPE relay_podcast_audio_max_bytes gauge",
-    `relay_podcast_audio_max_bytes ${podcast.retention.maxDiskBytes}`,
+    `relay_podcast_audio_max_bytes ${podcast.retention.max_disk_bytes}`,
     "# HELP relay_podcast_keep_episodes Podcast episodes kept at most.",
     "# TYPE relay_podcast_keep_episodes gauge",
     `relay_podcast_keep_episodes ${podcast.retention.keep}`,

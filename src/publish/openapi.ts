@@ -97,7 +97,7 @@ export const publishingStatsSchema: z.ZodType = z.object({
     evicted: z.number().int().meta({ description: "episodes deleted by retention since start" }),
     retention: z.object({
       keep: z.number().int(),
-      maxDiskBytes: z.number().int(),
+      max_disk_bytes: z.number().int(),
     }),
   }),
 }).meta({ description: "The built-in notes store, blog and podcast" });

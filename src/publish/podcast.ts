@@ -77,8 +77,8 @@ export interface PodcastStats {
   readonly audio_bytes: number;
   /** Episodes deleted by the retention limits since start. */
   readonly evicted: number;
-  /** The limits in force. */
-  readonly retention: Retention;
+  /** The limits in force: episodes kept, bytes of audio kept. */
+  readonly retention: { readonly keep: number; readonly max_disk_bytes: number };
 }
 
 function isEpisode(value: unknown): value is Episode {
@@ -213,7 +213,7 @@ export class Podcast {
       episodes: counts,
       audio_bytes: audio,
       evicted: this.#evicted,
-      retention: this.#retention,
+      retention: { keep: this.#retention.keep, max_disk_bytes: this.#retention.maxDiskBytes },
     };
   }
 

@@ -85,7 +85,10 @@ Deno.test("a fresh relay publishes to its built-in notes, blog and podcast, and 
     assert.equal(stats.publishing.posts, 1);
     assert.equal(stats.publishing.notes, 1);
     assert.equal(stats.publishing.podcast.episodes.ready, 1);
-    assert.equal(stats.publishing.podcast.retention.keep, 100);
+    assert.deepEqual(stats.publishing.podcast.retention, {
+      keep: 100,
+      max_disk_bytes: 1024 ** 3,
+    });
     const metrics = await (await fetch(`${relay.url}/metrics`, { headers: { "x-auth-key": KEY } }))
       .text();
     assert.match(metrics, /^relay_podcast_episodes\{state="ready"\} 1$/m);

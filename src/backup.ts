@@ -33,6 +33,7 @@ import {
   writeKeys,
   writeLastUsed,
 } from "./access/named_keys.ts";
+import { exportPublished, importPublished, publishedSchema } from "./publish/backup.ts";
 import { QUEUE_NAMES } from "./queues.ts";
 import { writeCounters } from "./store/integrity.ts";
 import { withStore } from "./store/database.ts";
@@ -102,6 +103,8 @@ const backupSchema = z.object({
       error: "the API key must be one line without surrounding spaces",
     })
     .optional(),
+  /** The built-in notes, posts and podcast episodes (docs/publishing-builtin.md). */
+  published: publishedSchema.optional(),
 });
 
 /** A backup document (see {@linkcode backupSchema}). */
@@ -217,7 +220,11 @@ export async function exportRelay(
   options: { includeSecrets?: boolean } = {},
 ): Promise<Backup> {
   return await withStore(files.db, async (store) => {
-    const backup = { ...await exportStore(store), keys: backupKeys(files.keysFile) };
+    const backup = {
+      ...await exportStore(store),
+      keys: backupKeys(files.keysFile),
+      published: await exportPublished(dirname(files.db)),
+    };
     if (!options.includeSecrets) return backup;
     const apiKey = await findApiKey({
       fromEnv: files.secrets.apiKey,
@@ -309,6 +316,9 @@ export async function importRelay(
           ),
         ),
       );
+    }
+    if (backup.published !== undefined) {
+      await importPublished(dirname(files.db), backup.published);
     }
     if (backup.api_key !== undefined) {
       try {
@@ -443,7 +453,11 @@ async function takeBackup(
   dir: string,
   at: number,
 ): Promise<string> {
-  const backup: Backup = { ...await exportStore(store), keys: backupKeys(options.keysFile) };
+  const backup: Backup = {
+    ...await exportStore(store),
+    keys: backupKeys(options.keysFile),
+    published: await exportPublished(dirname(options.db)),
+  };
   makePrivateDirectory(dir);
   const path = join(dir, automaticBackupName(at));
   const temporary = `${path}.${crypto.randomUUID()}.tmp`;

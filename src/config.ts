@@ -96,6 +96,42 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
     help: "how long one downstream call may take (e.g. 500ms, 15s)",
   },
   {
+    flag: "public-url",
+    env: "RELAY_PUBLIC_URL",
+    default: undefined,
+    help: "URL phones reach the relay at, for feed, audio and post links (default: the request's)",
+  },
+  {
+    flag: "private-blog",
+    env: "RELAY_PRIVATE_BLOG",
+    default: "no",
+    help: "yes: the built-in blog and its feed need a key with the read scope",
+  },
+  {
+    flag: "private-podcast",
+    env: "RELAY_PRIVATE_PODCAST",
+    default: "no",
+    help: "yes: the built-in podcast's feed and audio need a key with the read scope",
+  },
+  {
+    flag: "tts-command",
+    env: "RELAY_TTS_COMMAND",
+    default: undefined,
+    help: "speech engine to run instead of the built-in one: text on stdin, WAV on stdout",
+  },
+  {
+    flag: "podcast-keep",
+    env: "RELAY_PODCAST_KEEP",
+    default: "100",
+    help: "podcast episodes kept; the oldest beyond are deleted",
+  },
+  {
+    flag: "podcast-max-disk",
+    env: "RELAY_PODCAST_MAX_DISK",
+    default: "1GiB",
+    help: "disk space for podcast audio (bytes, KiB, MiB or GiB); the oldest beyond are deleted",
+  },
+  {
     flag: "api-key-file",
     env: "RELAY_API_KEY_FILE",
     default: undefined,
@@ -176,6 +212,18 @@ export interface Config {
   readonly podcastUrl: string | undefined;
   /** Timeout of one downstream call, ms, > 0 (C61). */
   readonly publishTimeoutMs: number;
+  /** Origin phones reach the relay at, for absolute URLs in feeds and pages; no trailing `/`. */
+  readonly publicUrl: string | undefined;
+  /** The built-in blog needs a key with the read scope. */
+  readonly privateBlog: boolean;
+  /** The built-in podcast's feed and audio need a key with the read scope. */
+  readonly privatePodcast: boolean;
+  /** An external speech command instead of the built-in engine. */
+  readonly ttsCommand: string | undefined;
+  /** Podcast episodes kept, ≥ 1. */
+  readonly podcastKeep: number;
+  /** Disk space for podcast audio, bytes, ≥ 1 MiB. */
+  readonly podcastMaxDiskBytes: number;
   /** File holding the API key, when given. */
   readonly apiKeyFile: string | undefined;
   /** The named keys with scopes (issue 7); may not exist yet. */
@@ -221,17 +269,23 @@ export function parseDuration(text: string): number | undefined {
   return Math.round(Number(match[1]) * (DURATION_UNIT_MS[match[2] ?? ""] ?? NaN));
 }
 
-const SIZE = /^(\d+(?:\.\d+)?)\s*(KiB|MiB)?$/;
+const SIZE = /^(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB)?$/;
 
 /**
- * Parses a size: bytes, or a number with `KiB` or `MiB` (C70), e.g. `524288`, `512KiB`.
+ * Parses a size: bytes, or a number with `KiB`, `MiB` or `GiB` (C70), e.g. `524288`, `512KiB`.
  *
  * @returns Whole bytes, or `undefined` when the text is not a size.
  */
 export function parseSize(text: string): number | undefined {
   const match = SIZE.exec(text.trim());
   if (match === null) return undefined;
-  const unit = match[2] === "MiB" ? 1024 * 1024 : match[2] === "KiB" ? 1024 : 1;
+  const unit = match[2] === "GiB"
+    ? 1024 ** 3
+    : match[2] === "MiB"
+    ? 1024 * 1024
+    : match[2] === "KiB"
+    ? 1024
+    : 1;
   const bytes = Number(match[1]) * unit;
   return Number.isInteger(bytes) ? bytes : undefined;
 }
@@ -259,6 +313,14 @@ const HOST_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])
 const httpUrl = z
   .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })
   .optional();
+
+const yesNo = z
+  .string()
+  .transform((text) => text.trim().toLowerCase())
+  .refine((text) => ["yes", "no", "true", "false", "on", "off", "1", "0"].includes(text), {
+    error: "must be yes or no",
+  })
+  .transform((text) => ["yes", "true", "on", "1"].includes(text));
 
 const configSchema = z.object({
   hostname: z.string().min(1, { error: "must not be empty" }).refine(isListenAddress, {
@@ -299,6 +361,25 @@ const configSchema = z.object({
     .transform((text) => parseDuration(text) ?? -1)
     .refine((ms) => ms > 0 && ms <= MAX_DURATION_MS, {
       error: "must be a duration from 1ms to 720h: a number with ms, s, m or h (e.g. 15s)",
+    }),
+  "public-url": z
+    .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })
+    .refine((url) => !/[?#]/.test(url), { error: "must not have a query or fragment" })
+    .transform((url) => url.replace(/\/+$/, ""))
+    .optional(),
+  "private-blog": yesNo,
+  "private-podcast": yesNo,
+  "tts-command": z.string().trim().min(1, { error: "must not be empty" }).optional(),
+  "podcast-keep": z
+    .string()
+    .regex(/^\d+$/, { error: "must be a whole number from 1" })
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= 1_000_000, { error: "must be a whole number from 1" }),
+  "podcast-max-disk": z
+    .string()
+    .transform((text) => parseSize(text) ?? -1)
+    .refine((bytes) => bytes >= 1024 * 1024, {
+      error: "must be a size of at least 1MiB (bytes, KiB, MiB or GiB)",
     }),
   "api-key-file": z.string().min(1, { error: "must not be empty" }).optional(),
   "keys-file": z.string().min(1, { error: "must not be empty" }).optional(),
@@ -444,6 +525,12 @@ export function loadConfig(
     blogUrl: value["blog-url"],
     podcastUrl: value["podcast-url"],
     publishTimeoutMs: value["publish-timeout"],
+    publicUrl: value["public-url"],
+    privateBlog: value["private-blog"],
+    privatePodcast: value["private-podcast"],
+    ttsCommand: value["tts-command"],
+    podcastKeep: value["podcast-keep"],
+    podcastMaxDiskBytes: value["podcast-max-disk"],
     apiKeyFile: value["api-key-file"],
     keysFile: value["keys-file"] ?? defaultKeysFile(value.db),
     tls: certFile === undefined || tlsKeyFile === undefined

@@ -58,6 +58,7 @@ for (const umask of ["000", "022"]) {
         assert.equal(await post(relay.url, added.stdout.trim(), "/submit", "from the phone"), 200);
         assert.deepEqual(fileModes(data), {
           "api-key": "600",
+          "app-id": "600",
           "keys.json": "600",
           "relay.kv": "600",
           "relay.kv-shm": "600",
@@ -71,6 +72,7 @@ for (const umask of ["000", "022"]) {
       }
       assert.deepEqual(fileModes(data), {
         "api-key": "600",
+        "app-id": "600",
         "keys.json": "600",
         "keys.json.last-used": "600",
         "relay.kv": "600",

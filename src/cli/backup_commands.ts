@@ -10,6 +10,7 @@ import { commandDbPath, type Config, loadConfig } from "../config.ts";
 import { writePrivateFile } from "../util/files.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
 import { UnsafeDatabaseError } from "../store/database.ts";
+import { describePublished } from "../publish/backup.ts";
 import type { Args, Command } from "./command.ts";
 import { DB_OPTION } from "./client_config.ts";
 import { CommandFailure, type CommandIo, UsageError } from "./io.ts";
@@ -19,7 +20,12 @@ function describeBackup(backup: Backup): string {
   const queued = Object.values(backup.queues).reduce((n, items) => n + items.length, 0);
   const keys = backup.keys === undefined ? "" : `, ${backup.keys.length} named keys`;
   const main = backup.api_key === undefined ? "" : " and the main API key";
-  return `${queued} queued items and ${backup.results.length} results${keys}${main}`;
+  const published = backup.published;
+  const built = published !== undefined &&
+      published.notes.length + published.posts.length + published.episodes.length > 0
+    ? ` (and ${describePublished(published)})`
+    : "";
+  return `${queued} queued items and ${backup.results.length} results${keys}${main}${built}`;
 }
 
 /** The relay's files as the server would find them, for the database the command means. */

@@ -98,8 +98,8 @@ const publish: Command = {
 const blogDelete: Command = {
   name: "blog-delete",
   synopsis: "<post_id>",
-  summary:
-    "delete a blog post (uses RELAY_PUBLISH_URL or RELAY_BLOG_URL, RELAY_BLOG_ACCESS_COOKIE)",
+  summary: "delete a blog post: the relay's built-in blog, or an external one " +
+    "(RELAY_PUBLISH_URL or RELAY_BLOG_URL, with RELAY_BLOG_ACCESS_COOKIE)",
   options: [
     {
       name: "publish-url",
@@ -123,6 +123,7 @@ const blogDelete: Command = {
       env: "RELAY_PUBLISH_TIMEOUT",
       default: "15s",
     },
+    ...CLIENT_OPTIONS,
   ],
   positionals: true,
   async run(args, io) {
@@ -136,9 +137,15 @@ const blogDelete: Command = {
       "publish-timeout": args.string("publish-timeout"),
     }, io.env);
     const settings = publishConfig(config);
-    const baseUrl = settings.urls.blog;
-    if (baseUrl === undefined) throw args.needs("--publish-url or RELAY_PUBLISH_URL");
-    const cookie = config.secrets.blogAccessCookie;
+    let baseUrl = settings.urls.blog;
+    let cookie = config.secrets.blogAccessCookie;
+    if (baseUrl === undefined) {
+      // The relay's built-in blog (docs/publishing-builtin.md): its delete takes the
+      // relay_access cookie holding the client's key.
+      const client = await resolveClient(args, io);
+      baseUrl = `${client.url.replace(/\/+$/, "")}/downstream`;
+      cookie ??= `relay_access=${client.key}`;
+    }
     if (cookie === undefined) throw args.needs("RELAY_BLOG_ACCESS_COOKIE");
     const failure = await deleteBlogPost(id, { baseUrl, cookie, timeoutMs: settings.timeoutMs });
     if (failure !== undefined) throw new CommandFailure(`cannot delete post "${id}": ${failure}`);

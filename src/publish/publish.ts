@@ -40,6 +40,12 @@ export interface PublishConfig {
   readonly appId: string | undefined;
   /** Timeout of one downstream call, ms (`--publish-timeout`, default 15 s). */
   readonly timeoutMs: number;
+  /**
+   * Sends one downstream request; default the global `fetch`. The relay passes one that
+   * hands requests for its built-in services to them in process (same requests, same
+   * answers: docs/publishing-builtin.md).
+   */
+  readonly fetch?: (request: Request) => Promise<Response>;
 }
 
 /**
@@ -161,7 +167,7 @@ async function publishToNotes(
       ...(article.tags === undefined ? {} : { tags: article.tags }),
     },
     {},
-    config.timeoutMs,
+    config,
   );
   if ("error" in answer) return answer;
   const { code, doc_id } = answer.json as { code?: unknown; doc_id?: unknown };
@@ -192,7 +198,7 @@ async function publishToBlog(
       targets: ["blog"],
     },
     {},
-    config.timeoutMs,
+    config,
   );
   if ("error" in answer) return answer;
   const blog = (answer.json as { blog?: { status?: unknown; redirect_url?: unknown } }).blog;
@@ -227,7 +233,7 @@ async function publishToPodcast(
       transform: "read",
     },
     { "x-app-id": config.appId ?? "" },
-    config.timeoutMs,
+    config,
   );
   if ("error" in answer) return answer;
   const { status, message } = answer.json as { status?: unknown; message?: unknown };
@@ -248,20 +254,29 @@ async function publishToPodcast(
  * @param options.baseUrl The blog's base URL.
  * @param options.cookie The access cookie (`RELAY_BLOG_ACCESS_COOKIE`).
  * @param options.timeoutMs Timeout, ms.
+ * @param options.fetch Sends the request; default the global `fetch`.
  * @returns `undefined` on success, else one sentence saying why it failed.
  */
 export async function deleteBlogPost(
   postId: string,
-  options: { baseUrl: string; cookie: string; timeoutMs: number },
+  options: {
+    baseUrl: string;
+    cookie: string;
+    timeoutMs: number;
+    fetch?: (request: Request) => Promise<Response>;
+  },
 ): Promise<string | undefined> {
   const url = joinUrl(options.baseUrl, `/delete/${encodeURIComponent(postId)}`);
   try {
-    const res = await fetch(url, {
-      method: "POST",
-      headers: { cookie: options.cookie },
-      redirect: "manual",
-      signal: AbortSignal.timeout(options.timeoutMs),
-    });
+    const send = options.fetch ?? fetch;
+    const res = await send(
+      new Request(url, {
+        method: "POST",
+        headers: { cookie: options.cookie },
+        redirect: "manual",
+        signal: AbortSignal.timeout(options.timeoutMs),
+      }),
+    );
     await res.body?.cancel();
     if (res.status === 303) return undefined;
     return `The blog answered ${res.status} ${res.statusText || ""}`.trim() +
@@ -286,20 +301,24 @@ async function callDownstream(
   path: string,
   body: unknown,
   headers: Record<string, string>,
-  timeoutMs: number,
+  config: PublishConfig,
 ): Promise<Answer> {
   if (base === undefined) return { status: "error", error: "Not configured" };
+  const { timeoutMs } = config;
   const url = joinUrl(base, path);
   let res: Response;
   let bytes: Uint8Array | undefined;
   try {
-    res = await fetch(url, {
-      method: "POST",
-      headers: { ...headers, "content-type": "application/json" },
-      body: JSON.stringify(body),
-      redirect: "manual",
-      signal: AbortSignal.timeout(timeoutMs),
-    });
+    const send = config.fetch ?? fetch;
+    res = await send(
+      new Request(url, {
+        method: "POST",
+        headers: { ...headers, "content-type": "application/json" },
+        body: JSON.stringify(body),
+        redirect: "manual",
+        signal: AbortSignal.timeout(timeoutMs),
+      }),
+    );
     bytes = await readAtMost(res.body, MAX_ANSWER_BYTES);
   } catch (error) {
     return { status: "error", error: describeFailure(url, error, timeoutMs) };

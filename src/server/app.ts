@@ -22,6 +22,7 @@ import { HttpError, problemResponse, truncate } from "../errors.ts";
 import { storageProblem } from "./faults.ts";
 import type { KeyRing } from "../access/named_keys.ts";
 import type { PublishConfig } from "../publish/publish.ts";
+import type { BuiltinPublishing } from "./route.ts";
 import { DEFAULT_QA_HOSTS } from "../queues.ts";
 import { StorageError, type Store, StoreBusyError } from "../store/store.ts";
 import { AuthFailureLimiter, clientAddress, createRequireKey, redactedTarget } from "./auth.ts";
@@ -70,6 +71,8 @@ export interface AppOptions {
   closing?: AbortSignal;
   /** Interval of keep-alive comments on an idle results stream, ms; default 30 s. */
   keepAliveMs?: number;
+  /** The built-in notes store, blog and podcast; without it the relay serves none. */
+  builtin?: BuiltinPublishing;
 }
 
 /**
@@ -149,6 +152,7 @@ export function createApp(options: AppOptions): Hono {
     qaHosts: options.qaHosts ?? DEFAULT_QA_HOSTS,
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     publish: options.publish,
+    builtin: options.builtin,
     logger,
     metrics,
     closing: options.closing ?? new AbortController().signal,
@@ -200,11 +204,15 @@ export function createApp(options: AppOptions): Hono {
     else app.all(path, allowMethods(path, route.methods), requireKey(route.scope), handle);
   }
 
+  // The built-in publishing services, beside the API (they check their own keys).
+  if (options.builtin) app.route("/", options.builtin.services.app);
+
   // The API's endpoints and the app's entry, for the 404 message (not every app file).
   const endpoints = Object.keys(routes).filter((path) =>
     path !== "/" && !path.startsWith(WEBAPP_PATH)
   );
   endpoints.push(WEBAPP_PATH);
+  if (options.builtin) endpoints.push("/notes/", "/blog/", "/podcast/", "/downstream/…");
   app.notFound((c) => {
     const path = truncate(c.req.path);
     return problemResponse(

@@ -12,6 +12,7 @@
 
 import { z } from "zod";
 import { createDocument, type ZodOpenApiOperationObject } from "zod-openapi";
+import { builtinPaths, publishingStatsSchema } from "../publish/openapi.ts";
 import { type Scope, SCOPES } from "../access/named_keys.ts";
 import { TARGETS } from "../publish/publish.ts";
 import { QUEUE_NAMES } from "../queues.ts";
@@ -277,6 +278,7 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
           z.object({
             queues: z.partialRecord(queueName, counters),
             results: counters,
+            publishing: publishingStatsSchema.optional(),
           }),
         ),
       },
@@ -427,6 +429,6 @@ export function openApiDocument(
       },
     },
     security: [{ header: [] }, { query: [] }],
-    paths: operations(routes),
+    paths: { ...operations(routes), ...builtinPaths() },
   }) as unknown as Record<string, unknown>;
 }

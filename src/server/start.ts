@@ -5,12 +5,13 @@
  * @module
  */
 
+import { dirname } from "node:path";
 import { resolveApiKey } from "../access/api_key.ts";
 import { createApp } from "./app.ts";
 import { type Config, ConfigError } from "../config.ts";
 import { errorMessage, problemResponse } from "../errors.ts";
 import { missingConfiguration, publishConfig, TARGETS } from "../publish/publish.ts";
-import { WEAK_KEY_LENGTH } from "./auth.ts";
+import { keysMatch, WEAK_KEY_LENGTH } from "./auth.ts";
 import { BatchedLog, Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { KeyRing } from "../access/named_keys.ts";
@@ -18,6 +19,8 @@ import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
 import { openLockedDatabase } from "../store/database.ts";
 import { checkDatabase, keepCounters } from "../store/integrity.ts";
 import { createStore, type Store } from "../store/store.ts";
+import { resolveAppId } from "./builtin.ts";
+import { createBuiltinServices } from "./routes/builtin.ts";
 
 /**
  * How long in-flight requests may take to finish after SIGINT/SIGTERM before the relay
@@ -170,6 +173,23 @@ export async function startRelay(
     if (warning !== undefined) logger.warn(warning);
     checked = true;
     const publish = publishConfig(config);
+    // The built-in notes store, blog and podcast (docs/publishing-builtin.md).
+    const appId = await resolveAppId(config.secrets.appId, dirname(db)).catch((error) => {
+      throw new ConfigError(`cannot set up the app id: ${errorMessage(error)}`);
+    });
+    const builtin = createBuiltinServices({
+      dataDir: dirname(db),
+      authorize: (key, scope) =>
+        keysMatch(key, apiKey.key) || (keyRing.find(key)?.scopes.includes(scope) ?? false),
+      appId: appId.appId,
+      publicUrl: config.publicUrl,
+      log,
+      ttsCommand: config.ttsCommand,
+      privateBlog: config.privateBlog,
+      privatePodcast: config.privatePodcast,
+      retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
+      maxBodyBytes: config.maxBodyBytes,
+    });
     // Ends long-polls and results streams when the relay stops (C72).
     const closing = new AbortController();
     const app = createApp({
@@ -182,15 +202,23 @@ export async function startRelay(
       logger,
       metrics,
       closing: closing.signal,
+      builtin: { services: builtin, appId: appId.appId, publicUrl: config.publicUrl },
     });
-    const publishing = TARGETS.filter((t) => missingConfiguration([t], publish).length === 0);
+    const external = TARGETS.filter((t) => missingConfiguration([t], publish).length === 0);
+    const internal = TARGETS.filter((t) => publish.urls[t] === undefined);
     log(
       `relay ${options.version ?? ""} (deno ${Deno.version.deno}): data ${db}; ` +
         `dedupe window ${config.dedupeWindowMs} ms; body limit ${config.maxBodyBytes} bytes; ` +
         `publishing to ${
-          publishing.length > 0 ? publishing.join(", ") : "nothing (no --publish-url)"
-        }`,
+          [
+            ...(internal.length > 0 ? [`built-in ${internal.join(", ")}`] : []),
+            ...(external.length > 0 ? [`external ${external.join(", ")}`] : []),
+          ].join("; ")
+        }; read aloud by ${builtin.podcast.engineName}`,
     );
+    if (appId.source === "generated") {
+      log(`relay: first start: generated the podcast app id in ${appId.path}`);
+    }
     if (apiKey.source === "environment") log("relay: API key from RELAY_API_KEY");
     else if (apiKey.source === "generated") {
       log(
@@ -264,6 +292,7 @@ export async function startRelay(
       (error) => logger.warn(`relay: cannot write the counters file: ${errorMessage(error)}`),
     );
     const jobs = (options.jobs ?? []).map((start) => start(store, logger));
+    builtin.start();
     // Last use of named keys reaches its file within a minute, and only when there was one.
     const recordUses = setInterval(() => keyRing.flush(), 60_000);
     Deno.unrefTimer(recordUses);
@@ -283,6 +312,7 @@ export async function startRelay(
           }),
         ]);
         clearTimeout(timer);
+        await builtin.stop();
         await accessLog?.flush();
         await Promise.all(jobs.map((job) => job.stop()));
         await counters.stop();

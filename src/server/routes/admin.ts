@@ -8,6 +8,7 @@
 
 import denoConfig from "../../../deno.json" with { type: "json" };
 import { clear, health, stats } from "../../store/store.ts";
+import { builtinMetricsText } from "../builtin.ts";
 import { json, JSON_TYPE, text } from "../responses.ts";
 import type { RouteContext, Routes } from "../route.ts";
 
@@ -27,15 +28,21 @@ export function adminRoutes(relay: RouteContext, served: () => Readonly<Routes>)
     "/stats": {
       scope: "admin",
       methods: ["GET", "HEAD"],
-      handler: async () => json(await stats(store)),
+      handler: async () =>
+        json({
+          ...await stats(store),
+          ...(relay.builtin ? { publishing: await relay.builtin.services.stats() } : {}),
+        }),
     },
     "/metrics": {
       scope: "admin",
       methods: ["GET", "HEAD"],
       handler: async () =>
-        new Response(await metrics.text(store), {
-          headers: { "content-type": metrics.contentType },
-        }),
+        new Response(
+          await metrics.text(store) +
+            (relay.builtin ? await builtinMetricsText(relay.builtin.services) : ""),
+          { headers: { "content-type": metrics.contentType } },
+        ),
     },
     "/clear": {
       scope: "admin",

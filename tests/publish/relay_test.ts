@@ -219,3 +219,20 @@ Deno.test("an episode cut off by a killed relay resumes after restart and ends a
   assert.ok(Math.abs(walk.seconds - done.duration_s) < 0.1 * done.chunks_total + 0.2);
   await assert.rejects(Deno.stat(join(dir, "podcast", `${id}.mp3.part`)));
 });
+
+Deno.test("relay publish takes the issue's spelling: --content, --targets and --transform read", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relay-e2e-" });
+  try {
+    await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+    const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
+    const args = ["publish", "--title", "T", "--content", "C is short.", "--targets"];
+    const cli = await runRelay([...args, "notes,blog,nas", "--transform", "read"], { env });
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.match(cli.stdout, /^notes: success \(.+\)\nblog: success \(http.+\)\nnas: success/);
+    const wrong = await runRelay([...args, "nas", "--transform", "summarise"], { env });
+    assert.equal(wrong.code, 2);
+    assert.match(wrong.stderr, /the only transform is read/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -35,6 +35,7 @@ import {
   BATCH_MAX_BYTES,
   BATCH_MAX_MUTATIONS,
   type Change,
+  type Collection,
   COLLECTIONS,
   Draft,
   metaKey,
@@ -96,6 +97,9 @@ export class Writer {
   #loading: Promise<State> | undefined;
   #pending: Pending[] = [];
   #running = false;
+  /** Per collection: the value of `#counter` when it last changed (commit or reload). */
+  #versions = new Map<Collection, number>();
+  #counter = 0;
 
   /**
    * @param kv The open database.
@@ -192,6 +196,29 @@ export class Writer {
     throw new Error("Cannot read the store: stored content parts are missing");
   }
 
+  /**
+   * A number that grows whenever the committed state of one of `collections` changes: at
+   * each commit that touches it, and whenever the state is dropped or loaded again. Equal
+   * numbers mean an unchanged state, so a reader may reuse what it built from it.
+   */
+  version(collections: readonly Collection[]): number {
+    let v = 0;
+    for (const c of collections) v = Math.max(v, this.#versions.get(c) ?? 0);
+    return v;
+  }
+
+  /** Marks `collections` as changed (see {@linkcode Writer.version}). */
+  #changed(collections: Iterable<Collection>): void {
+    const v = ++this.#counter;
+    for (const c of collections) this.#versions.set(c, v);
+  }
+
+  /** Drops the committed state: it is loaded again before the next read or write. */
+  #drop(): void {
+    this.#state = undefined;
+    this.#changed(COLLECTIONS);
+  }
+
   #kick(): void {
     if (this.#running) return;
     this.#running = true;
@@ -214,7 +241,7 @@ export class Writer {
       try {
         first.resolve(await first.alone(this));
       } catch (error) {
-        this.#state = undefined;
+        this.#drop();
         first.reject(error);
       }
       return;
@@ -324,7 +351,7 @@ export class Writer {
     try {
       res = await op.commit();
     } catch (error) {
-      this.#state = undefined;
+      this.#drop();
       this.#onCommit?.(performance.now() - started, false);
       const kind = this.#health.failed(error);
       // The commit may have been applied: let every waiter look again.
@@ -334,12 +361,13 @@ export class Writer {
     this.#health.succeeded();
     this.#onCommit?.(performance.now() - started, res.ok);
     if (!res.ok) {
-      this.#state = undefined;
+      this.#drop();
       return false;
     }
     // Committed: the changed collections of the draft become the state (every change
     // touches its collection).
     draft.settle(mutations, res.versionstamp);
+    this.#changed(mutations.touched);
     this.#pruner.prune(state.seen, draft.now);
     this.#changes.notify(mutations.touched);
     return true;
@@ -351,6 +379,7 @@ export class Writer {
     this.#loading ??= loadState(this.#kv, this.#clock, this.#dedupeWindowMs).then(
       (state) => {
         this.#state = state;
+        this.#changed(COLLECTIONS);
         this.#loading = undefined;
         return state;
       },

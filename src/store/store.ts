@@ -293,6 +293,17 @@ export function nextChange(
 }
 
 /**
+ * A number that grows whenever the committed state of one of `collections` changes (a
+ * commit that touches it, or the state being loaded again); equal numbers mean that
+ * {@linkcode peek} and {@linkcode readResults} of those collections answer the same, as
+ * long as no lease has ended meanwhile (a lease ending changes what peek shows without a
+ * commit). The routes cache their serialised answers under it.
+ */
+export function stateVersion(store: Store, collections: readonly Collection[]): number {
+  return writerOf(store).version(collections);
+}
+
+/**
  * Reads queues without removing anything (spec §4.3, C30).
  *
  * @param queues Which queues to read, in the order the result lists them.

@@ -56,6 +56,7 @@ export interface ItemRef {
 
 /** The submit write: the item, its evictions and its duplicate record (see `submit`). */
 export function submitOp(
+  kv: Deno.Kv,
   content: string,
   queue: QueueName,
   options: { dedupe: boolean; dedupeWindowMs: number },
@@ -69,16 +70,22 @@ export function submitOp(
     // The item, the evictions, and the duplicate record.
     cost: (draft) => addCost(appendItemCost(draft, queue, parts), 1),
     apply(draft, mutations) {
-      const q = draft.queues[queue];
-      mutations.touch(queue);
-      if (dedupe && isDuplicate(draft, hash, dedupeWindowMs)) {
-        q.counters.duplicate++;
-        return { accepted: false };
-      }
-      const id = appendItem(mutations, q, queue, parts, content, draft.now);
-      q.counters.accepted++;
-      if (dedupe) recordAccepted(draft, mutations, hash, dedupeWindowMs);
-      return { accepted: true, queue, id };
+      const decide = (duplicate: boolean): SubmitOutcome => {
+        const q = draft.queues[queue];
+        mutations.touch(queue);
+        if (duplicate) {
+          q.counters.duplicate++;
+          return { accepted: false };
+        }
+        const id = appendItem(mutations, q, queue, parts, content, draft.now);
+        q.counters.accepted++;
+        if (dedupe) recordAccepted(draft, mutations, hash, dedupeWindowMs);
+        return { accepted: true, queue, id };
+      };
+      if (!dedupe) return decide(false);
+      // Asks KV only when records were left out of memory (_duplicates.ts).
+      const duplicate = isDuplicate(kv, draft, hash, dedupeWindowMs);
+      return typeof duplicate === "boolean" ? decide(duplicate) : duplicate.then(decide);
     },
   };
 }

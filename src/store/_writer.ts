@@ -67,6 +67,8 @@ export interface WriterOptions {
   clock: Clock;
   /** Duplicate window, ms (C13): which records are loaded and kept. */
   dedupeWindowMs: number;
+  /** Most duplicate records kept in memory; the rest are looked up in KV. */
+  seenInMemory: number;
   /** Woken after each commit. */
   changes: Changes;
   /** Told each KV commit's duration, ms, and whether it succeeded. */
@@ -93,6 +95,7 @@ export class Writer {
   #onCommit: ((ms: number, ok: boolean) => void) | undefined;
   #health: StoreHealth;
   #pruner: SeenPruner;
+  #seenInMemory: number;
   #state: State | undefined;
   #loading: Promise<State> | undefined;
   #pending: Pending[] = [];
@@ -112,7 +115,8 @@ export class Writer {
     this.#changes = options.changes;
     this.#onCommit = options.onCommit;
     this.#health = options.health;
-    this.#pruner = new SeenPruner(options.dedupeWindowMs);
+    this.#seenInMemory = options.seenInMemory;
+    this.#pruner = new SeenPruner(options.dedupeWindowMs, options.seenInMemory);
   }
 
   /**
@@ -368,7 +372,7 @@ export class Writer {
     // touches its collection).
     draft.settle(mutations, res.versionstamp);
     this.#changed(mutations.touched);
-    this.#pruner.prune(state.seen, draft.now);
+    this.#pruner.prune(state, draft.now);
     this.#changes.notify(mutations.touched);
     return true;
   }
@@ -376,7 +380,12 @@ export class Writer {
   /** The committed state, loaded from KV on first use and after a failed commit. */
   #load(): Promise<State> {
     if (this.#state !== undefined) return Promise.resolve(this.#state);
-    this.#loading ??= loadState(this.#kv, this.#clock, this.#dedupeWindowMs).then(
+    this.#loading ??= loadState(
+      this.#kv,
+      this.#clock,
+      this.#dedupeWindowMs,
+      this.#seenInMemory,
+    ).then(
       (state) => {
         this.#state = state;
         this.#changed(COLLECTIONS);

@@ -34,24 +34,29 @@ export function sha256Hex(content: string): string {
 }
 
 /**
- * Whether content with `hash` was accepted less than `windowMs` before `draft.now`: from
- * memory, or from KV when records were left out of memory (then a promise).
- *
- * @throws KV errors (the promise rejects).
+ * When content with `hash` was last accepted, epoch ms, as far as memory knows: `undefined`
+ * when it is not in memory; `"ask KV"` when it is not in memory but records were left out
+ * of memory (see the module doc).
  */
-export function isDuplicate(
-  kv: Deno.Kv,
-  draft: Draft,
-  hash: string,
-  windowMs: number,
-): boolean | Promise<boolean> {
-  // Compare the stored time; expired KV entries can still be read.
-  const inForce = (at: number | undefined) => at !== undefined && draft.now - at < windowMs;
+export function lastAccepted(draft: Draft, hash: string): number | undefined | "ask KV" {
   const seen = draft.seen(hash);
-  if (seen !== undefined || !draft.seenMayBeInKv()) return inForce(seen);
-  return kv.get<SubmissionRecord>(submissionKey(hash)).then((e) =>
-    inForce(e.value?.last_seen_at)
-  );
+  return seen === undefined && draft.seenMayBeInKv() ? "ask KV" : seen;
+}
+
+/**
+ * When content with `hash` was last accepted according to its KV record, epoch ms, or
+ * `undefined`.
+ *
+ * @throws KV errors.
+ */
+export async function lastAcceptedInKv(kv: Deno.Kv, hash: string): Promise<number | undefined> {
+  return (await kv.get<SubmissionRecord>(submissionKey(hash))).value?.last_seen_at;
+}
+
+/** Whether a content last accepted at `at` is still a duplicate at `draft.now`. */
+export function inWindow(draft: Draft, at: number | undefined, windowMs: number): boolean {
+  // Compare the stored time; expired KV entries can still be read.
+  return at !== undefined && draft.now - at < windowMs;
 }
 
 /** Records content with `hash` as accepted at `draft.now`, in the draft and in KV. */

@@ -235,6 +235,12 @@ export interface WriteOp<T> {
   /** What applying it to `draft` would add to the commit. */
   cost(draft: Draft): Cost;
   /**
+   * Reads what `apply` will need from KV, for every write of a batch at once before any is
+   * applied (KV then holds exactly the committed state). Must not throw: an error is kept
+   * for `apply` to throw.
+   */
+  prepare?(draft: Draft): Promise<void> | undefined;
+  /**
    * Changes `draft` and records the KV mutations; throwing rejects this write only and
    * must leave `draft` as it was.
    */

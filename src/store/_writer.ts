@@ -270,6 +270,9 @@ export class Writer {
       if (this.#health.full && candidates.some((p) => p.op!.grows)) {
         await this.#health.recheckFull();
       }
+      // KV reads the writes need (duplicate records not in memory), all at once.
+      const reads = candidates.map((p) => p.op!.prepare?.(draft)).filter((r) => r !== undefined);
+      if (reads.length > 0) await Promise.all(reads);
       let i = 0;
       for (; i < candidates.length; i++) {
         const p = candidates[i]!;

@@ -11,7 +11,6 @@
  * @module
  */
 
-
 /** Mono 16-bit PCM audio. */
 export interface Pcm {
   /** Samples, one channel. */

@@ -104,9 +104,7 @@ export function submitOp(
       if (known !== "ask KV") return decide(inWindow(draft, known, dedupeWindowMs));
       const read = kvRead;
       if (read === undefined) {
-        return lastAcceptedInKv(kv, hash).then((at) =>
-          decide(inWindow(draft, at, dedupeWindowMs))
-        );
+        return lastAcceptedInKv(kv, hash).then((at) => decide(inWindow(draft, at, dedupeWindowMs)));
       }
       if ("error" in read) throw read.error;
       return decide(inWindow(draft, read.at, dedupeWindowMs));

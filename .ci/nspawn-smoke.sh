@@ -85,7 +85,7 @@ sudo relay export --include-secrets --db /var/lib/relay/relay.kv --out relay-bac
 sudo systemctl start relay
 ls -l relay-backup.json
 EOF
-check "m1 backup holds the main key" 1 "$(in_m m1 grep -c "$key1" /home/admin/relay-backup.json || true)"
+check "m1 backup holds the main key" 1 "$(in_m m1 grep -cF -- "$key1" /home/admin/relay-backup.json || true)"
 
 step m1 "upgrade" <<'EOF'
 @sudo cp -a /usr/local/lib/relay /usr/local/lib/relay.previous

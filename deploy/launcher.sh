@@ -14,5 +14,5 @@ DENO_NO_UPDATE_CHECK=1
 export DENO_DIR DENO_NO_UPDATE_CHECK
 exec "$lib/deno" run --allow-net --allow-read --allow-write \
   '--allow-env=RELAY_*,STATE_DIRECTORY,HOME,XDG_CONFIG_HOME' --allow-run \
-  --allow-sys=networkInterfaces --no-prompt --cached-only --frozen --quiet \
+  --allow-sys=networkInterfaces,statfs --no-prompt --cached-only --frozen --quiet \
   --config "$lib/app/deno.json" "$lib/app/main.ts" "$@"

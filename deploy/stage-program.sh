@@ -52,8 +52,14 @@ if "$lib/deno" --version >/dev/null 2>&1; then
 else
   deno=(npx -y "deno@$DENO_VERSION")
 fi
+# Modules the relay loads by URL (a worker) are --include'd by the compile task: cached too.
+entries=("$lib/app/main.ts")
+for module in $(grep -oE '"compile": "[^"]*"' "$repo/deno.json" | grep -oE -- '--include [^ ]+\.ts' |
+  cut -d' ' -f2); do
+  entries+=("$lib/app/$module")
+done
 DENO_DIR="$lib/deno-dir" DENO_NO_UPDATE_CHECK=1 "${deno[@]}" cache --quiet --frozen \
-  --config "$lib/app/deno.json" "$lib/app/main.ts"
+  --config "$lib/app/deno.json" "${entries[@]}"
 # Keep the downloads (npm/, remote/) only: Deno's other caches (emitted JavaScript, analyses,
 # V8 code) are keyed by the files' paths here, useless once installed elsewhere.
 find "$lib/deno-dir" -mindepth 1 -maxdepth 1 ! -name npm ! -name remote -exec rm -rf {} +

@@ -7,14 +7,24 @@
  * Both commands open the database file themselves, under the relay's lock (C73): stop the
  * relay first. Duplicate records are not exported; they only matter for 5 minutes.
  *
+ * A running relay can take the same backups itself, through its own store, on a schedule
+ * (`--backup-every`, `--backup-keep`; {@linkcode scheduleBackups}): into `backups/` beside
+ * the database, without the main key.
+ *
  * @module
  */
 
+import { dirname, join } from "node:path";
 import { z } from "zod";
-import { findApiKey, generatedKeyPath } from "./api_key.ts";
+import { findApiKey, generatedKeyPath } from "./access/api_key.ts";
 import { ConfigError } from "./config.ts";
 import { errorMessage } from "./errors.ts";
-import { writePrivateFile } from "./files.ts";
+import {
+  makePrivateDirectory,
+  pathExists,
+  PRIVATE_FILE_MODE,
+  writePrivateFile,
+} from "./util/files.ts";
 import {
   namedKeySchema,
   namesUnique,
@@ -22,8 +32,10 @@ import {
   readLastUsed,
   writeKeys,
   writeLastUsed,
-} from "./named_keys.ts";
+} from "./access/named_keys.ts";
+import { exportPublished, importPublished, publishedSchema } from "./publish/backup.ts";
 import { QUEUE_NAMES } from "./queues.ts";
+import { writeCounters } from "./store/integrity.ts";
 import { withStore } from "./store/database.ts";
 import {
   clear,
@@ -91,6 +103,8 @@ const backupSchema = z.object({
       error: "the API key must be one line without surrounding spaces",
     })
     .optional(),
+  /** The built-in notes, posts and podcast episodes (docs/publishing-builtin.md). */
+  published: publishedSchema.optional(),
 });
 
 /** A backup document (see {@linkcode backupSchema}). */
@@ -206,14 +220,12 @@ export async function exportRelay(
   options: { includeSecrets?: boolean } = {},
 ): Promise<Backup> {
   return await withStore(files.db, async (store) => {
-    const backup = await exportStore(store);
-    const lastUsed = readLastUsed(files.keysFile);
-    const keys = readKeysFile(files.keysFile).map((key) => ({
-      ...key,
-      scopes: [...key.scopes],
-      last_used_at: lastUsed[key.name] ?? null,
-    }));
-    if (!options.includeSecrets) return { ...backup, keys };
+    const backup = {
+      ...await exportStore(store),
+      keys: backupKeys(files.keysFile),
+      published: await exportPublished(dirname(files.db)),
+    };
+    if (!options.includeSecrets) return backup;
     const apiKey = await findApiKey({
       fromEnv: files.secrets.apiKey,
       keyFile: files.apiKeyFile,
@@ -226,8 +238,22 @@ export async function exportRelay(
           "RELAY_API_KEY_FILE is set",
       );
     }
-    return { ...backup, keys, api_key: apiKey.key };
+    return { ...backup, api_key: apiKey.key };
   });
+}
+
+/**
+ * The named keys of the keys file, with their last use, as a backup carries them.
+ *
+ * @throws {ConfigError} when the keys file cannot be read or is invalid.
+ */
+function backupKeys(keysFile: string): NonNullable<Backup["keys"]> {
+  const lastUsed = readLastUsed(keysFile);
+  return readKeysFile(keysFile).map((key) => ({
+    ...key,
+    scopes: [...key.scopes],
+    last_used_at: lastUsed[key.name] ?? null,
+  }));
 }
 
 /**
@@ -271,8 +297,16 @@ export async function importRelay(
       }
     }
     await importStore(store, backup, { force: true });
+    // The restored counters start again from the backup's: the database's new baseline.
+    try {
+      await writeCounters(store, files.db);
+    } catch (error) {
+      throw new ConfigError(
+        `cannot write the counters file beside "${files.db}": ${errorMessage(error)}`,
+      );
+    }
     // No keys to give and none to replace: no files to create.
-    if (backup.keys !== undefined && (backup.keys.length > 0 || exists(files.keysFile))) {
+    if (backup.keys !== undefined && (backup.keys.length > 0 || pathExists(files.keysFile))) {
       writeKeys(files.keysFile, backup.keys.map(({ last_used_at: _, ...key }) => key));
       writeLastUsed(
         files.keysFile,
@@ -282,6 +316,9 @@ export async function importRelay(
           ),
         ),
       );
+    }
+    if (backup.published !== undefined) {
+      await importPublished(dirname(files.db), backup.published);
     }
     if (backup.api_key !== undefined) {
       try {
@@ -295,16 +332,6 @@ export async function importRelay(
   });
 }
 
-/** Whether something exists at `path` (a dangling symlink counts). */
-function exists(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** A file's text, or `undefined` when it does not exist. */
 async function readIfExists(path: string): Promise<string | undefined> {
   try {
@@ -313,4 +340,142 @@ async function readIfExists(path: string): Promise<string | undefined> {
     if (error instanceof Deno.errors.NotFound) return undefined;
     throw new ConfigError(`cannot read "${path}": ${errorMessage(error)}`);
   }
+}
+
+/** The folder of the automatic backups: `backups` beside the database. */
+export function backupsDirectory(db: string): string {
+  return join(dirname(db), "backups");
+}
+
+/** An automatic backup's name: `relay-backup-YYYYMMDD-HHMMSS.json`, in UTC. */
+const AUTOMATIC_BACKUP = /^relay-backup-(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})\.json$/;
+
+/** The automatic backup's file name for a backup taken at `at` (epoch ms). */
+export function automaticBackupName(at: number): string {
+  const iso = new Date(at).toISOString(); // 2026-11-23T11:58:52.123Z
+  return `relay-backup-${iso.slice(0, 10).replaceAll("-", "")}-${
+    iso.slice(11, 19).replaceAll(":", "")
+  }.json`;
+}
+
+/** The automatic backups in `dir`, oldest first, with when each was taken (epoch ms). */
+function automaticBackups(dir: string): Array<{ name: string; at: number }> {
+  const found: Array<{ name: string; at: number }> = [];
+  try {
+    for (const entry of Deno.readDirSync(dir)) {
+      const m = AUTOMATIC_BACKUP.exec(entry.name);
+      if (!entry.isFile || m === null) continue;
+      const [, y, mo, d, h, mi, se] = m.map(Number) as number[];
+      found.push({ name: entry.name, at: Date.UTC(y!, mo! - 1, d!, h!, mi!, se!) });
+    }
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return found.sort((a, b) => a.at - b.at);
+}
+
+/** What {@linkcode scheduleBackups} needs. */
+export interface BackupScheduleOptions {
+  /** The database file: the backups go into `backups/` beside it. */
+  readonly db: string;
+  /** The keys file, whose named keys each backup carries. */
+  readonly keysFile: string;
+  /** Time between two backups, ms, ≥ 1000. */
+  readonly everyMs: number;
+  /** Backups kept, ≥ 1; the oldest beyond it are removed after each new one. */
+  readonly keep: number;
+  /** Told each backup written, e.g. `relay: backup … written`. */
+  readonly info: (line: string) => void;
+  /** Told each backup that failed (a full disk, a keys file that cannot be read). */
+  readonly warn: (line: string) => void;
+}
+
+/** Running automatic backups. */
+export interface BackupSchedule {
+  /** Stops the schedule; waits for a backup being written. Never throws. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Takes a backup of the running relay every `everyMs`, through its own store (the relay
+ * holds the database's lock, so `relay export` cannot open it meanwhile): the queues, the
+ * results, the cursor mark and the named keys, as `relay export` writes them without
+ * `--include-secrets`. Each goes into `backups/` beside the database (made 0700) as
+ * `relay-backup-YYYYMMDD-HHMMSS.json` (UTC, mode 0600, written under another name and
+ * renamed, so a file with that name is always whole); then the oldest automatic backups
+ * beyond `keep` are removed. The first is due `everyMs` after the newest one there, so a
+ * relay that restarts often still takes them; at once when there is none or it is older.
+ */
+export function scheduleBackups(store: Store, options: BackupScheduleOptions): BackupSchedule {
+  const dir = backupsDirectory(options.db);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let running: Promise<void> | undefined;
+  let stopped = false;
+  const schedule = (at: number) => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      const started = Date.now();
+      running = takeBackup(store, options, dir, started)
+        .then((line) => options.info(line))
+        .catch((error) => options.warn(`relay: automatic backup failed: ${errorMessage(error)}`))
+        .finally(() => {
+          running = undefined;
+          schedule(started + options.everyMs);
+        });
+    }, Math.max(0, at - Date.now()));
+  };
+  let newest: number | undefined;
+  try {
+    newest = automaticBackups(dir).at(-1)?.at;
+  } catch (error) {
+    options.warn(`relay: cannot list ${dir}: ${errorMessage(error)}`);
+  }
+  schedule(newest === undefined ? Date.now() : newest + options.everyMs);
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+/**
+ * Writes one automatic backup and removes the oldest beyond `keep`.
+ *
+ * @returns The line to log.
+ * @throws I/O errors (the temporary file is removed); {@linkcode ConfigError} for a keys file
+ *   that cannot be read.
+ */
+async function takeBackup(
+  store: Store,
+  options: BackupScheduleOptions,
+  dir: string,
+  at: number,
+): Promise<string> {
+  const backup: Backup = {
+    ...await exportStore(store),
+    keys: backupKeys(options.keysFile),
+    published: await exportPublished(dirname(options.db)),
+  };
+  makePrivateDirectory(dir);
+  const path = join(dir, automaticBackupName(at));
+  const temporary = `${path}.${crypto.randomUUID()}.tmp`;
+  try {
+    await Deno.writeTextFile(temporary, JSON.stringify(backup, null, 2) + "\n", {
+      createNew: true,
+      mode: PRIVATE_FILE_MODE,
+    });
+    await Deno.chmod(temporary, PRIVATE_FILE_MODE);
+    await Deno.rename(temporary, path);
+  } catch (error) {
+    await Deno.remove(temporary).catch(() => {});
+    throw error;
+  }
+  const all = automaticBackups(dir);
+  for (const old of all.slice(0, Math.max(0, all.length - options.keep))) {
+    await Deno.remove(join(dir, old.name)).catch(() => {});
+  }
+  const queued = Object.values(backup.queues).reduce((n, items) => n + items.length, 0);
+  return `relay: backup written to ${path} (${queued} queued items, ${backup.results.length} results)`;
 }

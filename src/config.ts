@@ -9,6 +9,7 @@
  */
 
 import { dirname, join } from "node:path";
+import { pathExists } from "./util/files.ts";
 import { z } from "zod";
 import {
   LOG_FORMATS,
@@ -95,6 +96,42 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
     help: "how long one downstream call may take (e.g. 500ms, 15s)",
   },
   {
+    flag: "public-url",
+    env: "RELAY_PUBLIC_URL",
+    default: undefined,
+    help: "URL phones reach the relay at, for feed, audio and post links (default: the request's)",
+  },
+  {
+    flag: "private-blog",
+    env: "RELAY_PRIVATE_BLOG",
+    default: "no",
+    help: "yes: the built-in blog and its feed need a key with the read scope",
+  },
+  {
+    flag: "private-podcast",
+    env: "RELAY_PRIVATE_PODCAST",
+    default: "no",
+    help: "yes: the built-in podcast's feed and audio need a key with the read scope",
+  },
+  {
+    flag: "tts-command",
+    env: "RELAY_TTS_COMMAND",
+    default: undefined,
+    help: "speech engine to run instead of the built-in one: text on stdin, WAV on stdout",
+  },
+  {
+    flag: "podcast-keep",
+    env: "RELAY_PODCAST_KEEP",
+    default: "100",
+    help: "podcast episodes kept; the oldest beyond are deleted",
+  },
+  {
+    flag: "podcast-max-disk",
+    env: "RELAY_PODCAST_MAX_DISK",
+    default: "1GiB",
+    help: "disk space for podcast audio (bytes, KiB, MiB or GiB); the oldest beyond are deleted",
+  },
+  {
     flag: "api-key-file",
     env: "RELAY_API_KEY_FILE",
     default: undefined,
@@ -117,6 +154,18 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
     env: "RELAY_TLS_KEY",
     default: undefined,
     help: "PEM private key of --tls-cert",
+  },
+  {
+    flag: "backup-every",
+    env: "RELAY_BACKUP_EVERY",
+    default: undefined,
+    help: "while serving, export a backup into backups/ beside --db this often (e.g. 24h)",
+  },
+  {
+    flag: "backup-keep",
+    env: "RELAY_BACKUP_KEEP",
+    default: "7",
+    help: "how many of those backups to keep; the oldest beyond it are removed",
   },
   {
     flag: "log-format",
@@ -163,12 +212,28 @@ export interface Config {
   readonly podcastUrl: string | undefined;
   /** Timeout of one downstream call, ms, > 0 (C61). */
   readonly publishTimeoutMs: number;
+  /** Origin phones reach the relay at, for absolute URLs in feeds and pages; no trailing `/`. */
+  readonly publicUrl: string | undefined;
+  /** The built-in blog needs a key with the read scope. */
+  readonly privateBlog: boolean;
+  /** The built-in podcast's feed and audio need a key with the read scope. */
+  readonly privatePodcast: boolean;
+  /** An external speech command instead of the built-in engine. */
+  readonly ttsCommand: string | undefined;
+  /** Podcast episodes kept, ≥ 1. */
+  readonly podcastKeep: number;
+  /** Disk space for podcast audio, bytes, ≥ 1 MiB. */
+  readonly podcastMaxDiskBytes: number;
   /** File holding the API key, when given. */
   readonly apiKeyFile: string | undefined;
   /** The named keys with scopes (issue 7); may not exist yet. */
   readonly keysFile: string;
   /** PEM certificate chain and private key files for HTTPS (issue 7), both or neither. */
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
+  /** Interval of the automatic backups, ms (≥ 1 s), or `undefined` for none. */
+  readonly backupEveryMs: number | undefined;
+  /** Automatic backups kept, 1–1000; older ones are removed. */
+  readonly backupKeep: number;
   /** `text` or `json`: how log lines are written. */
   readonly logFormat: LogFormat;
   /** The least severe log level written; access lines are `info`. */
@@ -204,17 +269,23 @@ export function parseDuration(text: string): number | undefined {
   return Math.round(Number(match[1]) * (DURATION_UNIT_MS[match[2] ?? ""] ?? NaN));
 }
 
-const SIZE = /^(\d+(?:\.\d+)?)\s*(KiB|MiB)?$/;
+const SIZE = /^(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB)?$/;
 
 /**
- * Parses a size: bytes, or a number with `KiB` or `MiB` (C70), e.g. `524288`, `512KiB`.
+ * Parses a size: bytes, or a number with `KiB`, `MiB` or `GiB` (C70), e.g. `524288`, `512KiB`.
  *
  * @returns Whole bytes, or `undefined` when the text is not a size.
  */
 export function parseSize(text: string): number | undefined {
   const match = SIZE.exec(text.trim());
   if (match === null) return undefined;
-  const unit = match[2] === "MiB" ? 1024 * 1024 : match[2] === "KiB" ? 1024 : 1;
+  const unit = match[2] === "GiB"
+    ? 1024 ** 3
+    : match[2] === "MiB"
+    ? 1024 * 1024
+    : match[2] === "KiB"
+    ? 1024
+    : 1;
   const bytes = Number(match[1]) * unit;
   return Number.isInteger(bytes) ? bytes : undefined;
 }
@@ -242,6 +313,14 @@ const HOST_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])
 const httpUrl = z
   .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })
   .optional();
+
+const yesNo = z
+  .string()
+  .transform((text) => text.trim().toLowerCase())
+  .refine((text) => ["yes", "no", "true", "false", "on", "off", "1", "0"].includes(text), {
+    error: "must be yes or no",
+  })
+  .transform((text) => ["yes", "true", "on", "1"].includes(text));
 
 const configSchema = z.object({
   hostname: z.string().min(1, { error: "must not be empty" }).refine(isListenAddress, {
@@ -283,10 +362,41 @@ const configSchema = z.object({
     .refine((ms) => ms > 0 && ms <= MAX_DURATION_MS, {
       error: "must be a duration from 1ms to 720h: a number with ms, s, m or h (e.g. 15s)",
     }),
+  "public-url": z
+    .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })
+    .refine((url) => !/[?#]/.test(url), { error: "must not have a query or fragment" })
+    .transform((url) => url.replace(/\/+$/, ""))
+    .optional(),
+  "private-blog": yesNo,
+  "private-podcast": yesNo,
+  "tts-command": z.string().trim().min(1, { error: "must not be empty" }).optional(),
+  "podcast-keep": z
+    .string()
+    .regex(/^\d+$/, { error: "must be a whole number from 1" })
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= 1_000_000, { error: "must be a whole number from 1" }),
+  "podcast-max-disk": z
+    .string()
+    .transform((text) => parseSize(text) ?? -1)
+    .refine((bytes) => bytes >= 1024 * 1024, {
+      error: "must be a size of at least 1MiB (bytes, KiB, MiB or GiB)",
+    }),
   "api-key-file": z.string().min(1, { error: "must not be empty" }).optional(),
   "keys-file": z.string().min(1, { error: "must not be empty" }).optional(),
   "tls-cert": z.string().min(1, { error: "must not be empty" }).optional(),
   "tls-key": z.string().min(1, { error: "must not be empty" }).optional(),
+  "backup-every": z
+    .string()
+    .transform((text) => parseDuration(text) ?? -1)
+    .refine((ms) => ms >= 1000 && ms <= MAX_DURATION_MS, {
+      error: "must be a duration from 1s to 720h: a number with ms, s, m or h (e.g. 24h)",
+    })
+    .optional(),
+  "backup-keep": z
+    .string()
+    .regex(/^\d+$/, { error: "must be a whole number from 1 to 1000" })
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= 1000, { error: "must be a whole number from 1 to 1000" }),
   "log-format": z.enum(LOG_FORMATS, { error: `must be ${LOG_FORMATS.join(" or ")}` }),
   "log-level": z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }),
 });
@@ -324,18 +434,9 @@ export function commandDbPath(
   if (chosen !== undefined) return chosen;
   const state = readEnv(env, "STATE_DIRECTORY");
   const local = defaultDbPath(state);
-  if (state !== undefined || exists(local)) return local;
+  if (state !== undefined || pathExists(local)) return local;
   const system = readEnv(env, "RELAY_SYSTEM_DATA_DIR") ?? SYSTEM_DATA_DIR;
   return isDirectory(system) ? join(system, "relay.kv") : local;
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function isDirectory(path: string): boolean {
@@ -424,11 +525,19 @@ export function loadConfig(
     blogUrl: value["blog-url"],
     podcastUrl: value["podcast-url"],
     publishTimeoutMs: value["publish-timeout"],
+    publicUrl: value["public-url"],
+    privateBlog: value["private-blog"],
+    privatePodcast: value["private-podcast"],
+    ttsCommand: value["tts-command"],
+    podcastKeep: value["podcast-keep"],
+    podcastMaxDiskBytes: value["podcast-max-disk"],
     apiKeyFile: value["api-key-file"],
     keysFile: value["keys-file"] ?? defaultKeysFile(value.db),
     tls: certFile === undefined || tlsKeyFile === undefined
       ? undefined
       : { certFile, keyFile: tlsKeyFile },
+    backupEveryMs: value["backup-every"],
+    backupKeep: value["backup-keep"],
     logFormat: value["log-format"],
     logLevel: value["log-level"],
     secrets: {

@@ -13,8 +13,8 @@ import { createApp } from "../src/server/app.ts";
 import type { Clock } from "../src/clock.ts";
 import type { LogFormat } from "../src/constants.ts";
 import { Logger } from "../src/server/log.ts";
-import type { KeyRing } from "../src/named_keys.ts";
-import type { PublishConfig } from "../src/publish.ts";
+import type { KeyRing } from "../src/access/named_keys.ts";
+import type { PublishConfig } from "../src/publish/publish.ts";
 import { createStore, type Store, type StoreStats } from "../src/store/store.ts";
 
 /** The repository root. */

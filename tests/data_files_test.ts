@@ -58,21 +58,27 @@ for (const umask of ["000", "022"]) {
         assert.equal(await post(relay.url, added.stdout.trim(), "/submit", "from the phone"), 200);
         assert.deepEqual(fileModes(data), {
           "api-key": "600",
+          "app-id": "600",
           "keys.json": "600",
           "relay.kv": "600",
           "relay.kv-shm": "600",
           "relay.kv-wal": "600",
+          "relay.kv.counters": "600",
           "relay.kv.lock": "600",
+          "relay.kv.reserve": "600",
         }, "while the relay runs");
         // SIGTERM writes the last use of the named key.
         assert.equal((await relay.stop("SIGTERM")).code, 0);
       }
       assert.deepEqual(fileModes(data), {
         "api-key": "600",
+        "app-id": "600",
         "keys.json": "600",
         "keys.json.last-used": "600",
         "relay.kv": "600",
+        "relay.kv.counters": "600",
         "relay.kv.lock": "600",
+        "relay.kv.reserve": "600",
       }, "after it stopped (no temporary files left)");
       assert.deepEqual(
         [join(base, "a"), join(base, "a", "b"), data].map(mode),
@@ -103,6 +109,7 @@ for (const umask of ["000", "022"]) {
         "keys.json": "600",
         "keys.json.last-used": "600",
         "relay.kv": "600",
+        "relay.kv.counters": "600",
         "relay.kv.lock": "600",
       });
     });

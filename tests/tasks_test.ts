@@ -24,6 +24,7 @@ const TEST_ONLY_PACKAGES = [
   "playwright-core",
   "@seriousme/openapi-schema-validator",
   "@types/qrcode",
+  "fast-xml-parser",
 ];
 
 /** The `--allow-*` flags that grant a permission set of deno.json, sorted. */

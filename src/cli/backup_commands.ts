@@ -7,8 +7,10 @@
 
 import { type Backup, exportRelay, ImportError, importRelay, parseBackup } from "../backup.ts";
 import { commandDbPath, type Config, loadConfig } from "../config.ts";
-import { writePrivateFile } from "../files.ts";
-import { DatabaseInUseError } from "../lock.ts";
+import { writePrivateFile } from "../util/files.ts";
+import { DatabaseInUseError } from "../store/lock.ts";
+import { UnsafeDatabaseError } from "../store/database.ts";
+import { describePublished } from "../publish/backup.ts";
 import type { Args, Command } from "./command.ts";
 import { DB_OPTION } from "./client_config.ts";
 import { CommandFailure, type CommandIo, UsageError } from "./io.ts";
@@ -18,7 +20,12 @@ function describeBackup(backup: Backup): string {
   const queued = Object.values(backup.queues).reduce((n, items) => n + items.length, 0);
   const keys = backup.keys === undefined ? "" : `, ${backup.keys.length} named keys`;
   const main = backup.api_key === undefined ? "" : " and the main API key";
-  return `${queued} queued items and ${backup.results.length} results${keys}${main}`;
+  const published = backup.published;
+  const built = published !== undefined &&
+      published.notes.length + published.posts.length + published.episodes.length > 0
+    ? ` (and ${describePublished(published)})`
+    : "";
+  return `${queued} queued items and ${backup.results.length} results${keys}${main}${built}`;
 }
 
 /** The relay's files as the server would find them, for the database the command means. */
@@ -28,14 +35,14 @@ function relayConfig(args: Args, io: CommandIo): Config {
 
 /**
  * Runs `job`, turning the refusals of a backup into one line naming the command: a backup
- * that cannot be imported as asked is a usage error (exit 2), a database in use a failure
- * (exit 1).
+ * that cannot be imported as asked, or a database that is unsafe to open (hard-linked,
+ * damaged), is a usage error (exit 2), a database in use a failure (exit 1).
  */
 async function refusing<T>(command: string, job: () => Promise<T>): Promise<T> {
   try {
     return await job();
   } catch (error) {
-    if (error instanceof ImportError) {
+    if (error instanceof ImportError || error instanceof UnsafeDatabaseError) {
       throw new UsageError(`cannot ${command}: ${error.message}`, "");
     }
     if (error instanceof DatabaseInUseError) {

@@ -14,10 +14,10 @@ import {
   readResultsPage,
   type ResultEntry,
   submitContent,
-} from "../client.ts";
+} from "../client/client.ts";
 import { parseDuration } from "../config.ts";
 import { errorMessage } from "../errors.ts";
-import { followResults } from "../follow.ts";
+import { followResults } from "../client/follow.ts";
 import type { Args, Command, OptionSpec } from "./command.ts";
 import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
 import { CommandFailure, type CommandIo, EXIT_FAILURE } from "./io.ts";

@@ -12,11 +12,11 @@
 
 import { isAbsolute, join } from "node:path";
 import { z } from "zod";
-import { generatedKeyPath } from "../api_key.ts";
-import { DEFAULT_RELAY_URL, type RelayClient } from "../client.ts";
+import { generatedKeyPath } from "../access/api_key.ts";
+import { DEFAULT_RELAY_URL, type RelayClient } from "../client/client.ts";
 import { commandDbPath, ConfigError, readEnv } from "../config.ts";
 import { errorMessage } from "../errors.ts";
-import { writePrivateFile } from "../files.ts";
+import { writePrivateFile } from "../util/files.ts";
 import type { Args, OptionSpec } from "./command.ts";
 import { type CommandIo, UsageError } from "./io.ts";
 
@@ -170,17 +170,32 @@ export function resolveUrl(
   return url;
 }
 
+/** The origin of an http(s) URL (scheme, host, port), for comparing two relays' addresses. */
+function originOf(url: string): string {
+  return new URL(url).origin;
+}
+
+/** Whether `url` points at this machine (a loopback address or `localhost`). */
+function isLoopback(url: string): boolean {
+  const host = new URL(url).hostname;
+  return host === "localhost" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 /**
- * The API key: the file named by `--api-key-file`, else `RELAY_API_KEY`, else the file
- * named by `RELAY_API_KEY_FILE`, else the config file's `RELAY_API_KEY`, else the
- * `api-key` file the relay generated beside its database (on the relay's own machine).
+ * The API key for the relay at `url`: the file named by `--api-key-file`, else
+ * `RELAY_API_KEY`, else the file named by `RELAY_API_KEY_FILE`, else the config file's
+ * `RELAY_API_KEY` (only when `url` is the config file's relay, so a key saved for one relay
+ * is never sent to another), else the `api-key` file the relay generated beside its database
+ * (only for a relay on this machine, a loopback `url`).
  *
+ * @param url The relay's address, as {@linkcode resolveUrl} gave it.
  * @throws {UsageError} when a named key file cannot be read, or no key is found.
  */
 export async function resolveKey(
   args: Args,
   io: Pick<CommandIo, "env">,
   file: ClientConfigFile,
+  url: string,
 ): Promise<string> {
   const flagFile = args.string("api-key-file");
   if (flagFile !== undefined) return await readKeyFile(flagFile, "--api-key-file");
@@ -189,7 +204,18 @@ export async function resolveKey(
   const envFile = readEnv(io.env, "RELAY_API_KEY_FILE");
   if (envFile !== undefined) return await readKeyFile(envFile, "RELAY_API_KEY_FILE");
   const fromFile = file.values[CONFIG_NAMES.key]?.trim();
-  if (fromFile) return fromFile;
+  const fileUrl = file.values[CONFIG_NAMES.url] || DEFAULT_RELAY_URL;
+  const fileRelay = urlSchema.safeParse(fileUrl).success ? originOf(fileUrl) : undefined;
+  if (fromFile && fileRelay === originOf(url)) return fromFile;
+  const notSent = fromFile
+    ? ` (the key in ${file.path} is for ${fileUrl}, and is never sent to another relay)`
+    : "";
+  if (!isLoopback(url)) {
+    throw new UsageError(
+      `no API key for ${url}: run relay login, or set RELAY_API_KEY, or give --api-key-file` +
+        notSent,
+    );
+  }
   const path = generatedKeyPath(commandDbPath(args.string("db"), io.env));
   let key = "";
   try {
@@ -202,7 +228,7 @@ export async function resolveKey(
   if (key !== "") return key;
   throw new UsageError(
     "no API key: run relay login, or set RELAY_API_KEY, or give --api-key-file, " +
-      `or run this where the relay keeps ${path}`,
+      `or run this where the relay keeps ${path}${notSent}`,
   );
 }
 
@@ -227,5 +253,5 @@ async function readKeyFile(path: string, origin: string): Promise<string> {
 export async function resolveClient(args: Args, io: Pick<CommandIo, "env">): Promise<RelayClient> {
   const file = await readConfigFile(io.env);
   const url = resolveUrl(args.string("url"), io, file);
-  return { url, key: await resolveKey(args, io, file) };
+  return { url, key: await resolveKey(args, io, file, url) };
 }

@@ -6,11 +6,11 @@
  * @module
  */
 
-import { RelayError } from "../client.ts";
+import { RelayError } from "../client/client.ts";
 import { ConfigError } from "../config.ts";
 import { errorMessage } from "../errors.ts";
-import { DatabaseInUseError } from "../lock.ts";
-import { CannotStartError } from "../run.ts";
+import { DatabaseInUseError } from "../store/lock.ts";
+import { CannotStartError } from "../client/run.ts";
 
 /** Exit code: the command did what it was asked. */
 export const EXIT_OK = 0;

@@ -8,11 +8,13 @@
  */
 
 import { commandDbPath, defaultKeysFile, readEnv } from "../config.ts";
-import { addKey, readKeysFile, readLastUsed, removeKey, SCOPES } from "../named_keys.ts";
-import { lanAddress, pairingLines, pairingLink } from "../pairing.ts";
+import { addKey, readKeysFile, readLastUsed, removeKey, SCOPES } from "../access/named_keys.ts";
+import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
 import type { Args, Command, OptionSpec } from "./command.ts";
 import { DB_OPTION, KEY_FILE_OPTION, readConfigFile, resolveKey } from "./client_config.ts";
 import { CommandFailure, type CommandIo } from "./io.ts";
+import { pathExists } from "../util/files.ts";
+import { DEFAULT_RELAY_URL } from "../client/client.ts";
 
 const KEYS_FILE_OPTION: OptionSpec = {
   name: "keys-file",
@@ -47,15 +49,6 @@ function scopeList(values: readonly string[]): string[] {
 /** `YYYY-MM-DD HH:MM` in UTC, or `never`. */
 function when(ms: number | undefined): string {
   return ms === undefined ? "never" : new Date(ms).toISOString().slice(0, 16).replace("T", " ");
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The single name argument of `keys add` and `keys remove`. */
@@ -105,7 +98,7 @@ const list: Command = {
     if (args.flag("json")) io.out(JSON.stringify(keys));
     if (keys.length === 0) {
       io.err(
-        exists(path)
+        pathExists(path)
           ? `relay: no keys in ${path}`
           : `relay: no keys file at ${path} (add a key with: relay keys add <name> --scope …)`,
       );
@@ -172,8 +165,11 @@ const pair: Command = {
       `http://${lanAddress("0.0.0.0")}:8787`;
     const name = args.string("name");
     let key: string;
-    if (name === undefined) key = await resolveKey(args, io, await readConfigFile(io.env));
-    else {
+    // The main key of the relay on this machine: a pairing link carries it to a phone, not
+    // over the network to another relay.
+    if (name === undefined) {
+      key = await resolveKey(args, io, await readConfigFile(io.env), DEFAULT_RELAY_URL);
+    } else {
       const given = args.list("scope");
       const scopes = scopeList(given.length === 0 ? ["submit,read,publish"] : given);
       key = addKey(keysFile(args, io), name, scopes, Date.now());

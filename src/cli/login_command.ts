@@ -6,7 +6,7 @@
  * @module
  */
 
-import { verifyKey } from "../client.ts";
+import { verifyKey } from "../client/client.ts";
 import { readEnv } from "../config.ts";
 import type { Command } from "./command.ts";
 import { readConfigFile, resolveUrl, URL_OPTION, writeConfigFile } from "./client_config.ts";

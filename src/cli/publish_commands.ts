@@ -5,11 +5,11 @@
  * @module
  */
 
-import { publishArticle } from "../client.ts";
+import { publishArticle } from "../client/client.ts";
 import { loadConfig } from "../config.ts";
 import { errorMessage } from "../errors.ts";
-import { deleteBlogPost } from "../publish.ts";
-import { publishConfig } from "../publish.ts";
+import { deleteBlogPost } from "../publish/publish.ts";
+import { publishConfig } from "../publish/publish.ts";
 import type { Args, Command } from "./command.ts";
 import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
 import { CommandFailure, type CommandIo, EXIT_FAILURE } from "./io.ts";
@@ -29,12 +29,20 @@ export async function readInput(path: string, io: CommandIo, args: Args): Promis
 
 const publish: Command = {
   name: "publish",
-  synopsis: "--title T (--content-file F | --markdown-file F) --target notes,blog,nas [--tags a,b]",
+  synopsis:
+    "--title T (--content C | --content-file F | --markdown-file F) --target notes,blog,nas " +
+    "[--tags a,b]",
   summary: "publish an article downstream through the relay",
   help: "Prints one line per target: success with the document id or URL, or the error.\n" +
     "Exit code 1 when a target failed.",
   options: [
     { name: "title", type: "string", value: "T", help: "the article's title (required)" },
+    {
+      name: "content",
+      type: "string",
+      value: "C",
+      help: "the article's plain text itself, for a short one",
+    },
     {
       name: "content-file",
       type: "string",
@@ -53,23 +61,38 @@ const publish: Command = {
       value: "LIST",
       help: "comma-separated targets: notes, blog, nas (required)",
     },
+    { name: "targets", type: "string", value: "LIST", help: "the same as --target" },
+    {
+      name: "transform",
+      type: "string",
+      value: "read",
+      help: "read (the podcast's only transform; sent with nas anyway)",
+    },
     { name: "tags", type: "string", value: "LIST", help: "comma-separated tags" },
     { name: "json", type: "boolean", help: "print the relay's JSON answer" },
     ...CLIENT_OPTIONS,
   ],
   async run(args, io) {
     const title = args.string("title");
-    const target = args.string("target");
+    const target = args.string("target") ?? args.string("targets");
+    const inline = args.string("content");
     const contentFile = args.string("content-file");
     const markdownFile = args.string("markdown-file");
+    const transform = args.string("transform");
     if (title === undefined) throw args.needs("--title");
     if (target === undefined) throw args.needs("--target, e.g. notes,blog,nas");
-    if (contentFile === undefined && markdownFile === undefined) {
-      throw args.needs("--content-file or --markdown-file");
+    if (inline === undefined && contentFile === undefined && markdownFile === undefined) {
+      throw args.needs("--content, --content-file or --markdown-file");
+    }
+    if (inline !== undefined && contentFile !== undefined) {
+      throw args.usage("give --content or --content-file, not both");
+    }
+    if (transform !== undefined && transform !== "read") {
+      throw args.usage(`invalid --transform "${transform}": the only transform is read`);
     }
     const read = (path: string | undefined) =>
       path === undefined ? undefined : readInput(path, io, args);
-    const content = await read(contentFile);
+    const content = inline ?? await read(contentFile);
     const markdown = await read(markdownFile);
     const targets = target.split(",").map((t) => t.trim()).filter((t) => t !== "");
     const tags = args.string("tags");
@@ -98,8 +121,8 @@ const publish: Command = {
 const blogDelete: Command = {
   name: "blog-delete",
   synopsis: "<post_id>",
-  summary:
-    "delete a blog post (uses RELAY_PUBLISH_URL or RELAY_BLOG_URL, RELAY_BLOG_ACCESS_COOKIE)",
+  summary: "delete a blog post: the relay's built-in blog, or an external one " +
+    "(RELAY_PUBLISH_URL or RELAY_BLOG_URL, with RELAY_BLOG_ACCESS_COOKIE)",
   options: [
     {
       name: "publish-url",
@@ -123,6 +146,7 @@ const blogDelete: Command = {
       env: "RELAY_PUBLISH_TIMEOUT",
       default: "15s",
     },
+    ...CLIENT_OPTIONS,
   ],
   positionals: true,
   async run(args, io) {
@@ -136,9 +160,15 @@ const blogDelete: Command = {
       "publish-timeout": args.string("publish-timeout"),
     }, io.env);
     const settings = publishConfig(config);
-    const baseUrl = settings.urls.blog;
-    if (baseUrl === undefined) throw args.needs("--publish-url or RELAY_PUBLISH_URL");
-    const cookie = config.secrets.blogAccessCookie;
+    let baseUrl = settings.urls.blog;
+    let cookie = config.secrets.blogAccessCookie;
+    if (baseUrl === undefined) {
+      // The relay's built-in blog (docs/publishing-builtin.md): its delete takes the
+      // relay_access cookie holding the client's key.
+      const client = await resolveClient(args, io);
+      baseUrl = `${client.url.replace(/\/+$/, "")}/downstream`;
+      cookie ??= `relay_access=${client.key}`;
+    }
     if (cookie === undefined) throw args.needs("RELAY_BLOG_ACCESS_COOKIE");
     const failure = await deleteBlogPost(id, { baseUrl, cookie, timeoutMs: settings.timeoutMs });
     if (failure !== undefined) throw new CommandFailure(`cannot delete post "${id}": ${failure}`);

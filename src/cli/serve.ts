@@ -7,10 +7,14 @@
 
 import { ConfigError, loadConfig, SECRET_ENV, SERVER_OPTIONS } from "../config.ts";
 import { errorMessage } from "../errors.ts";
-import { DatabaseInUseError } from "../lock.ts";
+import { DatabaseInUseError } from "../store/lock.ts";
+import { UnsafeDatabaseError } from "../store/database.ts";
+import type { Store } from "../store/store.ts";
+import type { Logger } from "../server/log.ts";
+import { scheduleBackups } from "../backup.ts";
 import { startRelay } from "../server/start.ts";
 import type { Command, OptionSpec } from "./command.ts";
-import { type CommandIo, EXIT_FAILURE } from "./io.ts";
+import { type CommandIo, EXIT_FAILURE, EXIT_USAGE } from "./io.ts";
 
 /** What a server option's value is, for its help line; `VALUE` when not listed. */
 function placeholder(flag: string): string {
@@ -40,17 +44,41 @@ const OPTIONS: readonly OptionSpec[] = SERVER_OPTIONS.map((o) => ({
 /**
  * Runs the relay until SIGINT or SIGTERM.
  *
- * @returns 0 after a clean shutdown, 1 when it cannot start or requests were still in
- *   flight when it stopped.
+ * @returns 0 after a clean shutdown; 2 for a configuration error found while starting (a
+ *   TLS file that cannot be used), so that systemd does not restart it (the unit's
+ *   `RestartPreventExitStatus=2`); 1 when it cannot start otherwise, or requests were still
+ *   in flight when it stopped.
  * @throws {ConfigError} for a bad option (exit code 2).
  */
 async function serve(flags: Record<string, string | undefined>, io: CommandIo, version: string) {
   const config = loadConfig(flags, io.env);
   let relay;
   try {
-    relay = await startRelay(config, { version, pairing: Deno.stdout.isTerminal() });
+    const everyMs = config.backupEveryMs;
+    const backups = everyMs === undefined ? [] : [
+      (store: Store, logger: Logger) =>
+        scheduleBackups(store, {
+          db: config.db,
+          keysFile: config.keysFile,
+          everyMs,
+          keep: config.backupKeep,
+          info: logger.info,
+          warn: logger.warn,
+        }),
+    ];
+    relay = await startRelay(config, {
+      version,
+      pairing: Deno.stdout.isTerminal(),
+      jobs: backups,
+    });
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof DatabaseInUseError) {
+    // Restarting cannot fix a bad option or an unsafe database (hard-linked, damaged): exit
+    // like a configuration error, which the unit does not restart (docs/operations.md).
+    if (error instanceof ConfigError || error instanceof UnsafeDatabaseError) {
+      io.err(`relay: ${error.message}`);
+      return EXIT_USAGE;
+    }
+    if (error instanceof DatabaseInUseError) {
       io.err(`relay: ${error.message}`);
     } else if (error instanceof Deno.errors.AddrInUse) {
       io.err(`relay: cannot listen on ${config.hostname}:${config.port}: address in use`);
@@ -67,14 +95,15 @@ async function serve(flags: Record<string, string | undefined>, io: CommandIo, v
   ] as const;
   for (const [signal, handler] of handlers) Deno.addSignalListener(signal, handler);
   // A terminal closing or `kill -HUP` must not stop a service: there is nothing to reload.
-  const ignoreHup = () => io.out("relay: SIGHUP ignored (nothing to reload)");
+  const ignoreHup = () => relay.logger.info("relay: SIGHUP ignored (nothing to reload)");
   Deno.addSignalListener("SIGHUP", ignoreHup);
   const signal = await stopped.promise;
-  io.out(`relay: ${signal}: finishing in-flight requests`);
+  relay.logger.info(`relay: ${signal}: finishing in-flight requests`);
   const drained = await relay.shutdown();
   for (const [name, handler] of handlers) Deno.removeSignalListener(name, handler);
   Deno.removeSignalListener("SIGHUP", ignoreHup);
-  io.out(drained ? "relay: stopped" : "relay: stopped with requests still in flight");
+  const stoppedLine = drained ? "relay: stopped" : "relay: stopped with requests still in flight";
+  relay.logger.info(stoppedLine);
   return drained ? 0 : EXIT_FAILURE;
 }
 

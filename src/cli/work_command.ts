@@ -1,12 +1,12 @@
 /**
  * `relay work`: run a command for each item of a queue and push its output (see
- * `src/work.ts` for the loop; docs/cli.md, "relay work", for what happens to an item).
+ * `src/client/work.ts` for the loop; docs/cli.md, "relay work", for what happens to an item).
  *
  * @module
  */
 
 import { MAX_LEASE_MS } from "../store/store.ts";
-import { work } from "../work.ts";
+import { work } from "../client/work.ts";
 import type { Args, Command } from "./command.ts";
 import { durationOption } from "./client_commands.ts";
 import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";

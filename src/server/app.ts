@@ -19,10 +19,12 @@ import { type Context, Hono, type MiddlewareHandler } from "hono";
 import pLimit from "p-limit";
 import { DEFAULT_MAX_BODY_BYTES, WEBAPP_PATH } from "../constants.ts";
 import { HttpError, problemResponse, truncate } from "../errors.ts";
-import type { KeyRing } from "../named_keys.ts";
-import type { PublishConfig } from "../publish.ts";
+import { storageProblem } from "./faults.ts";
+import type { KeyRing } from "../access/named_keys.ts";
+import type { PublishConfig } from "../publish/publish.ts";
+import type { BuiltinPublishing } from "./route.ts";
 import { DEFAULT_QA_HOSTS } from "../queues.ts";
-import { type Store, StoreBusyError } from "../store/store.ts";
+import { StorageError, type Store, StoreBusyError } from "../store/store.ts";
 import { AuthFailureLimiter, clientAddress, createRequireKey, redactedTarget } from "./auth.ts";
 import { KEEP_ALIVE_MS } from "./live.ts";
 import { Logger } from "./log.ts";
@@ -69,6 +71,8 @@ export interface AppOptions {
   closing?: AbortSignal;
   /** Interval of keep-alive comments on an idle results stream, ms; default 30 s. */
   keepAliveMs?: number;
+  /** The built-in notes store, blog and podcast; without it the relay serves none. */
+  builtin?: BuiltinPublishing;
 }
 
 /**
@@ -148,6 +152,7 @@ export function createApp(options: AppOptions): Hono {
     qaHosts: options.qaHosts ?? DEFAULT_QA_HOSTS,
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     publish: options.publish,
+    builtin: options.builtin,
     logger,
     metrics,
     closing: options.closing ?? new AbortController().signal,
@@ -199,11 +204,15 @@ export function createApp(options: AppOptions): Hono {
     else app.all(path, allowMethods(path, route.methods), requireKey(route.scope), handle);
   }
 
+  // The built-in publishing services, beside the API (they check their own keys).
+  if (options.builtin) app.route("/", options.builtin.services.app);
+
   // The API's endpoints and the app's entry, for the 404 message (not every app file).
   const endpoints = Object.keys(routes).filter((path) =>
     path !== "/" && !path.startsWith(WEBAPP_PATH)
   );
   endpoints.push(WEBAPP_PATH);
+  if (options.builtin) endpoints.push("/notes/", "/blog/", "/podcast/", "/downstream/…");
   app.notFound((c) => {
     const path = truncate(c.req.path);
     return problemResponse(
@@ -219,6 +228,7 @@ export function createApp(options: AppOptions): Hono {
     if (error instanceof StoreBusyError) {
       return problemResponse(503, `${error.message}: try again`, { "retry-after": "1" });
     }
+    if (error instanceof StorageError) return storageProblem(error);
     logger.error("relay: unexpected error", error);
     return problemResponse(500, "Internal error: the relay logged the cause");
   });

@@ -11,7 +11,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { Context, MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
 import { HttpError } from "../errors.ts";
-import type { KeyRing, Scope } from "../named_keys.ts";
+import type { KeyRing, Scope } from "../access/named_keys.ts";
 
 /** The request header that carries the API key (spec §5). */
 export const KEY_HEADER = "x-auth-key";

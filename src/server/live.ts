@@ -8,7 +8,7 @@
  */
 
 import type { SSEStreamingApi } from "hono/streaming";
-import { sleep } from "../backoff.ts";
+import { sleep } from "../util/backoff.ts";
 import { type Collection, nextChange, readResults, type Store } from "../store/store.ts";
 
 /** Options of {@linkcode longPoll}. */

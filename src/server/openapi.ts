@@ -12,8 +12,9 @@
 
 import { z } from "zod";
 import { createDocument, type ZodOpenApiOperationObject } from "zod-openapi";
-import { type Scope, SCOPES } from "../named_keys.ts";
-import { TARGETS } from "../publish.ts";
+import { builtinPaths, publishingStatsSchema } from "../publish/openapi.ts";
+import { type Scope, SCOPES } from "../access/named_keys.ts";
+import { TARGETS } from "../publish/publish.ts";
 import { QUEUE_NAMES } from "../queues.ts";
 import { JSON_TYPE, TEXT_TYPE } from "./responses.ts";
 import type { Route, Routes } from "./route.ts";
@@ -48,7 +49,10 @@ const WHY: Record<number, string> = {
   413: "The body is over the limit (--max-body, default 512 KiB)",
   415: "A content type the endpoint does not take",
   429: "Too many failed keys from this address; Retry-After says when to try again",
-  503: "The store is busy or the relay is shutting down; try again",
+  503: "The store is busy, its disk is read-only, damaged or failing, or the relay is shutting " +
+    "down; Retry-After says when to try again",
+  507: "The relay's disk is full: writes that add content are refused (pulls, acks and clears " +
+    "still work); Retry-After says when to try again",
 };
 
 function problems(...statuses: number[]) {
@@ -59,7 +63,7 @@ function problems(...statuses: number[]) {
 }
 
 /** Errors of every protected endpoint, in C3's order. */
-const AUTH_ERRORS = [401, 403, 405, 429, 503] as const;
+const AUTH_ERRORS = [401, 403, 405, 429, 503, 507] as const;
 
 function text(description: string, example: string) {
   return { description, content: { [TEXT_TYPE]: { schema: z.string(), example } } };
@@ -274,6 +278,7 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
           z.object({
             queues: z.partialRecord(queueName, counters),
             results: counters,
+            publishing: publishingStatsSchema.optional(),
           }),
         ),
       },
@@ -294,7 +299,7 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
       },
     },
     "/health": {
-      summary: "Liveness and a store round trip (spec §4.7, C51)",
+      summary: "Whether the store can commit (spec §4.7, C51)",
       responses: {
         "200": json(
           "Healthy",
@@ -302,8 +307,17 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
           { ok: true, ts: 1795300000000, db: "connected" },
         ),
         "503": json(
-          "The store does not answer (not a problem document, C51)",
-          z.object({ ok: z.boolean(), ts: z.number().int(), db: z.string() }),
+          "The store cannot commit, or does not answer (not a problem document, C51)",
+          z.object({
+            ok: z.boolean(),
+            ts: z.number().int(),
+            db: z.string(),
+            reason: z.string().meta({
+              description: "disk full, read-only file system, database damaged (…) or " +
+                "I/O error (…)",
+            }),
+          }),
+          { ok: false, ts: 1795300000000, db: "error", reason: "disk full" },
         ),
       },
     },
@@ -415,6 +429,6 @@ export function openApiDocument(
       },
     },
     security: [{ header: [] }, { query: [] }],
-    paths: operations(routes),
+    paths: { ...operations(routes), ...builtinPaths() },
   }) as unknown as Record<string, unknown>;
 }

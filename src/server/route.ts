@@ -9,8 +9,9 @@
 
 import type { Context } from "hono";
 import type { LimitFunction } from "p-limit";
-import type { Scope } from "../named_keys.ts";
-import type { PublishConfig } from "../publish.ts";
+import type { Scope } from "../access/named_keys.ts";
+import type { PublishConfig } from "../publish/publish.ts";
+import type { BuiltinServices } from "./routes/builtin.ts";
 import type { Collection, Store } from "../store/store.ts";
 import { longPoll } from "./live.ts";
 import type { Logger } from "./log.ts";
@@ -36,6 +37,19 @@ export type Route =
 /** Endpoints by path, e.g. `{ "/submit": { scope: "submit", methods: ["POST"], … } }`. */
 export type Routes = Record<string, Route>;
 
+/**
+ * The built-in notes store, blog and podcast (docs/publishing-builtin.md): served beside the
+ * API, and the target of every publish target without a URL of its own.
+ */
+export interface BuiltinPublishing {
+  /** The services: their routes, stores and podcast worker. */
+  readonly services: BuiltinServices;
+  /** The app id the built-in read-aloud queue accepts. */
+  readonly appId: string;
+  /** `--public-url`: the origin for links; default the request's origin. */
+  readonly publicUrl?: string | undefined;
+}
+
 /** What the route handlers share: the store, the app's options, its limits and signals. */
 export interface RouteContext {
   /** The store the endpoints read and write. */
@@ -46,6 +60,8 @@ export interface RouteContext {
   readonly maxBodyBytes: number;
   /** Downstream services of `POST /publish`; `undefined` when none are configured. */
   readonly publish: PublishConfig | undefined;
+  /** The built-in services, when the relay serves them. */
+  readonly builtin: BuiltinPublishing | undefined;
   /** Where unexpected errors of a results stream are logged. */
   readonly logger: Logger;
   /** Request, waiting-client and store metrics. */

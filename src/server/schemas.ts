@@ -7,7 +7,7 @@
 
 import { z } from "zod";
 import { HttpError, truncate } from "../errors.ts";
-import { type Article, type Target, TARGETS } from "../publish.ts";
+import { type Article, type Target, TARGETS } from "../publish/publish.ts";
 import { QUEUE_NAMES, type QueueName } from "../queues.ts";
 import { MAX_LEASE_MS, QUEUE_CAPACITY } from "../store/store.ts";
 

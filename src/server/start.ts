@@ -5,18 +5,22 @@
  * @module
  */
 
-import { resolveApiKey } from "../api_key.ts";
+import { dirname } from "node:path";
+import { resolveApiKey } from "../access/api_key.ts";
 import { createApp } from "./app.ts";
 import { type Config, ConfigError } from "../config.ts";
 import { errorMessage, problemResponse } from "../errors.ts";
-import { missingConfiguration, publishConfig, TARGETS } from "../publish.ts";
-import { WEAK_KEY_LENGTH } from "./auth.ts";
+import { missingConfiguration, publishConfig, TARGETS } from "../publish/publish.ts";
+import { keysMatch, WEAK_KEY_LENGTH } from "./auth.ts";
 import { BatchedLog, Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
-import { KeyRing } from "../named_keys.ts";
-import { lanAddress, pairingLines, pairingLink } from "../pairing.ts";
+import { KeyRing } from "../access/named_keys.ts";
+import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
 import { openLockedDatabase } from "../store/database.ts";
-import { createStore } from "../store/store.ts";
+import { checkDatabase, keepCounters } from "../store/integrity.ts";
+import { createStore, type Store } from "../store/store.ts";
+import { resolveAppId } from "./builtin.ts";
+import { createBuiltinServices } from "./routes/builtin.ts";
 
 /**
  * How long in-flight requests may take to finish after SIGINT/SIGTERM before the relay
@@ -81,6 +85,28 @@ export interface RunningRelay {
   shutdown(): Promise<boolean>;
 }
 
+/** A job that runs beside the server on its open store, e.g. scheduled backups. */
+export interface BackgroundJob {
+  /** Stops the job; waits for work under way. Called before the store closes; never throws. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@linkcode startRelay}. */
+export interface StartOptions {
+  /** Where every log line goes (errors too); default: standard output and error. */
+  log?: (line: string) => void;
+  /** The relay's version, for the start line. */
+  version?: string;
+  /** Print a QR code and link that pair a phone's web app with the main key. */
+  pairing?: boolean;
+  /**
+   * Jobs started once the relay serves, each given the store and the log, and stopped at
+   * shutdown before the store closes. The command line starts scheduled backups this way,
+   * so that the server needs to know nothing of the backup format.
+   */
+  jobs?: readonly ((store: Store, logger: Logger) => BackgroundJob)[];
+}
+
 /**
  * Starts the relay (C71–C73). Prints one line with the version, the data file and what is
  * enabled, one saying where the API key comes from, then
@@ -95,14 +121,17 @@ export interface RunningRelay {
  * @param options.pairing Print a QR code and link that pair a phone's web app with the
  *   main key (issue 7); the command line asks for it when standard output is a terminal,
  *   so that the key never lands in a service's journal.
+ * @param options.jobs Background jobs on the open store ({@linkcode StartOptions.jobs}).
  * @throws {ConfigError} for a key file that cannot be read or written, an invalid keys
  *   file, or TLS files that cannot be read.
  * @throws {DatabaseInUseError} when another relay holds the database.
+ * @throws {UnsafeDatabaseError} when the database has more than one name, is damaged, or
+ *   holds less than the relay wrote to it (docs/operations.md, damaged files).
  * @throws {Deno.errors.AddrInUse} and other errors of `Deno.serve` and `Deno.openKv`.
  */
 export async function startRelay(
   config: Config,
-  options: { log?: (line: string) => void; version?: string; pairing?: boolean } = {},
+  options: StartOptions = {},
 ): Promise<RunningRelay> {
   // The access log is written in batches unless the caller collects lines itself.
   const accessLog = options.log === undefined ? new BatchedLog() : undefined;
@@ -127,11 +156,40 @@ export async function startRelay(
       key: readPem(config.tls.keyFile, "--tls-key"),
     };
     const metrics = new RelayMetrics();
+    // Storage faults are logged once the database passed its check: before, they stop the
+    // relay with their own line.
+    let checked = false;
     const store = createStore(kv, {
       dedupeWindowMs: config.dedupeWindowMs,
       onCommit: metrics.commit,
+      path: db,
+      onHealthChange: (verdict) => {
+        if (!checked) return;
+        if (verdict.ok) log("relay: storage: the database commits again");
+        else logger.error(`relay: storage: ${verdict.reason}: see docs/operations.md`);
+      },
     });
+    const warning = await checkDatabase(store, db);
+    if (warning !== undefined) logger.warn(warning);
+    checked = true;
     const publish = publishConfig(config);
+    // The built-in notes store, blog and podcast (docs/publishing-builtin.md).
+    const appId = await resolveAppId(config.secrets.appId, dirname(db)).catch((error) => {
+      throw new ConfigError(`cannot set up the app id: ${errorMessage(error)}`);
+    });
+    const builtin = createBuiltinServices({
+      dataDir: dirname(db),
+      authorize: (key, scope) =>
+        keysMatch(key, apiKey.key) || (keyRing.find(key)?.scopes.includes(scope) ?? false),
+      appId: appId.appId,
+      publicUrl: config.publicUrl,
+      log,
+      ttsCommand: config.ttsCommand,
+      privateBlog: config.privateBlog,
+      privatePodcast: config.privatePodcast,
+      retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
+      maxBodyBytes: config.maxBodyBytes,
+    });
     // Ends long-polls and results streams when the relay stops (C72).
     const closing = new AbortController();
     const app = createApp({
@@ -144,15 +202,23 @@ export async function startRelay(
       logger,
       metrics,
       closing: closing.signal,
+      builtin: { services: builtin, appId: appId.appId, publicUrl: config.publicUrl },
     });
-    const publishing = TARGETS.filter((t) => missingConfiguration([t], publish).length === 0);
+    const external = TARGETS.filter((t) => missingConfiguration([t], publish).length === 0);
+    const internal = TARGETS.filter((t) => publish.urls[t] === undefined);
     log(
       `relay ${options.version ?? ""} (deno ${Deno.version.deno}): data ${db}; ` +
         `dedupe window ${config.dedupeWindowMs} ms; body limit ${config.maxBodyBytes} bytes; ` +
         `publishing to ${
-          publishing.length > 0 ? publishing.join(", ") : "nothing (no --publish-url)"
-        }`,
+          [
+            ...(internal.length > 0 ? [`built-in ${internal.join(", ")}`] : []),
+            ...(external.length > 0 ? [`external ${external.join(", ")}`] : []),
+          ].join("; ")
+        }; read aloud by ${builtin.podcast.engineName}`,
     );
+    if (appId.source === "generated") {
+      log(`relay: first start: generated the podcast app id in ${appId.path}`);
+    }
     if (apiKey.source === "environment") log("relay: API key from RELAY_API_KEY");
     else if (apiKey.source === "generated") {
       log(
@@ -220,6 +286,13 @@ export async function startRelay(
         return problemResponse(500, "Internal error: the relay logged the cause");
       },
     }, handler);
+    const counters = keepCounters(
+      store,
+      db,
+      (error) => logger.warn(`relay: cannot write the counters file: ${errorMessage(error)}`),
+    );
+    const jobs = (options.jobs ?? []).map((start) => start(store, logger));
+    builtin.start();
     // Last use of named keys reaches its file within a minute, and only when there was one.
     const recordUses = setInterval(() => keyRing.flush(), 60_000);
     Deno.unrefTimer(recordUses);
@@ -239,7 +312,10 @@ export async function startRelay(
           }),
         ]);
         clearTimeout(timer);
+        await builtin.stop();
         await accessLog?.flush();
+        await Promise.all(jobs.map((job) => job.stop()));
+        await counters.stop();
         clearInterval(recordUses);
         keyRing.flush();
         database.close();

@@ -65,6 +65,7 @@ export function submitOp(
   const parts = splitParts(content);
   return {
     name: "submit",
+    grows: true,
     // The item, the evictions, and the duplicate record.
     cost: (draft) => addCost(appendItemCost(draft, queue, parts), 1),
     apply(draft, mutations) {
@@ -170,6 +171,7 @@ export function restoreItemOp(
   const parts = splitParts(item.content);
   return {
     name: "restore",
+    grows: true,
     cost: (draft) => appendItemCost(draft, queue, parts),
     apply(draft, mutations) {
       const q = draft.queues[queue];

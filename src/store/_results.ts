@@ -44,6 +44,7 @@ export function pushOp(content: string): WriteOp<ResultItem> {
   const parts = splitParts(content);
   return {
     name: "push",
+    grows: true,
     cost: (draft) => appendResultCost(draft, parts),
     apply(draft, mutations) {
       const t = Math.max(draft.now, draft.feed.hwm + 1);
@@ -95,6 +96,7 @@ export function restoreResultOp(result: { t: number; content: string }): WriteOp
   const parts = splitParts(result.content);
   return {
     name: "restore",
+    grows: true,
     cost: (draft) => appendResultCost(draft, parts),
     apply(draft, mutations) {
       appendResult(mutations, draft.feed, parts, result.content, result.t);
@@ -108,6 +110,7 @@ export function restoreResultOp(result: { t: number; content: string }): WriteOp
 export function restoreHwmOp(hwm: number): WriteOp<true> {
   return {
     name: "restore",
+    grows: true,
     cost: () => addCost({ mutations: 0, bytes: 0 }, 1),
     apply(draft, mutations) {
       draft.feed.hwm = Math.max(draft.feed.hwm, hwm);

@@ -208,6 +208,11 @@ export function metaValue(draft: Draft, collection: Collection): QueueMeta | Res
 export interface WriteOp<T> {
   /** What is written, for errors: e.g. `"submit"`. */
   readonly name: string;
+  /**
+   * Whether it stores new content (submit, push, restore): such writes are refused while the
+   * disk is full, the others (pull, lease, ack) still run (`_health.ts`).
+   */
+  readonly grows?: boolean;
   /** What applying it to `draft` would add to the commit. */
   cost(draft: Draft): Cost;
   /**

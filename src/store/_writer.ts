@@ -15,12 +15,21 @@
  * the batch applied again. A commit that throws leaves the outcome unknown, so the batch is
  * rejected and the state is reloaded before the next one.
  *
+ * Every commit's outcome goes to the store's {@linkcode StoreHealth}, and a KV error that
+ * names a storage fault (disk full, read-only, damaged, I/O) reaches the waiters as a
+ * {@linkcode StorageError}. When a commit fails because the disk is full, the health's
+ * reserve is released once and the writes of the batch that store nothing new are tried
+ * again; while the disk stays full, writes that store new content are refused before they
+ * are applied (`_health.ts`).
+ *
  * @module
  */
 
 import type { Clock } from "../clock.ts";
 import type { Changes } from "./_changes.ts";
 import { SeenPruner } from "./_duplicates.ts";
+import { StorageError } from "./_faults.ts";
+import type { StoreHealth } from "./_health.ts";
 import { loadState } from "./_load.ts";
 import {
   BATCH_MAX_BYTES,
@@ -61,6 +70,8 @@ export interface WriterOptions {
   changes: Changes;
   /** Told each KV commit's duration, ms, and whether it succeeded. */
   onCommit?: ((ms: number, ok: boolean) => void) | undefined;
+  /** Told every commit's and failed load's outcome; holds the disk-full reserve. */
+  health: StoreHealth;
 }
 
 /** A write or an exclusive job waiting for the writer. */
@@ -79,6 +90,7 @@ export class Writer {
   #dedupeWindowMs: number;
   #changes: Changes;
   #onCommit: ((ms: number, ok: boolean) => void) | undefined;
+  #health: StoreHealth;
   #pruner: SeenPruner;
   #state: State | undefined;
   #loading: Promise<State> | undefined;
@@ -95,14 +107,15 @@ export class Writer {
     this.#dedupeWindowMs = options.dedupeWindowMs;
     this.#changes = options.changes;
     this.#onCommit = options.onCommit;
+    this.#health = options.health;
     this.#pruner = new SeenPruner(options.dedupeWindowMs);
   }
 
   /**
    * Queues `op` for the writer; resolves with its result once its commit is durable.
    *
-   * @throws {StoreBusyError}, KV errors (the batch's outcome is then unknown), or what
-   *   `op.apply` threw.
+   * @throws {StoreBusyError}; {@linkcode StorageError} for a storage fault; other KV errors
+   *   (the batch's outcome is then unknown); or what `op.apply` threw.
    */
   write<T>(op: WriteOp<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -130,17 +143,28 @@ export class Writer {
 
   /**
    * Applies `change` to a draft and commits it on its own; only inside
-   * {@linkcode Writer.exclusive}. The change must fit one commit.
+   * {@linkcode Writer.exclusive}. The change must fit one commit and store nothing new (a
+   * clear): on a full disk it is tried again once the reserve is released.
    *
-   * @throws {StoreBusyError} when the file kept changing under it; KV errors.
+   * @throws {StoreBusyError} when the file kept changing under it; {@linkcode StorageError};
+   *   other KV errors.
    */
   async commitAlone(name: string, change: Change): Promise<void> {
     for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
-      const state = await this.#load();
-      const draft = new Draft(state, Math.floor(this.#clock()));
-      const mutations = new Mutations();
-      change(draft, mutations);
-      if (await this.#commit(state, draft, mutations)) return;
+      try {
+        const state = await this.#load();
+        const draft = new Draft(state, Math.floor(this.#clock()));
+        const mutations = new Mutations();
+        change(draft, mutations);
+        if (await this.#commit(state, draft, mutations)) return;
+      } catch (error) {
+        if (
+          error instanceof StorageError && error.kind === "full" && this.#health.releaseReserve()
+        ) {
+          continue;
+        }
+        throw renamed(error, name);
+      }
     }
     throw new StoreBusyError(name);
   }
@@ -149,12 +173,20 @@ export class Writer {
    * Runs `reader` on the committed state; runs it again on the newer state when it returns
    * `undefined` (content it read from KV was removed meanwhile).
    *
-   * @throws KV errors while the state is loaded; an `Error` when `reader` kept returning
-   *   `undefined`.
+   * @throws {StorageError} for a storage fault while the state or content is read; other KV
+   *   errors; an `Error` when `reader` kept returning `undefined`.
    */
   async read<T>(reader: (state: State) => T | undefined | Promise<T | undefined>): Promise<T> {
     for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
-      const result = await reader(await this.#load());
+      let result: T | undefined;
+      try {
+        result = await reader(await this.#load());
+      } catch (error) {
+        if (error instanceof StorageError) throw renamed(error, "read the store");
+        const kind = this.#health.readFailed(error);
+        if (kind === undefined) throw error;
+        throw new StorageError(kind, "read the store", error);
+      }
       if (result !== undefined) return result;
     }
     throw new Error("Cannot read the store: stored content parts are missing");
@@ -194,7 +226,7 @@ export class Writer {
         state = await this.#load();
       } catch (error) {
         // The batch being retried was already taken out of the pending list.
-        for (const p of [...batch, ...this.#pending.splice(0)]) p.reject(error);
+        for (const p of [...batch, ...this.#pending.splice(0)]) p.reject(renamed(error, p.name));
         return;
       }
       const draft = new Draft(state, Math.floor(this.#clock()));
@@ -203,9 +235,17 @@ export class Writer {
       const applied: Pending[] = [];
       // On a retry, the same batch again; otherwise every waiting write that fits.
       const candidates = batch.length > 0 ? batch : this.#takeBatchable();
+      // Before refusing writes for a full disk, look whether space came back.
+      if (this.#health.full && candidates.some((p) => p.op!.grows)) {
+        await this.#health.recheckFull();
+      }
       let i = 0;
       for (; i < candidates.length; i++) {
         const p = candidates[i]!;
+        if (p.op!.grows && this.#health.full) {
+          p.reject(new StorageError("full", p.name));
+          continue;
+        }
         const cost = p.op!.cost(draft);
         if (
           applied.length > 0 &&
@@ -227,7 +267,16 @@ export class Writer {
       try {
         ok = await this.#commit(state, draft, mutations);
       } catch (error) {
-        for (const p of applied) p.reject(error);
+        if (
+          error instanceof StorageError && error.kind === "full" && this.#health.releaseReserve()
+        ) {
+          // Nothing was committed: what stores nothing new goes again, in the room released.
+          const again = applied.filter((p) => !p.op!.grows);
+          for (const p of applied) if (p.op!.grows) p.reject(renamed(error, p.name));
+          this.#pending.unshift(...again);
+          return;
+        }
+        for (const p of applied) p.reject(renamed(error, p.name));
         return;
       }
       if (ok) {
@@ -251,7 +300,8 @@ export class Writer {
    * nothing, so workers polling an empty queue cause no disk writes.
    *
    * @returns `false` when a check failed (the file changed under us; state reloaded).
-   * @throws KV errors; the state is then reloaded before the next write.
+   * @throws {StorageError} for a storage fault (its `operation` is `"commit"`); other KV
+   *   errors. The state is then reloaded before the next write.
    */
   async #commit(state: State, draft: Draft, mutations: Mutations): Promise<boolean> {
     if (mutations.entries.size === 0 && mutations.touched.size === 0) {
@@ -276,10 +326,12 @@ export class Writer {
     } catch (error) {
       this.#state = undefined;
       this.#onCommit?.(performance.now() - started, false);
+      const kind = this.#health.failed(error);
       // The commit may have been applied: let every waiter look again.
       this.#changes.notifyAll();
-      throw error;
+      throw kind === undefined ? error : new StorageError(kind, "commit", error);
     }
+    this.#health.succeeded();
     this.#onCommit?.(performance.now() - started, res.ok);
     if (!res.ok) {
       this.#state = undefined;
@@ -304,9 +356,17 @@ export class Writer {
       },
       (error) => {
         this.#loading = undefined;
-        throw error;
+        const kind = this.#health.failed(error);
+        throw kind === undefined ? error : new StorageError(kind, "read the store", error);
       },
     );
     return this.#loading;
   }
+}
+
+/** `error` with the operation it failed named, when it is a {@linkcode StorageError}. */
+function renamed(error: unknown, operation: string): unknown {
+  return error instanceof StorageError && error.operation !== operation
+    ? new StorageError(error.kind, operation, error.cause)
+    : error;
 }

@@ -8,9 +8,23 @@
 
 import { dirname, resolve } from "node:path";
 import { ConfigError } from "../config.ts";
-import { createPrivateFile, makePrivateDirectory, restrictFile } from "../files.ts";
-import { lockDatabase } from "../lock.ts";
+import { createPrivateFile, makePrivateDirectory, restrictFile } from "../util/files.ts";
+import { lockDatabase } from "./lock.ts";
 import { createStore, type Store } from "./store.ts";
+
+/**
+ * Thrown when the database cannot be used safely as it is and restarting cannot change that:
+ * it has more than one name (hard links), or it holds less than the relay wrote to it
+ * (`counters_file.ts`). The message is one line that says what to do; `relay serve` exits
+ * with 2 on it, like a configuration error, so that systemd does not restart it in a loop.
+ */
+export class UnsafeDatabaseError extends Error {
+  /** @param message One line: what is wrong with the database and what to do. */
+  constructor(message: string) {
+    super(message);
+    this.name = "UnsafeDatabaseError";
+  }
+}
 
 /** An open KV database and the lock that makes it this process's alone (C73). */
 export interface LockedDatabase {
@@ -27,10 +41,18 @@ export interface LockedDatabase {
  * database's lock (C73) and opens the KV file, made 0600 with its `-wal` and `-shm` files
  * (docs/operations.md, data files), turning each failure into one line that names the path.
  *
+ * A database file with more than one name (a hard link) is refused. The lock file, SQLite's
+ * write-ahead log and its index are all found by the name, so two names of one file make two
+ * locks and two logs: two relays could then serve the same file at once, and one relay alone
+ * would miss what the other name's log holds (measured: every acknowledged write made through
+ * the second name was gone after a restart). Refusing the extra name covers both, where a
+ * lock on the file itself would cover only the first.
+ *
  * @param db The database file's path, relative to the working directory or absolute.
  * @throws {ConfigError} when the directory cannot be created or the file cannot be opened
  *   (corrupt, unwritable, not SQLite).
  * @throws {DatabaseInUseError} when another process holds the database.
+ * @throws {UnsafeDatabaseError} when the database file has more than one name.
  */
 export async function openLockedDatabase(db: string): Promise<LockedDatabase> {
   const path = resolve(db);
@@ -40,6 +62,12 @@ export async function openLockedDatabase(db: string): Promise<LockedDatabase> {
     throw new ConfigError(`cannot create the data directory "${dirname(path)}": ${String(error)}`);
   }
   const lock = await lockDatabase(path);
+  try {
+    refuseHardLinks(path);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
   let kv: Deno.Kv;
   try {
     // SQLite creates the database 0644 and gives its -wal and -shm files the database's
@@ -73,6 +101,7 @@ export async function openLockedDatabase(db: string): Promise<LockedDatabase> {
  * @returns What `job` returns.
  * @throws {ConfigError} when the database cannot be opened.
  * @throws {DatabaseInUseError} when a relay (or another job) holds the database.
+ * @throws {UnsafeDatabaseError} when the database file has more than one name.
  */
 export async function withStore<T>(
   db: string,
@@ -84,4 +113,26 @@ export async function withStore<T>(
   } finally {
     database.close();
   }
+}
+
+/**
+ * Refuses a database file with more than one name (see {@linkcode openLockedDatabase}).
+ *
+ * @throws {UnsafeDatabaseError} naming the count and how to find the other names.
+ */
+function refuseHardLinks(path: string): void {
+  let links: number | null;
+  try {
+    links = Deno.statSync(path).nlink;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return; // created when it is opened
+    throw error;
+  }
+  if (links === null || links <= 1) return;
+  throw new UnsafeDatabaseError(
+    `the database "${path}" has ${links} names (hard links), and each name gets its own ` +
+      "lock and write-ahead log, so writes made through one name can be lost through the " +
+      `other: remove the other names (find them with: find / -xdev -samefile ${path}) or ` +
+      "give each relay its own copy",
+  );
 }

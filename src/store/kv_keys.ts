@@ -13,6 +13,7 @@
  * | `["results", t, 0]` | {@linkcode ResultHead} | a result: part count, first ≤ 60,000 bytes |
  * | `["results", t, n]` | `Uint8Array` | part `n` of a long result |
  * | `["submissions", sha256]` | {@linkcode SubmissionRecord} | last accepted time of a content (C13) |
+ * | `["health_probe"]` | `number` | when `/health` last had to commit to learn whether the store can (epoch ms) |
  *
  * The parts of one item sit next to each other, so one `list()` reads whole items in order.
  *
@@ -149,4 +150,9 @@ export function submissionsPrefix(): Deno.KvKey {
 /** `["submissions", sha256hex]`: the duplicate-check record of one content (C13). */
 export function submissionKey(sha256hex: string): Deno.KvKey {
   return ["submissions", sha256hex];
+}
+
+/** The entry a health probe commits when it must learn whether the store can commit. */
+export function healthProbeKey(): Deno.KvKey {
+  return ["health_probe"];
 }

@@ -60,7 +60,9 @@ import {
 import { type Collection, QUEUE_CAPACITY, RESULTS_CAPACITY } from "./_state.ts";
 import { statsOf, type StoreStats } from "./_stats.ts";
 import { Writer } from "./_writer.ts";
-import { resultsMetaKey } from "./kv_keys.ts";
+import { type HealthVerdict, StoreHealth } from "./_health.ts";
+import { COLLECTIONS, metaKey } from "./_state.ts";
+import { healthProbeKey } from "./kv_keys.ts";
 
 export type { Clock } from "../clock.ts";
 export type { QueueName } from "../queues.ts";
@@ -70,6 +72,8 @@ export type { ResultItem, ResultsPage } from "./_results.ts";
 export { type Collection, QUEUE_CAPACITY, RESULTS_CAPACITY } from "./_state.ts";
 export type { StoreStats } from "./_stats.ts";
 export { StoreBusyError } from "./_writer.ts";
+export { type FaultKind, StorageError } from "./_faults.ts";
+export { type HealthVerdict, RESERVE_BYTES } from "./_health.ts";
 export type { QueueCounters, ResultCounters } from "./kv_keys.ts";
 
 /** Default duplicate window, ms: 5 minutes (spec §8, C13). */
@@ -96,10 +100,24 @@ export interface StoreOptions {
    * (`GET /metrics`, issue 6).
    */
   onCommit?: (ms: number, ok: boolean) => void;
+  /**
+   * The database file's path, when `kv` was opened from one: enables the disk-full reserve
+   * (`<path>.reserve`, {@linkcode RESERVE_BYTES}) and the file-system checks of
+   * {@linkcode health}.
+   */
+  path?: string;
+  /**
+   * Told each change of {@linkcode health}'s verdict as commits, loads and probes find it: a
+   * storage fault, another fault, or healthy again (the relay logs them).
+   */
+  onHealthChange?: (verdict: HealthVerdict) => void;
 }
 
 /** What {@linkcode createStore} keeps of each store, out of the callers' sight. */
-const INTERNALS = new WeakMap<Store, { writer: Writer; changes: Changes }>();
+const INTERNALS = new WeakMap<
+  Store,
+  { writer: Writer; changes: Changes; health: StoreHealth }
+>();
 
 /**
  * Wraps an open Deno KV database as the relay's store. Reads nothing yet: the state is
@@ -119,9 +137,16 @@ export function createStore(kv: Deno.Kv, options: StoreOptions = {}): Store {
   }
   const clock = options.clock ?? systemClock;
   const changes = new Changes();
-  const writer = new Writer(kv, { clock, dedupeWindowMs, changes, onCommit: options.onCommit });
+  const health = new StoreHealth(options.path, options.onHealthChange);
+  const writer = new Writer(kv, {
+    clock,
+    dedupeWindowMs,
+    changes,
+    onCommit: options.onCommit,
+    health,
+  });
   const store: Store = { kv, clock, dedupeWindowMs };
-  INTERNALS.set(store, { writer, changes });
+  INTERNALS.set(store, { writer, changes, health });
   return store;
 }
 
@@ -130,7 +155,7 @@ function writerOf(store: Store): Writer {
   return internals(store).writer;
 }
 
-function internals(store: Store): { writer: Writer; changes: Changes } {
+function internals(store: Store): { writer: Writer; changes: Changes; health: StoreHealth } {
   const found = INTERNALS.get(store);
   if (found === undefined) throw new TypeError("Cannot use the store: not made by createStore()");
   return found;
@@ -403,16 +428,41 @@ export async function restore(
 }
 
 /**
- * Makes one real read from KV to tell whether the store answers (spec §4.7, C51).
- * Writes nothing, so an idle relay polled by a health check writes nothing to disk.
+ * Loads the committed state and, for a store with a path, sets the disk-full reserve aside
+ * (best effort: on a disk without room there is no reserve). The relay calls it before it
+ * listens, so that a database it cannot read stops it at once.
  *
- * @returns `true` when the read succeeded, `false` when KV threw (closed, I/O error).
+ * @throws {StorageError} when the state cannot be read because of a storage fault (a
+ *   damaged file: kind `damaged`); other KV errors.
  */
-export async function probe(store: Store): Promise<boolean> {
-  try {
-    await store.kv.get(resultsMetaKey());
-    return true;
-  } catch {
-    return false;
-  }
+export async function prepare(store: Store): Promise<void> {
+  await writerOf(store).read(() => true);
+  await internals(store).health.ensureReserve();
+}
+
+/**
+ * Whether the store can commit (spec §4.7, C51; docs/operations.md, storage faults): the
+ * outcome of its last commit, checked by a probe at most once a second. The probe reads
+ * the metadata entries from KV, looks at the file system (read-only, free space), and
+ * commits one small entry only when the last commit failed or the disk is nearly full; so
+ * an idle, healthy store polled every second writes nothing. A damaged database stays
+ * reported until the store is opened again.
+ *
+ * @returns `{ok: true}`, or `{ok: false, kind, reason}` with a short reason such as
+ *   `disk full`.
+ */
+export async function health(store: Store): Promise<HealthVerdict> {
+  const { writer, health } = internals(store);
+  return await health.check({
+    read: async () => {
+      await store.kv.getMany(COLLECTIONS.map(metaKey));
+    },
+    write: async () => {
+      await writer.write({
+        name: "check the store",
+        cost: () => ({ mutations: 1, bytes: 100 }),
+        apply: (draft, mutations) => mutations.set(healthProbeKey(), draft.now),
+      });
+    },
+  });
 }

@@ -517,13 +517,15 @@ Deno.test("GET /health", async (t) => {
     assert.deepEqual(await res.json(), { ok: true, ts: app.clock.now, db: "connected" });
   });
 
-  await t.step("C51 answers 503 {ok: false, db: error} when the store fails", async () => {
+  await t.step("C51 answers 503 {ok: false, db: error, reason} when the store fails", async () => {
     await using app = await makeApp();
     app.temp.kv.close();
     const res = await app.app.request("/health");
     assert.equal(res.status, 503);
     assert.equal(res.headers.get("content-type"), JSON_TYPE);
-    assert.deepEqual(await res.json(), { ok: false, ts: app.clock.now, db: "error" });
+    const body = await res.json();
+    assert.match(body.reason, /^I\/O error \(.+\)$/);
+    assert.deepEqual(body, { ok: false, ts: app.clock.now, db: "error", reason: body.reason });
   });
 });
 

@@ -511,7 +511,7 @@ Deno.test("issue 7: --tls-cert and --tls-key serve HTTPS, and the start line say
   });
 });
 
-Deno.test("issue 7: TLS needs both files, readable and PEM; otherwise the relay does not start", async () => {
+Deno.test("TLS needs both files, readable and PEM; otherwise the relay does not start and exits 2, a configuration error", async () => {
   await withTempDir(async (dir) => {
     const { cert, key } = await selfSignedCertificate(dir);
     const db = `${dir}/relay.kv`;
@@ -523,21 +523,21 @@ Deno.test("issue 7: TLS needs both files, readable and PEM; otherwise the relay 
       ["serve", "--port", "0", "--db", db, "--tls-cert", `${dir}/nope.pem`, "--tls-key", key],
       { env },
     );
-    assert.equal(missing.code, 1);
+    assert.equal(missing.code, 2);
     assert.match(missing.stderr, /^relay: invalid --tls-cert ".*nope\.pem": cannot read it/m);
     await Deno.writeTextFile(`${dir}/plain.txt`, "not a certificate");
     const notPem = await runRelay(
       ["serve", "--port", "0", "--db", db, "--tls-cert", cert, "--tls-key", `${dir}/plain.txt`],
       { env },
     );
-    assert.equal(notPem.code, 1);
+    assert.equal(notPem.code, 2);
     assert.match(notPem.stderr, /^relay: invalid --tls-key ".*plain\.txt": not a PEM file$/m);
     // PEM, but not a key: Deno's refusal is reported with the options it concerns.
     const wrong = await runRelay(
       ["serve", "--port", "0", "--db", db, "--tls-cert", cert, "--tls-key", cert],
       { env },
     );
-    assert.equal(wrong.code, 1);
+    assert.equal(wrong.code, 2);
     assert.match(wrong.stderr, /^relay: invalid --tls-cert or --tls-key: /m);
   });
 });

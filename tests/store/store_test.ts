@@ -3,11 +3,11 @@ import {
   ack,
   clear,
   createStore,
+  health,
   lease,
   nextChange,
   nextLeaseEnd,
   peek,
-  probe,
   pull,
   pullFirst,
   push,
@@ -17,7 +17,7 @@ import {
   stats,
   submit,
 } from "../../src/store/store.ts";
-import { makeStore, ManualClock, openTempKv } from "../_helpers.ts";
+import { eventually, makeStore, ManualClock, openTempKv } from "../_helpers.ts";
 
 Deno.test("submit() C13 reports a duplicate within the window, relay-wide", async () => {
   await using t = await makeStore({ dedupeWindowMs: 1000 });
@@ -291,11 +291,14 @@ Deno.test("submit() C14 evicts large items whole, all parts", async () => {
   assert.equal(left, 0);
 });
 
-Deno.test("probe() C51 is true on an open store and false once KV is closed", async () => {
+Deno.test("health() C51 is ok on an open store and not once KV is closed", async () => {
   await using t = await makeStore();
-  assert.equal(await probe(t.store), true);
+  assert.deepEqual(await health(t.store), { ok: true });
   t.temp.kv.close();
-  assert.equal(await probe(t.store), false);
+  // A probe reads at most once a second: the next one finds the closed store.
+  await eventually(async () => !(await health(t.store)).ok, "health() to see the closed KV");
+  const verdict = await health(t.store);
+  assert.ok(!verdict.ok && verdict.kind === "io", JSON.stringify(verdict));
 });
 
 Deno.test("stats() counters stay accountable: accepted = delivered + evicted + cleared + depth", async () => {

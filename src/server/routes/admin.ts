@@ -7,7 +7,8 @@
  */
 
 import denoConfig from "../../../deno.json" with { type: "json" };
-import { clear, probe, stats } from "../../store/store.ts";
+import { clear, health, stats } from "../../store/store.ts";
+import { builtinMetricsText } from "../builtin.ts";
 import { json, JSON_TYPE, text } from "../responses.ts";
 import type { RouteContext, Routes } from "../route.ts";
 
@@ -27,15 +28,21 @@ export function adminRoutes(relay: RouteContext, served: () => Readonly<Routes>)
     "/stats": {
       scope: "admin",
       methods: ["GET", "HEAD"],
-      handler: async () => json(await stats(store)),
+      handler: async () =>
+        json({
+          ...await stats(store),
+          ...(relay.builtin ? { publishing: await relay.builtin.services.stats() } : {}),
+        }),
     },
     "/metrics": {
       scope: "admin",
       methods: ["GET", "HEAD"],
       handler: async () =>
-        new Response(await metrics.text(store), {
-          headers: { "content-type": metrics.contentType },
-        }),
+        new Response(
+          await metrics.text(store) +
+            (relay.builtin ? await builtinMetricsText(relay.builtin.services) : ""),
+          { headers: { "content-type": metrics.contentType } },
+        ),
     },
     "/clear": {
       scope: "admin",
@@ -64,12 +71,14 @@ export function adminRoutes(relay: RouteContext, served: () => Readonly<Routes>)
       methods: ["GET", "HEAD"],
       open: true,
       handler: async () => {
-        const ok = await probe(store);
+        // Whether the store can commit: its last commit, probed at most once a second.
+        const verdict = await health(store);
         const ts = Math.floor(store.clock());
-        // C51: the one error that is not a problem document.
-        return ok
+        // C51: the one error that is not a problem document; `reason` says what failed
+        // (docs/api.md, GET /health).
+        return verdict.ok
           ? json({ ok: true, ts, db: "connected" })
-          : json({ ok: false, ts, db: "error" }, 503);
+          : json({ ok: false, ts, db: "error", reason: verdict.reason }, 503);
       },
     },
   };

@@ -6,8 +6,9 @@
  */
 
 import { HttpError } from "../../errors.ts";
-import { missingConfiguration, publish, type PublishConfig } from "../../publish.ts";
+import { missingConfiguration, publish, type PublishConfig } from "../../publish/publish.ts";
 import { readBody } from "../body.ts";
+import { withBuiltinTargets } from "../builtin.ts";
 import { json } from "../responses.ts";
 import type { RouteContext, Routes } from "../route.ts";
 import { parseOr400, publishBodySchema } from "../schemas.ts";
@@ -38,7 +39,13 @@ export function publishRoutes(relay: RouteContext): Routes {
           throw new HttpError(400, "Cannot publish: the body must be a JSON object");
         }
         const { article, targets } = parseOr400(publishBodySchema, body.fields, "publish");
-        const config = relay.publish ?? NOT_CONFIGURED;
+        const builtin = relay.builtin;
+        const config = builtin === undefined ? relay.publish ?? NOT_CONFIGURED : withBuiltinTargets(
+          relay.publish ?? { ...NOT_CONFIGURED, timeoutMs: 15_000 },
+          builtin.services,
+          builtin.appId,
+          builtin.publicUrl ?? new URL(c.req.url).origin,
+        );
         const missing = missingConfiguration(targets, config);
         if (missing.length > 0) {
           throw new HttpError(503, `Cannot publish: ${missing.join("; ")}`);

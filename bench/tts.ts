@@ -1,0 +1,199 @@
+/**
+ * Read-aloud figures for docs/benchmarks.md: the built-in engine (eSpeak NG as
+ * WebAssembly) with MP3 encoding (LAME as WebAssembly), through the relay's own podcast
+ * worker, on this machine.
+ *
+ * - a 5,000-word English article and a 5,000-character Chinese one: real-time factor
+ *   (processing time ÷ audio length; below 1 is faster than real time), split into
+ *   speaking and encoding, and the process's peak resident memory while it runs;
+ * - time to first episode ready: a fresh relay data directory, one short article published
+ *   over HTTP, until the feed has it (includes compiling the WebAssembly).
+ *
+ * Run: `deno run -A bench/tts.ts` (prints a Markdown table).
+ *
+ * @module
+ */
+
+import { createBuiltinServices } from "../src/server/routes/builtin.ts";
+import { Podcast } from "../src/publish/podcast.ts";
+import {
+  EspeakWasm,
+  EspeakWorker,
+  type Pcm,
+  type TtsEngine,
+  type Voice,
+} from "../src/publish/tts.ts";
+
+/** Wraps an engine to add up the time it spends speaking. */
+class Timed implements TtsEngine {
+  readonly name: string;
+  speakingMs = 0;
+  constructor(readonly inner: TtsEngine) {
+    this.name = inner.name;
+  }
+  close(): void {
+    this.inner.close?.();
+  }
+  async synthesize(text: string, voice: Voice): Promise<Pcm> {
+    const started = performance.now();
+    try {
+      return await this.inner.synthesize(text, voice);
+    } finally {
+      this.speakingMs += performance.now() - started;
+    }
+  }
+}
+
+/** Deterministic prose: `words` words in sentences of 8–20 words. */
+function englishArticle(words: number): string {
+  const vocabulary = ("the relay keeps a small queue of links and notes for the household " +
+    "while everyone sleeps it reads articles aloud so that a long walk becomes time to " +
+    "listen to what was saved during the week and nothing is lost when the phone is " +
+    "offline because the server holds every item until it is read").split(" ");
+  let seed = 42;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+  const sentences: string[] = [];
+  let count = 0;
+  while (count < words) {
+    const length = Math.min(8 + (next() % 13), words - count);
+    const sentence = Array.from({ length }, () => vocabulary[next() % vocabulary.length]);
+    sentences.push(`${sentence.join(" ")}.`.replace(/^./, (c) => c.toUpperCase()));
+    count += length;
+  }
+  return sentences.join(" ");
+}
+
+function chineseArticle(chars: number): string {
+  const sentences = [
+    "中继服务器在夜里保存家里每个人收藏的链接和笔记。",
+    "散步的时候可以听一听这一周保存下来的文章。",
+    "手机离线的时候什么也不会丢失，因为服务器会一直保留它们。",
+    "朗读的声音根据文字自动选择普通话或者英语。",
+  ];
+  let text = "";
+  for (let i = 0; text.length < chars; i++) text += sentences[i % sentences.length];
+  return text;
+}
+
+/**
+ * Runs `job` while sampling resident memory every 20 ms.
+ *
+ * @returns Peak RSS, bytes, and how late a 20 ms timer fired, ms (what a request arriving
+ *   then would wait): the 99th percentile and the longest.
+ */
+async function sample(
+  job: () => Promise<void>,
+): Promise<{ peak: number; stallMs: number; p99Ms: number }> {
+  let peak = Deno.memoryUsage().rss;
+  const lags: number[] = [];
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    lags.push(Math.max(0, now - last - 20));
+    last = now;
+    peak = Math.max(peak, Deno.memoryUsage().rss);
+  }, 20);
+  try {
+    await job();
+  } finally {
+    clearInterval(timer);
+  }
+  lags.sort((a, b) => a - b);
+  return {
+    peak: Math.max(peak, Deno.memoryUsage().rss),
+    stallMs: lags[lags.length - 1] ?? 0,
+    p99Ms: lags[Math.floor(lags.length * 0.99)] ?? 0,
+  };
+}
+
+async function article(
+  label: string,
+  text: string,
+  inner: TtsEngine = new EspeakWorker(),
+): Promise<string> {
+  const dataDir = await Deno.makeTempDir({ prefix: "relay-bench-tts-" });
+  const engine = new Timed(inner);
+  const podcast = new Podcast({ dataDir, engine, clock: Date.now, log: () => {} });
+  const episode = await podcast.enqueue(label, text);
+  const before = Deno.memoryUsage().rss;
+  const started = performance.now();
+  const { peak, stallMs, p99Ms } = await sample(async () => {
+    podcast.start();
+    await podcast.idle(3_600_000);
+    await podcast.stop();
+  });
+  const totalMs = performance.now() - started;
+  const done = (await podcast.get(episode.id))!;
+  if (done.state !== "ready") throw new Error(`${label}: ${done.state} ${done.error ?? ""}`);
+  await Deno.remove(dataDir, { recursive: true });
+  const audioS = done.duration_s;
+  const encodeMs = totalMs - engine.speakingMs;
+  return `| ${label} | ${done.chunks_total} | ${(audioS / 60).toFixed(1)} min | ${
+    (done.bytes / 1024 / 1024).toFixed(1)
+  } MB | ${(totalMs / 1000).toFixed(1)} s | ${(totalMs / 1000 / audioS).toFixed(3)} | ${
+    (engine.speakingMs / 1000 / audioS).toFixed(3)
+  } | ${(encodeMs / 1000 / audioS).toFixed(3)} | ${Math.round(before / 2 ** 20)} → ${
+    Math.round(peak / 2 ** 20)
+  } MiB | ${Math.round(p99Ms)} / ${Math.round(stallMs)} ms |`;
+}
+
+async function firstEpisode(): Promise<number> {
+  const dataDir = await Deno.makeTempDir({ prefix: "relay-bench-tts-" });
+  const services = createBuiltinServices({
+    dataDir,
+    authorize: () => true,
+    appId: "bench",
+    log: () => {},
+  });
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    services.app.fetch,
+  );
+  services.start();
+  const url = `http://127.0.0.1:${server.addr.port}`;
+  const started = performance.now();
+  const res = await fetch(`${url}/downstream/api/publish`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-app-id": "bench" },
+    body: JSON.stringify({
+      title: "First",
+      content: englishArticle(150),
+      targets: ["nas"],
+      transform: "read",
+    }),
+  });
+  await res.body?.cancel();
+  for (;;) {
+    const feed = await (await fetch(`${url}/podcast/feed.xml`)).text();
+    if (feed.includes("<enclosure")) break;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  const ms = performance.now() - started;
+  await services.stop();
+  await server.shutdown();
+  await Deno.remove(dataDir, { recursive: true });
+  return ms;
+}
+
+const first = await firstEpisode();
+console.log(
+  `Deno ${Deno.version.deno}, ${Deno.build.target}, ${navigator.hardwareConcurrency} cores`,
+);
+console.log("");
+console.log(
+  `Time to first episode ready (150 words, fresh start, over HTTP): ${Math.round(first)} ms`,
+);
+console.log("");
+console.log(
+  "| article | chunks | audio | MP3 | wall time | RTF | RTF speaking | RTF encoding | RSS before → peak | event-loop delay p99 / max |",
+);
+console.log("|---|---|---|---|---|---|---|---|---|---|");
+console.log(await article("English, 5,000 words", englishArticle(5000)));
+console.log(await article("Chinese, 5,000 characters", chineseArticle(5000)));
+console.log(
+  await article(
+    "English, 5,000 words, engine in the main thread",
+    englishArticle(5000),
+    new EspeakWasm(),
+  ),
+);

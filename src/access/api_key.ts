@@ -1,0 +1,113 @@
+/**
+ * Where the API key comes from (contract C70, C71): `RELAY_API_KEY`, else the file named
+ * by `--api-key-file`, else the file `api-key` beside the database, generated on the
+ * first start.
+ *
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import { dirname, join } from "node:path";
+import { ConfigError } from "../config.ts";
+import { errorMessage } from "../errors.ts";
+import { PRIVATE_FILE_MODE } from "../util/files.ts";
+
+/** Random bytes in a generated key: 256 bits, above C71's 128-bit floor. */
+const GENERATED_KEY_BYTES = 32;
+
+/** The API key and where it was found. */
+export interface ApiKey {
+  /** The secret itself. */
+  readonly key: string;
+  /** Where it came from, for the start-up message; never the key. */
+  readonly source: "environment" | "file" | "generated";
+  /** The file it was read from or written to, for `file` and `generated`. */
+  readonly path: string | undefined;
+}
+
+/** A new random key: {@linkcode GENERATED_KEY_BYTES} random bytes, base64url (43 characters). */
+export function newKey(): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(GENERATED_KEY_BYTES)))
+    .toString("base64url");
+}
+
+/** The path of the generated key file: `api-key` in the database's directory (C71). */
+export function generatedKeyPath(db: string): string {
+  return join(dirname(db), "api-key");
+}
+
+/**
+ * Finds the API key (C71): `fromEnv` when set, else the trimmed contents of `keyFile`,
+ * else `api-key` beside `db`, which is created (mode 0600, 256 random bits, base64url)
+ * when missing and reused on later starts.
+ *
+ * @param options.fromEnv `RELAY_API_KEY`, when set and non-empty.
+ * @param options.keyFile `--api-key-file`, when given.
+ * @param options.db The database path; its directory must exist.
+ * @throws {ConfigError} when the key file cannot be read or is empty.
+ */
+export async function resolveApiKey(options: {
+  fromEnv: string | undefined;
+  keyFile: string | undefined;
+  db: string;
+}): Promise<ApiKey> {
+  const found = await findApiKey(options);
+  if (found !== undefined) return found;
+  const path = generatedKeyPath(options.db);
+  const key = newKey();
+  try {
+    await Deno.writeTextFile(path, `${key}\n`, { createNew: true, mode: PRIVATE_FILE_MODE });
+    // The umask can only narrow the mode given at creation; set it as meant.
+    await Deno.chmod(path, PRIVATE_FILE_MODE);
+    return { key, source: "generated", path };
+  } catch (error) {
+    if (!(error instanceof Deno.errors.AlreadyExists)) {
+      throw new ConfigError(`cannot create the API key file "${path}": ${errorMessage(error)}`);
+    }
+  }
+  return { key: await readKeyFile(path, "the API key file"), source: "file", path };
+}
+
+/**
+ * Finds the API key as {@linkcode resolveApiKey} does, without creating one (for
+ * `relay export --include-secrets`).
+ *
+ * @returns The key; `undefined` when neither `fromEnv` nor `keyFile` is given and `db`'s
+ *   directory holds no `api-key` file.
+ * @throws {ConfigError} when the key file cannot be read or is empty.
+ */
+export async function findApiKey(options: {
+  fromEnv: string | undefined;
+  keyFile: string | undefined;
+  db: string;
+}): Promise<ApiKey | undefined> {
+  if (options.fromEnv !== undefined) {
+    return { key: options.fromEnv, source: "environment", path: undefined };
+  }
+  if (options.keyFile !== undefined) {
+    return {
+      key: await readKeyFile(options.keyFile, "--api-key-file"),
+      source: "file",
+      path: options.keyFile,
+    };
+  }
+  const path = generatedKeyPath(options.db);
+  try {
+    await Deno.lstat(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+  }
+  return { key: await readKeyFile(path, "the API key file"), source: "file", path };
+}
+
+async function readKeyFile(path: string, what: string): Promise<string> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    throw new ConfigError(`invalid ${what} "${path}": cannot read it (${errorMessage(error)})`);
+  }
+  const key = text.trim();
+  if (key === "") throw new ConfigError(`invalid ${what} "${path}": the file is empty`);
+  return key;
+}

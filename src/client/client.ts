@@ -1,0 +1,411 @@
+/**
+ * An HTTP client for the relay, used by the command-line client commands (`relay submit`,
+ * `relay pull`, `relay work`, …). It speaks the API of spec §4 and turns every failure into
+ * a {@linkcode RelayError} with one sentence a person can act on.
+ *
+ * @module
+ */
+
+import { type Backoff, sleep } from "../util/backoff.ts";
+import { fetchFailure } from "../errors.ts";
+import { joinUrl } from "../util/url.ts";
+
+/** Default relay address for client commands: the relay on this machine. */
+export const DEFAULT_RELAY_URL = "http://127.0.0.1:8787";
+
+/** Timeout of one request to the relay, ms: generous for a Pi on a slow SD card. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/** Where the relay is and how to authenticate. */
+export interface RelayClient {
+  /** Base URL, e.g. `http://nas.local:8787`. */
+  readonly url: string;
+  /** The API key, sent as `X-Auth-Key`. */
+  readonly key: string;
+}
+
+/** A failed call to the relay. */
+export class RelayError extends Error {
+  /** The HTTP status, when the relay answered. */
+  readonly status: number | undefined;
+  /**
+   * Whether trying again later may work: the relay was unreachable, timed out or answered
+   * 5xx. A 401 or another 4xx will not change by waiting.
+   */
+  readonly retryable: boolean;
+
+  /**
+   * @param message One sentence saying what went wrong and what to do.
+   * @param status The HTTP status, when there was one.
+   * @param retryable Whether trying again later may work.
+   */
+  constructor(message: string, status: number | undefined, retryable: boolean) {
+    super(message);
+    this.name = "RelayError";
+    this.status = status;
+    this.retryable = retryable;
+  }
+}
+
+/**
+ * After a failed call in a long-running loop (`relay work`, `results --follow`): rethrows
+ * `error` unless it is a retryable {@linkcode RelayError}; otherwise logs it and waits
+ * `backoff`'s next delay (or until `signal` aborts).
+ *
+ * @throws `error` itself when waiting will not help (a 401, a 400, a bug).
+ */
+export async function waitToRetry(
+  error: unknown,
+  backoff: Backoff,
+  log: (line: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  if (!(error instanceof RelayError) || !error.retryable) throw error;
+  const wait = backoff.next();
+  log(`relay: ${error.message}; trying again in ${wait} ms`);
+  await sleep(wait, signal);
+}
+
+/** One item of `GET /results` (spec §4.5). */
+export interface ResultEntry {
+  /** Push time and cursor, epoch ms. */
+  readonly t: number;
+  /** The result's content. */
+  readonly c: string;
+}
+
+/** The body of `GET /peek` (spec §4.3). */
+export interface PeekBody {
+  readonly total: number;
+  readonly queues: Record<
+    string,
+    Array<{ content: string; queue_type: string; created_at: string }>
+  >;
+}
+
+/**
+ * Sends one request to the relay.
+ *
+ * @param path Path and query, e.g. `/pull?queue=qa`.
+ * @param init `method`, `body` and extra headers.
+ * @returns The response, when its status is 2xx.
+ * @throws {RelayError} for a refused connection, a timeout, or any status ≥ 300; the
+ *   message carries the relay's problem `detail` when it sent one.
+ */
+async function call(
+  client: RelayClient,
+  path: string,
+  init: RequestOptions = {},
+): Promise<Response> {
+  const res = await send(client, path, init, REQUEST_TIMEOUT_MS);
+  if (res.status < 300) return res;
+  throw await failure(client, res);
+}
+
+/** What {@linkcode call} and {@linkcode send} send besides the path. */
+interface RequestOptions {
+  method?: string;
+  body?: string;
+  /** Content type of `body`; default `text/plain`. */
+  type?: string;
+  /** Seconds the relay may hold the request (long-poll, issue 6); added to the timeout. */
+  waitS?: number | undefined;
+  /** Abandons the request (the worker or follower is stopping). */
+  signal?: AbortSignal | undefined;
+}
+
+/** Sends a request; only a network failure, timeout or abort throws. */
+async function send(
+  client: RelayClient,
+  path: string,
+  init: RequestOptions,
+  timeoutMs: number,
+): Promise<Response> {
+  timeoutMs += (init.waitS ?? 0) * 1000;
+  const timeout = AbortSignal.timeout(timeoutMs);
+  try {
+    return await fetch(joinUrl(client.url, path), {
+      method: init.method ?? "GET",
+      headers: {
+        "x-auth-key": client.key,
+        ...(init.body === undefined ? {} : { "content-type": init.type ?? "text/plain" }),
+      },
+      ...(init.body === undefined ? {} : { body: init.body }),
+      signal: init.signal === undefined ? timeout : AbortSignal.any([timeout, init.signal]),
+    });
+  } catch (error) {
+    const reason = error instanceof DOMException && error.name === "TimeoutError"
+      ? `no answer within ${timeoutMs / 1000} s`
+      : describeCause(error);
+    throw new RelayError(`Cannot reach the relay at ${client.url}: ${reason}`, undefined, true);
+  }
+}
+
+/** Describes an unsuccessful answer, with the relay's problem `detail` when it sent one. */
+async function failure(client: RelayClient, res: Response): Promise<RelayError> {
+  let detail = "";
+  try {
+    const problem = await res.json();
+    if (typeof problem?.detail === "string") detail = problem.detail;
+  } catch {
+    // not a problem document
+  }
+  if (res.status === 401) {
+    return new RelayError(
+      `The relay at ${client.url} refused the API key (401${
+        detail ? `: ${detail}` : ""
+      }); set RELAY_API_KEY or --api-key-file`,
+      401,
+      false,
+    );
+  }
+  return new RelayError(
+    `The relay answered ${res.status}${detail ? `: ${detail}` : ""}`,
+    res.status,
+    res.status >= 500 || res.status === 429,
+  );
+}
+
+function describeCause(error: unknown): string {
+  const { refused, reason } = fetchFailure(error);
+  return refused ? "connection refused (is it running?)" : reason;
+}
+
+/**
+ * `POST /submit` (spec §4.1).
+ *
+ * @param options.queue A queue to name, else the relay routes the content.
+ * @param options.dedupe `false` puts an item back without the duplicate check.
+ * @returns The relay's answer, e.g. `OK (qa)` or `OK (duplicate)`.
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function submitContent(
+  client: RelayClient,
+  content: string,
+  options: { queue?: string | undefined; dedupe?: boolean } = {},
+): Promise<string> {
+  const query = new URLSearchParams();
+  if (options.queue) query.set("queue", options.queue);
+  if (options.dedupe === false) query.set("dedupe", "false");
+  const suffix = query.size > 0 ? `?${query}` : "";
+  return await (await call(client, `/submit${suffix}`, { method: "POST", body: content })).text();
+}
+
+/** A parsed answer of the relay, with its body exactly as the relay sent it. */
+export interface Answer<T> {
+  /** The parsed body. */
+  readonly value: T;
+  /** The body's text as it came (for `--json`), or the JSON of `value` for a 204. */
+  readonly text: string;
+}
+
+/** Reads a JSON body, keeping its text; a 204 gives `empty` and its JSON. */
+async function jsonAnswer<T>(res: Response, empty: T): Promise<Answer<T>> {
+  if (res.status === 204) {
+    await res.body?.cancel();
+    return { value: empty, text: JSON.stringify(empty) };
+  }
+  const text = await res.text();
+  return { value: JSON.parse(text) as T, text };
+}
+
+/**
+ * `GET /pull` (spec §4.2): takes and empties a queue.
+ *
+ * @returns The contents, oldest first (`[]` when the queue was empty: 204), and the body.
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function pullQueue(client: RelayClient, queue?: string): Promise<Answer<string[]>> {
+  const res = await call(client, queue ? `/pull?queue=${encodeURIComponent(queue)}` : "/pull");
+  return await jsonAnswer<string[]>(res, []);
+}
+
+/** An item handed out by a leased pull (issue 6). */
+export interface LeasedItem {
+  /** `<queue>:<id>`, what {@linkcode ackItems} takes. */
+  readonly id: string;
+  readonly content: string;
+  /** Submission time, `YYYY-MM-DD HH:MM:SS` UTC (C7). */
+  readonly created_at: string;
+  /** When the lease ends and the item is handed out again unless acknowledged, epoch ms. */
+  readonly lease_until: number;
+}
+
+/**
+ * `GET /pull?lease=…` (issue 6): a leased pull, long-polling up to `waitS` seconds for an
+ * item to arrive.
+ *
+ * @param options.leaseS Lease, seconds (1–43200).
+ * @param options.limit Most items, 1–50.
+ * @param options.waitS Long-poll, seconds (0–60).
+ * @param options.signal Abandons the request; the relay may still have leased items, which
+ *   it hands out again when their lease ends.
+ * @returns The leased items, oldest first; `[]` when none arrived (204).
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function leaseItems(
+  client: RelayClient,
+  queue: string,
+  options: { leaseS: number; limit: number; waitS: number; signal?: AbortSignal },
+): Promise<LeasedItem[]> {
+  const query = new URLSearchParams({
+    queue,
+    lease: String(options.leaseS),
+    limit: String(options.limit),
+    wait: String(options.waitS),
+  });
+  const res = await call(client, `/pull?${query}`, options);
+  if (res.status === 204) return [];
+  return await res.json();
+}
+
+/**
+ * `POST /ack` (issue 6): acknowledges leased items, which deletes them.
+ *
+ * @param ids Item ids as a leased pull gave them, e.g. `general:17`.
+ * @returns How many were deleted, and the ids the relay no longer held under a lease.
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function ackItems(
+  client: RelayClient,
+  ids: readonly string[],
+): Promise<{ acked: number; unknown: string[] }> {
+  const body = JSON.stringify({ ids });
+  return await (await call(client, "/ack", { method: "POST", body, type: "application/json" }))
+    .json();
+}
+
+/**
+ * `GET /peek` (spec §4.3).
+ *
+ * @returns The queues (`{total: 0, queues: {}}` when every queue asked for is empty: 204),
+ *   and the body.
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function peekQueues(client: RelayClient, queue?: string): Promise<Answer<PeekBody>> {
+  const res = await call(client, queue ? `/peek?queue=${encodeURIComponent(queue)}` : "/peek");
+  return await jsonAnswer<PeekBody>(res, { total: 0, queues: {} });
+}
+
+/**
+ * `POST /push` (spec §4.4).
+ *
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function pushResult(client: RelayClient, content: string): Promise<void> {
+  await (await call(client, "/push", { method: "POST", body: content })).body?.cancel();
+}
+
+/**
+ * `GET /results` (spec §4.5, C41).
+ *
+ * @param options.since Cursor, epoch ms; default 0.
+ * @param options.limit 1–50; default 50.
+ * @param options.waitS Long-poll (issue 6): seconds to wait for a result, 0–60; default 0.
+ * @param options.signal Abandons the request.
+ * @returns The page (`gap` is `true` when results after `since` were evicted unread), and
+ *   the body.
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function readResultsPage(
+  client: RelayClient,
+  options: {
+    since?: number | undefined;
+    limit?: number | undefined;
+    waitS?: number;
+    signal?: AbortSignal;
+  } = {},
+): Promise<Answer<ResultsPage>> {
+  const query = new URLSearchParams();
+  if (options.since !== undefined) query.set("since", String(options.since));
+  if (options.limit !== undefined) query.set("limit", String(options.limit));
+  if (options.waitS) query.set("wait", String(options.waitS));
+  const path = `/results${query.size > 0 ? `?${query}` : ""}`;
+  return await jsonAnswer<ResultsPage>(await call(client, path, options), {
+    cursor: options.since ?? 0,
+    items: [],
+  });
+}
+
+/** The body of `GET /results` (spec §4.5). */
+export interface ResultsPage {
+  /** The cursor to pass as `since` next, epoch ms. */
+  readonly cursor: number;
+  /** The results after `since`, oldest first. */
+  readonly items: ResultEntry[];
+  /** `true` when results after `since` were evicted unread (issue 6). */
+  readonly gap?: boolean;
+}
+
+/**
+ * `POST /clear` (spec §4.6).
+ *
+ * @returns The relay's answer, `OK (all queues cleared)`.
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function clearAll(client: RelayClient): Promise<string> {
+  return await (await call(client, "/clear", { method: "POST" })).text();
+}
+
+/**
+ * `GET /health` (spec §4.7, C51). A 503 is an answer here, not an error.
+ *
+ * @throws {RelayError} when the relay cannot be reached or answers something else.
+ */
+export async function checkHealth(
+  client: RelayClient,
+): Promise<{ ok: boolean; ts: number; db: string }> {
+  try {
+    return await (await call(client, "/health")).json();
+  } catch (error) {
+    if (error instanceof RelayError && error.status === 503) {
+      return { ok: false, ts: Date.now(), db: "error" };
+    }
+    throw error;
+  }
+}
+
+/**
+ * `POST /publish` (spec §4.8, C63). 207 and 502 are answers here, not errors.
+ *
+ * @param body The publish request of spec §4.8.
+ * @returns The HTTP status and the `{status, results}` body.
+ * @throws {RelayError} for 4xx, 503 and unreachable relays.
+ */
+export async function publishArticle(
+  client: RelayClient,
+  body: Record<string, unknown>,
+): Promise<
+  { httpStatus: number; body: { status: string; results: Record<string, Record<string, string>> } }
+> {
+  const res = await send(client, "/publish", {
+    method: "POST",
+    body: JSON.stringify(body),
+    type: "application/json",
+  }, REQUEST_TIMEOUT_MS * 2);
+  if (res.status === 200 || res.status === 207 || res.status === 502) {
+    const parsed = await res.clone().json().catch(() => undefined);
+    if (parsed && typeof parsed === "object" && "results" in parsed) {
+      return { httpStatus: res.status, body: parsed };
+    }
+  }
+  throw await failure(client, res);
+}
+
+/**
+ * Checks that the relay accepts `client.key`, with a request that changes nothing
+ * (`GET /results?limit=1`). A 403, a named key that lacks the `read` scope, counts as
+ * accepted: the relay knows the key.
+ *
+ * @returns `true` when the key may read results, `false` when it is known but may not.
+ * @throws {RelayError} 401 for a key the relay refuses; as {@linkcode call} otherwise.
+ */
+export async function verifyKey(client: RelayClient): Promise<boolean> {
+  try {
+    await (await call(client, "/results?limit=1")).body?.cancel();
+    return true;
+  } catch (error) {
+    if (error instanceof RelayError && error.status === 403) return false;
+    throw error;
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * `relay work`: the background daemon. Takes items from a queue one at a time under a lease
+ * (issue 6), runs a command once per item with the item on stdin, pushes the command's
+ * stdout to the results feed (spec §1, §4.4), and only then acknowledges the item.
+ *
+ * Nothing is lost (at-least-once): an item is deleted only by its acknowledgement, after
+ * its result was pushed. If the worker is killed (even with SIGKILL) mid-item, the relay
+ * hands the item out again when its lease ends. A command that fails is run again, up to
+ * `attempts` times in all, with doubling waits; after the last attempt the item is left
+ * unacknowledged, so it stays in its queue and the relay hands it out again when its lease
+ * ends (docs/cli.md, "relay work"). A command that cannot start at all stops the worker at
+ * once, the item likewise left to its lease. The wait for the next item is a long-poll, so
+ * a submitted item starts within milliseconds.
+ *
+ * @module
+ */
+
+import { Backoff, sleep } from "../util/backoff.ts";
+import {
+  ackItems,
+  type LeasedItem,
+  leaseItems,
+  pushResult,
+  type RelayClient,
+  RelayError,
+  waitToRetry,
+} from "./client.ts";
+import { CannotStartError, runCapturing } from "./run.ts";
+
+/** Long-poll of each leased pull, s: the most the relay allows (issue 6). */
+const LONG_POLL_S = 60;
+
+/** Options of {@linkcode work}. */
+export interface WorkOptions {
+  /** The queue to pull: `qa`, `article` or `general`. */
+  queue: string;
+  /** The program and its arguments, run once per item. */
+  command: string[];
+  /** How many times the command runs for one item before the worker gives up on it, ≥ 1. */
+  attempts: number;
+  /** Wait after the first failed attempt, ms; doubles after each further one. */
+  backoffMs: number;
+  /**
+   * Lease of each item, s (1–43200): longer than the command ever runs (all attempts and
+   * waits included), or the item is handed out again while it still runs.
+   */
+  leaseS: number;
+  /** Stops the loop after the current item (SIGINT/SIGTERM). */
+  signal: AbortSignal;
+  /** Where progress and errors go, one line each. */
+  log: (line: string) => void;
+}
+
+/** What {@linkcode work} did, for its exit message and tests. */
+export interface WorkSummary {
+  /** Items whose command exited 0 (and whose output, if any, was pushed). */
+  done: number;
+  /** Items whose command failed every attempt, left for their lease to return them. */
+  failed: number;
+}
+
+/**
+ * Runs the worker loop until `signal` aborts.
+ *
+ * @returns Counts of items done and given up on.
+ * @throws {RelayError} when the relay refuses the key or the queue name (not retryable).
+ * @throws {CannotStartError} when the command cannot start; the item it held is left to
+ *   its lease (the message says so).
+ */
+export async function work(client: RelayClient, options: WorkOptions): Promise<WorkSummary> {
+  const { queue, signal, log } = options;
+  const summary: WorkSummary = { done: 0, failed: 0 };
+  const backoff = new Backoff();
+  while (!signal.aborted) {
+    let items: LeasedItem[];
+    try {
+      items = await leaseItems(client, queue, {
+        leaseS: options.leaseS,
+        limit: 1,
+        waitS: LONG_POLL_S,
+        signal,
+      });
+      backoff.reset();
+    } catch (error) {
+      if (signal.aborted) break;
+      await waitToRetry(error, backoff, log, signal);
+      continue;
+    }
+    for (const item of items) {
+      const output = await runAttempts(item, options);
+      if (output === undefined) {
+        summary.failed++;
+        continue;
+      }
+      summary.done++;
+      if (output === "") {
+        log(`relay: ${options.command[0]} printed nothing for item ${item.id}; nothing to push`);
+      } else {
+        await retrying(() => pushResult(client, output), "push the result", log, signal);
+      }
+      await acknowledge(client, item, log, signal);
+    }
+  }
+  return summary;
+}
+
+/**
+ * Runs the command for `item` up to `options.attempts` times.
+ *
+ * @returns Its trimmed stdout after a run that exited 0, or `undefined` when every attempt
+ *   failed or the worker is stopping (the item is then left to its lease).
+ * @throws {CannotStartError} when the command cannot start.
+ */
+async function runAttempts(item: LeasedItem, options: WorkOptions): Promise<string | undefined> {
+  const { attempts, log, signal } = options;
+  const program = options.command[0];
+  const back = `stays on "${options.queue}" and the relay hands it out again when its ` +
+    `lease ends (at most ${options.leaseS} s)`;
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    let code: number;
+    let stdout: string;
+    try {
+      ({ code, stdout } = await runCapturing(options.command, item.content));
+    } catch (error) {
+      if (!(error instanceof CannotStartError)) throw error;
+      throw new CannotStartError(
+        error.program,
+        `${error.message}; stopped: item ${item.id} ${back}`,
+      );
+    }
+    if (code === 0) return stdout.trim();
+    if (attempt === attempts) {
+      log(
+        `relay: ${program} exited with code ${code} for item ${item.id}: ` +
+          `${attempts === 1 ? "the only attempt" : `all ${attempts} attempts`} failed; it ${back}`,
+      );
+      return undefined;
+    }
+    const wait = options.backoffMs * 2 ** (attempt - 1);
+    log(
+      `relay: ${program} exited with code ${code} for item ${item.id} ` +
+        `(attempt ${attempt} of ${attempts}); trying again in ${wait} ms`,
+    );
+    if (!await sleep(wait, signal)) {
+      log(`relay: stopping before the next attempt: item ${item.id} ${back}`);
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** Acknowledges a finished item; says so when its lease had ended and it went elsewhere. */
+async function acknowledge(
+  client: RelayClient,
+  item: LeasedItem,
+  log: (line: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  let unknown: string[] = [];
+  await retrying(
+    async () => void ({ unknown } = await ackItems(client, [item.id])),
+    "acknowledge an item",
+    log,
+    signal,
+  );
+  if (unknown.length > 0) {
+    log(
+      `relay: item ${item.id} was no longer leased to this worker (its lease ended); ` +
+        "it may be processed twice: raise --lease above the command's longest run",
+    );
+  }
+}
+
+/**
+ * Retries a call to the relay with a backoff while it fails in a retryable way. Even after
+ * `signal` aborts it keeps trying a few times, because giving up would lose the item.
+ */
+async function retrying(
+  attempt: () => Promise<unknown>,
+  what: string,
+  log: (line: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  const backoff = new Backoff();
+  for (let afterAbort = 0;;) {
+    try {
+      await attempt();
+      return;
+    } catch (error) {
+      if (!(error instanceof RelayError) || !error.retryable) throw error;
+      if (signal.aborted && ++afterAbort > 3) {
+        log(`relay: could not ${what} before stopping: ${error.message}`);
+        throw error;
+      }
+      const wait = backoff.next();
+      log(`relay: cannot ${what}: ${error.message}; trying again in ${wait} ms`);
+      await sleep(wait);
+    }
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * The public pages of the built-in services: the blog's index and posts, and the podcast's
+ * episode list. Posts are rendered from Markdown with markdown-it, raw HTML off (a `<tag>`
+ * in a post is shown as text) and links limited to safe schemes (markdown-it refuses
+ * `javascript:`, `vbscript:`, `file:` and `data:` other than images); every other value is
+ * escaped. The pages carry no script at all, and their Content-Security-Policy forbids any.
+ *
+ * @module
+ */
+
+import MarkdownIt from "markdown-it";
+import type { Post } from "./blog.ts";
+import type { Episode } from "./podcast.ts";
+
+const markdown = new MarkdownIt({ html: false, linkify: true, typographer: false });
+
+/** Headers of every page: HTML, and a policy under which no script can run. */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  "content-type": "text/html; charset=utf-8",
+  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src * data:; " +
+    "media-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
+
+/** Escapes text for HTML element content and double-quoted attribute values. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** Renders a post's body: its Markdown original, else its plain content, as HTML. */
+export function renderPostBody(post: Post): string {
+  return markdown.render(post.content_md ?? post.content);
+}
+
+const STYLE = `
+:root { color-scheme: light dark; --fg: #1d1d1f; --bg: #fdfdfc; --muted: #6b6b70;
+  --link: #0b57d0; --rule: #e3e3e0; --code: #f2f2ef; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e8e8e6; --bg: #161618; --muted: #a0a0a6;
+  --link: #8ab4f8; --rule: #333338; --code: #232326; } }
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--fg);
+  font: 18px/1.65 system-ui, -apple-system, "Segoe UI", "PingFang SC", "Noto Sans CJK SC",
+  "Microsoft YaHei", sans-serif; }
+main { max-width: 42rem; margin: 0 auto; padding: 1.5rem 1.1rem 4rem; overflow-wrap: anywhere; }
+a { color: var(--link); }
+h1 { font-size: 1.9rem; line-height: 1.25; margin: 0.4rem 0 0.3rem; }
+.meta { color: var(--muted); font-size: 0.9rem; margin-bottom: 1.8rem; }
+.tag { display: inline-block; border: 1px solid var(--rule); border-radius: 1rem;
+  padding: 0 0.55rem; margin: 0.2rem 0.3rem 0 0; font-size: 0.8rem; }
+nav { font-size: 0.95rem; }
+article img, article video { max-width: 100%; height: auto; }
+pre, code { background: var(--code); border-radius: 4px; font-size: 0.88em; }
+pre { padding: 0.8rem; overflow-x: auto; }
+blockquote { margin: 0; padding-left: 1rem; border-left: 3px solid var(--rule); color: var(--muted); }
+table { border-collapse: collapse; display: block; overflow-x: auto; }
+td, th { border: 1px solid var(--rule); padding: 0.3rem 0.6rem; }
+ul.posts { list-style: none; padding: 0; }
+ul.posts li { padding: 0.9rem 0; border-bottom: 1px solid var(--rule); }
+ul.posts a.title { font-size: 1.15rem; font-weight: 600; text-decoration: none; }
+.state-failed { color: #c5221f; }
+audio { width: 100%; margin-top: 0.4rem; }
+img.qr { background: #fff; border-radius: 6px; }
+`;
+
+function page(title: string, body: string, head = ""): string {
+  return `<!doctype html>
+<html lang="und">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style>${STYLE}</style>
+${head}
+</head>
+<body><main>
+${body}
+</main></body>
+</html>
+`;
+}
+
+function date(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+function tags(list: readonly string[]): string {
+  return list.map((tag) => `<span class="tag">${escapeHtml(tag)}</span>`).join("");
+}
+
+/** Where the pages link to: absolute URLs (`--public-url`, else the request's origin). */
+export interface SiteUrls {
+  /** e.g. `https://relay.example.org` (no trailing slash). */
+  readonly origin: string;
+}
+
+const FEED_LINK = (origin: string) =>
+  `<link rel="alternate" type="application/atom+xml" title="Blog" href="${
+    escapeHtml(`${origin}/blog/feed.xml`)
+  }">`;
+
+/** The blog's index page: every post, newest first. */
+export function blogIndexPage(posts: readonly Post[], urls: SiteUrls): string {
+  const items = posts.map((post) =>
+    `<li><a class="title" href="${escapeHtml(`${urls.origin}/blog/${post.post_id}`)}">${
+      escapeHtml(post.title)
+    }</a><div class="meta"><time datetime="${new Date(post.created_at).toISOString()}">${
+      date(post.created_at)
+    }</time> ${tags(post.tags)}</div></li>`
+  ).join("\n");
+  return page(
+    "Blog",
+    `<h1>Blog</h1>
+<nav><a href="${escapeHtml(`${urls.origin}/blog/feed.xml`)}">Atom feed</a></nav>
+${posts.length === 0 ? "<p>No posts yet.</p>" : `<ul class="posts">\n${items}\n</ul>`}`,
+    FEED_LINK(urls.origin),
+  );
+}
+
+/** One post's page: title, date, tags and the rendered body. */
+export function postPage(post: Post, urls: SiteUrls): string {
+  return page(
+    post.title,
+    `<nav><a href="${escapeHtml(`${urls.origin}/blog/`)}">← Blog</a></nav>
+<article>
+<h1>${escapeHtml(post.title)}</h1>
+<div class="meta"><time datetime="${new Date(post.created_at).toISOString()}">${
+      date(post.created_at)
+    }</time> ${tags(post.tags)}</div>
+${renderPostBody(post)}
+</article>`,
+    FEED_LINK(urls.origin),
+  );
+}
+
+/** What an episode's state says to a person. */
+export function describeState(episode: Episode): string {
+  switch (episode.state) {
+    case "queued":
+      return "queued";
+    case "synthesising":
+      return `synthesising (${episode.chunks_done} of ${episode.chunks_total || "?"} parts)`;
+    case "ready":
+      return `ready, ${formatDuration(episode.duration_s)}`;
+    case "failed":
+      return `failed: ${episode.error}`;
+  }
+}
+
+/** `H:MM:SS` or `M:SS`, as itunes:duration and people read it. */
+export function formatDuration(seconds: number): string {
+  const total = Math.max(0, Math.round(seconds));
+  const h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = total % 60;
+  const mm = h > 0 ? String(m).padStart(2, "0") : String(m);
+  return `${h > 0 ? `${h}:` : ""}${mm}:${String(s).padStart(2, "0")}`;
+}
+
+/**
+ * The podcast's page: the feed URL to subscribe to (as text, and as a QR code unless the
+ * podcast is private: its QR code holds a key), and every episode with its state.
+ */
+export function podcastPage(
+  episodes: readonly Episode[],
+  urls: SiteUrls,
+  options: { qr?: boolean } = {},
+): string {
+  const feed = `${urls.origin}/podcast/feed.xml`;
+  const items = episodes.map((episode) =>
+    `<li><span class="title">${escapeHtml(episode.title)}</span><div class="meta${
+      episode.state === "failed" ? " state-failed" : ""
+    }">${date(episode.created_at)} · ${escapeHtml(describeState(episode))}</div>${
+      episode.state === "ready"
+        ? `<audio controls preload="none" src="${
+          escapeHtml(`${urls.origin}/podcast/${episode.id}.mp3`)
+        }"></audio>`
+        : ""
+    }</li>`
+  ).join("\n");
+  return page(
+    "Podcast",
+    `<h1>Podcast</h1>
+${
+      options.qr
+        ? `<img class="qr" src="${
+          escapeHtml(`${urls.origin}/podcast/qr.svg`)
+        }" alt="QR code of the feed's address" width="160" height="160">`
+        : ""
+    }
+<p>Subscribe in a podcast app with this address:<br><a href="${escapeHtml(feed)}">${
+      escapeHtml(feed)
+    }</a></p>
+${episodes.length === 0 ? "<p>No episodes yet.</p>" : `<ul class="posts">\n${items}\n</ul>`}`,
+  );
+}

@@ -1,0 +1,339 @@
+/**
+ * Text to speech for the podcast: the text is cut into chunks of whole sentences, each
+ * chunk gets a voice chosen from its script (Mandarin for Chinese, English otherwise), and
+ * an engine turns one chunk at a time into 16-bit PCM, so memory stays bounded whatever
+ * the article's length.
+ *
+ * The built-in engine is eSpeak NG compiled to WebAssembly (the npm package `espeak-ng`),
+ * which ships inside the relay's binary and needs no program and no network; an external
+ * engine can be run instead (`--tts-command`, see docs/publishing-builtin.md).
+ *
+ * @module
+ */
+
+import ESpeakNg from "espeak-ng";
+
+/** Mono 16-bit PCM audio. */
+export interface Pcm {
+  /** Samples, one channel. */
+  readonly samples: Int16Array;
+  /** Samples per second, e.g. 22050. */
+  readonly sampleRate: number;
+}
+
+/** A voice the relay chooses: Mandarin Chinese or English. */
+export type Voice = "cmn" | "en-us";
+
+/** Something that turns one chunk of text into speech. */
+export interface TtsEngine {
+  /** A short name for logs and docs, e.g. `espeak-ng (built in)`. */
+  readonly name: string;
+  /**
+   * Speaks `text` with `voice`.
+   *
+   * @throws {Error} with one sentence when the engine fails.
+   */
+  synthesize(text: string, voice: Voice): Promise<Pcm>;
+  /** Frees what the engine holds (a worker thread); it may be used again after. */
+  close?(): void;
+}
+
+/** Longest chunk handed to the engine at once, characters (about 30 s of speech). */
+export const MAX_CHUNK_CHARS = 500;
+
+/**
+ * Cuts text into chunks of whole sentences of at most {@linkcode MAX_CHUNK_CHARS}
+ * characters (a longer sentence is cut at spaces or, for Chinese, anywhere). Sentences end
+ * at `.`, `!`, `?`, `;`, their Chinese forms `。！？；`, `…`, and line breaks; Markdown
+ * markup that would be read out (`#`, `*`, `` ` ``, `>`, link targets) is removed first.
+ *
+ * @returns Non-empty chunks in reading order; none for text with nothing to say.
+ */
+export function splitForSpeech(text: string, maxChars = MAX_CHUNK_CHARS): string[] {
+  const plain = text
+    .replace(/```[\s\S]*?```/g, " ")
+    .replace(/!\[([^\]]*)\]\([^)]*\)/g, "$1")
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")
+    .replace(/https?:\/\/\S+/g, " ")
+    .replace(/^[ \t]*(#{1,6}|>|[-*+]|\d+\.)[ \t]+/gm, "")
+    .replace(/[*_`~]+/g, "");
+  const sentences = plain.match(/[^.!?;。！？；…\n]+(?:[.!?;。！？；…]+|\n|$)/g) ?? [];
+  const chunks: string[] = [];
+  let current = "";
+  const flush = () => {
+    if (current.trim() !== "") chunks.push(current.trim());
+    current = "";
+  };
+  for (const raw of sentences) {
+    const sentence = raw.replace(/\s+/g, " ").trim();
+    if (sentence === "" || !/[\p{L}\p{N}]/u.test(sentence)) continue;
+    if (current.length + sentence.length + 1 > maxChars) flush();
+    if (sentence.length <= maxChars) {
+      current = current === "" ? sentence : `${current} ${sentence}`;
+      continue;
+    }
+    // One sentence longer than a chunk: cut it at spaces, else anywhere.
+    let rest = sentence;
+    while (rest.length > maxChars) {
+      const space = rest.lastIndexOf(" ", maxChars);
+      const cut = space > maxChars / 2 ? space : maxChars;
+      chunks.push(rest.slice(0, cut).trim());
+      rest = rest.slice(cut).trim();
+    }
+    current = rest;
+  }
+  flush();
+  return chunks;
+}
+
+/**
+ * The voice for `text`: Mandarin when it has at least as many Chinese characters as Latin
+ * words (Mandarin's voice reads Latin words as English), English otherwise.
+ */
+export function chooseVoice(text: string): Voice {
+  const han = text.match(/\p{Script=Han}/gu)?.length ?? 0;
+  const latinWords = text.match(/[A-Za-z]+/g)?.length ?? 0;
+  return han > 0 && han >= latinWords ? "cmn" : "en-us";
+}
+
+/**
+ * Reads a RIFF/WAVE file of 16-bit PCM, any channel count (mixed down to mono).
+ *
+ * @throws {Error} when it is not 16-bit PCM WAVE.
+ */
+export function parseWav(bytes: Uint8Array): Pcm {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const tag = (at: number) => String.fromCharCode(...bytes.subarray(at, at + 4));
+  if (bytes.length < 12 || tag(0) !== "RIFF" || tag(8) !== "WAVE") {
+    throw new Error("the engine's output is not a WAVE file");
+  }
+  let offset = 12;
+  let channels = 0;
+  let sampleRate = 0;
+  let bits = 0;
+  while (offset + 8 <= bytes.length) {
+    const id = tag(offset);
+    // Engines writing to a pipe cannot seek back: their data size is 0 or 0xFFFFFFFF.
+    let size = view.getUint32(offset + 4, true);
+    const body = offset + 8;
+    if (id === "fmt ") {
+      const format = view.getUint16(body, true);
+      channels = view.getUint16(body + 2, true);
+      sampleRate = view.getUint32(body + 4, true);
+      bits = view.getUint16(body + 14, true);
+      if ((format !== 1 && format !== 0xfffe) || bits !== 16 || channels < 1) {
+        throw new Error("the engine's output is not 16-bit PCM");
+      }
+    } else if (id === "data") {
+      if (channels === 0) throw new Error("the engine's WAVE file has no format before its data");
+      if (size === 0 || body + size > bytes.length) size = bytes.length - body;
+      const frames = Math.floor(size / (2 * channels));
+      const samples = new Int16Array(frames);
+      for (let i = 0; i < frames; i++) {
+        let sum = 0;
+        for (let c = 0; c < channels; c++) {
+          sum += view.getInt16(body + (i * channels + c) * 2, true);
+        }
+        samples[i] = Math.round(sum / channels);
+      }
+      return { samples, sampleRate };
+    }
+    offset = body + size + (size % 2);
+  }
+  throw new Error("the engine's WAVE file has no data");
+}
+
+/** The emscripten module of the `espeak-ng` package, as far as the relay uses it. */
+interface EspeakModule {
+  FS: { readFile(path: string): Uint8Array };
+}
+
+/** Options of the emscripten glue, as far as the relay uses them. */
+interface EspeakOptions {
+  arguments: string[];
+  preRun: Array<(module: { FS: { writeFile(path: string, data: string): void } }) => void>;
+  print: (line: string) => void;
+  printErr: (line: string) => void;
+  instantiateWasm?: (
+    imports: WebAssembly.Imports,
+    done: (instance: WebAssembly.Instance, module: WebAssembly.Module) => void,
+  ) => object;
+}
+
+const createEspeak = ESpeakNg as unknown as (options: EspeakOptions) => Promise<EspeakModule>;
+
+/**
+ * The built-in engine: eSpeak NG as WebAssembly, in this process. The WebAssembly module
+ * (18 MB, voices included) is compiled once; each chunk runs in a fresh instance with its
+ * own 32 MB of memory, freed when the chunk is done.
+ */
+export class EspeakWasm implements TtsEngine {
+  /** A short name for logs and docs. */
+  readonly name = "espeak-ng (WebAssembly, built in)";
+  #compiled: Promise<WebAssembly.Module> | undefined;
+
+  /** Speaks `text` with `voice`; rejects with one sentence when the engine fails. */
+  async synthesize(text: string, voice: Voice): Promise<Pcm> {
+    const compiled = await this.#module();
+    const errors: string[] = [];
+    const module = await createEspeak({
+      // -b 1: the input is UTF-8; -f: read it from a file, so text starting with "-"
+      // is never taken for an option.
+      arguments: ["-b", "1", "-v", voice, "-w", "/out.wav", "-f", "/in.txt"],
+      preRun: [(m) => m.FS.writeFile("/in.txt", text)],
+      print: () => {},
+      printErr: (line) => errors.push(line),
+      instantiateWasm: (imports, done) => {
+        void WebAssembly.instantiate(compiled, imports).then((instance) =>
+          done(instance, compiled)
+        );
+        return {};
+      },
+    });
+    let wav: Uint8Array;
+    try {
+      wav = module.FS.readFile("/out.wav");
+    } catch {
+      throw new Error(`espeak-ng wrote no audio${errors.length ? `: ${errors[0]}` : ""}`);
+    }
+    return parseWav(wav);
+  }
+
+  #module(): Promise<WebAssembly.Module> {
+    this.#compiled ??= (async () => {
+      const url = new URL("espeak-ng.wasm", import.meta.resolve("espeak-ng"));
+      return await WebAssembly.compile(await Deno.readFile(url));
+    })();
+    return this.#compiled;
+  }
+}
+
+/**
+ * An external engine (`--tts-command`): a program that reads the text on standard input
+ * and writes a 16-bit PCM WAVE file to standard output. The command is split at spaces
+ * (no shell); `{voice}` in it becomes `cmn` or `en-us`. Example:
+ * `espeak-ng -v {voice} --stdin --stdout`.
+ */
+export class CommandEngine implements TtsEngine {
+  /** The program's name and "(external)". */
+  readonly name: string;
+  readonly #argv: readonly string[];
+  readonly #timeoutMs: number;
+
+  /**
+   * An engine that runs `command` for each chunk.
+   *
+   * @param command The command line, e.g. `espeak-ng -v {voice} --stdin --stdout`.
+   * @param timeoutMs How long one chunk may take, ms.
+   * @throws {Error} when the command is empty.
+   */
+  constructor(command: string, timeoutMs = 120_000) {
+    this.#argv = command.trim().split(/\s+/).filter((part) => part !== "");
+    if (this.#argv.length === 0) throw new Error("the TTS command is empty");
+    this.name = `${this.#argv[0]} (external)`;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** Speaks `text` with `voice`; rejects with one sentence when the engine fails. */
+  async synthesize(text: string, voice: Voice): Promise<Pcm> {
+    const [program, ...args] = this.#argv.map((part) => part.replaceAll("{voice}", voice));
+    let child: Deno.ChildProcess;
+    try {
+      child = new Deno.Command(program!, {
+        args,
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      }).spawn();
+    } catch (error) {
+      throw new Error(`cannot run ${program}: ${error instanceof Error ? error.message : error}`);
+    }
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(text)).catch(() => {});
+    await writer.close().catch(() => {});
+    const output = await child.output();
+    if (!output.success) {
+      const reason = new TextDecoder().decode(output.stderr).trim().split("\n")[0] ?? "";
+      throw new Error(
+        `${program} failed (exit ${output.code}${output.signal ? `, ${output.signal}` : ""})` +
+          (reason ? `: ${reason.slice(0, 200)}` : ""),
+      );
+    }
+    return parseWav(output.stdout);
+  }
+}
+
+/**
+ * The built-in engine on a worker thread ({@linkcode EspeakWasm} in `tts_worker.ts`), so
+ * that the relay keeps answering while a chunk is spoken. When the worker cannot start
+ * (a build without it), chunks are spoken in this thread instead.
+ */
+export class EspeakWorker implements TtsEngine {
+  /** A short name for logs and docs. */
+  readonly name = "espeak-ng (WebAssembly, built in)";
+  #worker: Worker | undefined;
+  #fallback: EspeakWasm | undefined;
+  #next = 1;
+  readonly #pending = new Map<
+    number,
+    { resolve: (pcm: Pcm) => void; reject: (error: Error) => void }
+  >();
+
+  /** Speaks `text` with `voice` on the worker thread; rejects with one sentence. */
+  synthesize(text: string, voice: Voice): Promise<Pcm> {
+    if (this.#fallback) return this.#fallback.synthesize(text, voice);
+    const worker = this.#start();
+    if (worker === undefined) return this.synthesize(text, voice);
+    const id = this.#next++;
+    return new Promise<Pcm>((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      worker.postMessage({ id, text, voice });
+    });
+  }
+
+  /** Stops the worker thread; chunks still waiting are rejected. */
+  close(): void {
+    this.#worker?.terminate();
+    this.#worker = undefined;
+    for (const { reject } of this.#pending.values()) reject(new Error("the engine was closed"));
+    this.#pending.clear();
+  }
+
+  #start(): Worker | undefined {
+    if (this.#worker) return this.#worker;
+    let worker: Worker;
+    try {
+      worker = new Worker(new URL("./tts_worker.ts", import.meta.url).href, { type: "module" });
+    } catch {
+      this.#fallback = new EspeakWasm();
+      return undefined;
+    }
+    worker.onmessage = (
+      event: MessageEvent<
+        { id: number; samples?: Int16Array; sampleRate?: number; error?: string }
+      >,
+    ) => {
+      const { id, samples, sampleRate, error } = event.data;
+      const pending = this.#pending.get(id);
+      this.#pending.delete(id);
+      if (error !== undefined || samples === undefined || sampleRate === undefined) {
+        pending?.reject(new Error(error ?? "the speech worker answered nothing"));
+      } else pending?.resolve({ samples, sampleRate });
+    };
+    worker.onerror = (event) => {
+      event.preventDefault();
+      // A worker that cannot load or crashed: speak in this thread from now on.
+      this.#fallback = new EspeakWasm();
+      const waiting = [...this.#pending.values()];
+      this.#pending.clear();
+      this.#worker?.terminate();
+      this.#worker = undefined;
+      for (const { reject } of waiting) {
+        reject(new Error(`the speech worker failed: ${event.message}`));
+      }
+    };
+    this.#worker = worker;
+    return worker;
+  }
+}

@@ -1,0 +1,258 @@
+/**
+ * Whether the store can commit (`GET /health`, docs/operations.md, storage faults): the
+ * outcome of the last commit, a probe at most once a second, and the disk-full reserve.
+ *
+ * **The verdict** comes from the last commit the writer made (or the last state load that
+ * failed), not from a read per request: a read also competes with the commits. A probe runs
+ * when a verdict is asked for and the last probe is older than a second; it checks what
+ * changes without a commit (the file system turned read-only, the disk filled up by another
+ * program) and makes a small commit of its own only when the last one failed or the disk is
+ * nearly full, so an idle, healthy relay polled by a health check writes nothing.
+ *
+ * **The reserve.** SQLite appends every commit to its write-ahead log, deletes included, so
+ * on a full disk a pull or a clear fails like a submit (measured on a full tmpfs: every
+ * delete fails with `database or disk is full`). A store with a path keeps a file of
+ * {@linkcode RESERVE_BYTES} beside its database. The first commit that fails because the
+ * disk is full releases it and puts the store in **disk-full mode**: writes that store new
+ * content (submit, push, restore) are refused at once, and the rest (pull, lease, ack,
+ * clear) are tried again in the room the reserve left. Disk-full mode ends when a probe
+ * finds the space to set the reserve aside again.
+ *
+ * @module
+ */
+
+import { statfsSync } from "node:fs";
+import { PRIVATE_FILE_MODE } from "../util/files.ts";
+import { classifyFault, type FaultKind, faultReason, fileSystemReadOnly } from "./_faults.ts";
+
+/** Bytes set aside beside the database for pulls and clears on a full disk: 1 MiB. */
+export const RESERVE_BYTES = 1024 * 1024;
+
+/** Shortest time between two probes, ms. */
+export const PROBE_INTERVAL_MS = 1000;
+
+/** What `/health` reports: whether the store can commit, and if not, why. */
+export type HealthVerdict =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly kind: FaultKind; readonly reason: string };
+
+/** What a probe may do with the store: read a little, or commit a little. */
+export interface ProbeActions {
+  /** Reads a few entries from KV. @throws KV errors. */
+  read(): Promise<void>;
+  /** Commits one small entry through the writer, which reports the outcome. */
+  write(): Promise<void>;
+}
+
+const OK: HealthVerdict = { ok: true };
+
+/** The health of one store (see the module doc). */
+export class StoreHealth {
+  readonly #path: string | undefined;
+  #last: HealthVerdict = OK;
+  #damaged: HealthVerdict | undefined;
+  #full = false;
+  #probedAt = Number.NEGATIVE_INFINITY;
+  #fullCheckedAt = Number.NEGATIVE_INFINITY;
+  #probing: Promise<void> | undefined;
+  #reported: HealthVerdict = OK;
+  readonly #onChange: ((verdict: HealthVerdict) => void) | undefined;
+
+  /**
+   * @param path The database file; without one (an in-memory store) there is no reserve and
+   *   no file-system check.
+   * @param onChange Told each new verdict: a fault, another fault, or healthy again.
+   */
+  constructor(
+    path: string | undefined,
+    onChange?: ((verdict: HealthVerdict) => void) | undefined,
+  ) {
+    this.#path = path;
+    this.#onChange = onChange;
+  }
+
+  /** Tells `onChange` when the verdict is not the one last told. */
+  #report(): void {
+    const now = this.verdict();
+    const before = this.#reported;
+    if (now.ok === before.ok && (now.ok || (!before.ok && now.kind === before.kind))) return;
+    this.#reported = now;
+    this.#onChange?.(now);
+  }
+
+  /** The reserve file: `<database>.reserve`, or `undefined` without a path. */
+  get reservePath(): string | undefined {
+    return this.#path === undefined ? undefined : `${this.#path}.reserve`;
+  }
+
+  /** Whether the store is in disk-full mode: writes that store new content are refused. */
+  get full(): boolean {
+    return this.#full;
+  }
+
+  /** Records a commit that succeeded. */
+  succeeded(): void {
+    this.#last = OK;
+    // Without a reserve to set aside, a commit that went through is the only sign of space.
+    if (this.#path === undefined) this.#full = false;
+    this.#report();
+  }
+
+  /**
+   * Records a commit (or a state load) that failed with `error`; an error that names no
+   * storage fault is reported as an I/O error.
+   *
+   * @returns The kind of storage fault `error` names, or `undefined` when it names none.
+   */
+  failed(error: unknown): FaultKind | undefined {
+    const named = classifyFault(error, this.#path);
+    const kind = named ?? "io";
+    const verdict: HealthVerdict = { ok: false, kind, reason: faultReason(kind, error) };
+    this.#last = verdict;
+    // A damaged file does not mend itself: it stays reported until the relay restarts.
+    if (kind === "damaged") this.#damaged ??= verdict;
+    if (kind === "full") this.#full = true;
+    this.#report();
+    return named;
+  }
+
+  /**
+   * Records a read of content from KV that failed with `error`, when `error` names a storage
+   * fault; any other error is left to its caller.
+   *
+   * @returns The kind of storage fault, or `undefined`.
+   */
+  readFailed(error: unknown): FaultKind | undefined {
+    return classifyFault(error, this.#path) === undefined ? undefined : this.failed(error);
+  }
+
+  /**
+   * Deletes the reserve file, when there is one, to make room for a commit on a full disk.
+   *
+   * @returns Whether there was a reserve to release.
+   */
+  releaseReserve(): boolean {
+    const path = this.reservePath;
+    if (path === undefined) return false;
+    try {
+      Deno.removeSync(path);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Sets the reserve aside: writes {@linkcode RESERVE_BYTES} of random bytes (which no file
+   * system compresses away) to the reserve file, mode 0600, unless it is there already.
+   *
+   * @returns Whether the reserve is in place; `false` without a path or when there is no room
+   *   (a partial file is removed).
+   */
+  async ensureReserve(): Promise<boolean> {
+    const path = this.reservePath;
+    if (path === undefined) return false;
+    try {
+      if ((await Deno.stat(path)).size === RESERVE_BYTES) return true;
+    } catch {
+      // Missing: write it.
+    }
+    const bytes = new Uint8Array(RESERVE_BYTES);
+    for (let at = 0; at < bytes.length; at += 65536) {
+      crypto.getRandomValues(bytes.subarray(at, at + 65536));
+    }
+    try {
+      await Deno.writeFile(path, bytes, { mode: PRIVATE_FILE_MODE });
+      await Deno.chmod(path, PRIVATE_FILE_MODE);
+      return true;
+    } catch {
+      await Deno.remove(path).catch(() => {});
+      return false;
+    }
+  }
+
+  /**
+   * In disk-full mode, at most once a second: leaves it when there is room again to set the
+   * reserve aside (the writer asks before it refuses a write, so the store recovers by
+   * itself when space returns, whether or not anything polls `/health`).
+   */
+  async recheckFull(): Promise<void> {
+    if (!this.#full || performance.now() - this.#fullCheckedAt < PROBE_INTERVAL_MS) return;
+    this.#fullCheckedAt = performance.now();
+    await this.#leaveFull();
+  }
+
+  /** Leaves disk-full mode when the reserve can be set aside again (a store with a path). */
+  async #leaveFull(): Promise<void> {
+    const path = this.#path;
+    if (path === undefined) return;
+    const free = diskSpace(path)?.free;
+    if ((free !== undefined && free < 2 * RESERVE_BYTES) || !await this.ensureReserve()) return;
+    this.#full = false;
+    this.#report();
+  }
+
+  /**
+   * The verdict, probing first when the last probe is older than
+   * {@linkcode PROBE_INTERVAL_MS}; concurrent callers share one probe.
+   */
+  async check(actions: ProbeActions): Promise<HealthVerdict> {
+    if (performance.now() - this.#probedAt >= PROBE_INTERVAL_MS) {
+      this.#probing ??= this.#probe(actions).finally(() => {
+        this.#probedAt = performance.now();
+        this.#probing = undefined;
+      });
+      await this.#probing;
+    }
+    return this.verdict();
+  }
+
+  /** The verdict as of now, without probing. */
+  verdict(): HealthVerdict {
+    if (this.#damaged !== undefined) return this.#damaged;
+    if (this.#full) return { ok: false, kind: "full", reason: faultReason("full") };
+    return this.#last;
+  }
+
+  async #probe(actions: ProbeActions): Promise<void> {
+    const path = this.#path;
+    if (path !== undefined && fileSystemReadOnly(path)) {
+      this.#last = { ok: false, kind: "read-only", reason: faultReason("read-only") };
+      this.#report();
+      return;
+    }
+    let write = !this.#last.ok;
+    if (this.#full) {
+      await this.#leaveFull();
+      // Still full: a commit would only use up room that pulls and clears need.
+      if (this.#full && path !== undefined) return;
+      write = true;
+    } else if (path !== undefined) {
+      const available = diskSpace(path)?.available;
+      write ||= available !== undefined && available < RESERVE_BYTES;
+    }
+    if (write) {
+      // The writer reports the commit's outcome itself.
+      await actions.write().catch(() => {});
+      return;
+    }
+    try {
+      await actions.read();
+    } catch (error) {
+      this.failed(error);
+    }
+  }
+}
+
+/**
+ * Free space of the file system holding `path`, bytes: `free` for root, `available` for
+ * other users (file systems keep some blocks for root); `undefined` when it cannot be read.
+ */
+function diskSpace(path: string): { free: number; available: number } | undefined {
+  try {
+    const stats = statfsSync(path);
+    return { free: stats.bfree * stats.bsize, available: stats.bavail * stats.bsize };
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,109 @@
+import assert from "node:assert/strict";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { createApp } from "../../src/server/app.ts";
+import { Logger } from "../../src/server/log.ts";
+import { createBuiltinServices } from "../../src/server/routes/builtin.ts";
+import { KEY, makeStore } from "../_helpers.ts";
+import { APP_ID } from "./_services.ts";
+
+interface Operation {
+  "x-builtin"?: boolean;
+  parameters?: Array<{ in: string; name: string; example?: string }>;
+  requestBody?: { content: Record<string, { example?: unknown }> };
+  responses: Record<string, unknown>;
+}
+
+Deno.test("the API document lists every route of the built-in services, and each example works", async () => {
+  await using base = await makeStore({ systemClock: true });
+  const dataDir = await Deno.makeTempDir({ prefix: "relay-publish-" });
+  const services = createBuiltinServices({
+    dataDir,
+    authorize: (key) => key === KEY,
+    appId: APP_ID,
+    log: () => {},
+  });
+  const app = createApp({
+    store: base.store,
+    apiKey: KEY,
+    logger: new Logger({ write: () => {} }),
+    builtin: { services, appId: APP_ID },
+  });
+  services.start();
+  try {
+    const doc = await (await app.request("/openapi.json")).json() as {
+      paths: Record<string, Record<string, Operation>>;
+    };
+    const validator = new Validator();
+    const checked = await validator.validate(doc as unknown as Record<string, unknown>);
+    assert.ok(checked.valid, JSON.stringify(checked.errors));
+
+    const served = services.paths.map((path) => path.replace(/:([a-z_]+)/g, "{$1}"));
+    const documented = Object.entries(doc.paths)
+      .filter(([, methods]) => Object.values(methods).some((op) => op["x-builtin"]))
+      .map(([path]) => path);
+    assert.deepEqual([...documented].sort(), [...new Set(served)].sort());
+
+    // Real ids for the path examples: a note, a post and a spoken episode.
+    const post = async (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      await (await app.request(path, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-app-id": APP_ID, ...headers },
+        body: JSON.stringify(body),
+      })).json();
+    const docId = (await post("/downstream/api/notes/import", { title: "n", content: "n" }))
+      .doc_id;
+    const postIds = [
+      (await post("/downstream/api/publish", { title: "p", content: "p", targets: ["blog"] }))
+        .blog.post_id,
+      (await post("/downstream/api/publish", { title: "q", content: "q", targets: ["blog"] }))
+        .blog.post_id,
+    ];
+    const episodeId = (await post("/downstream/api/publish", {
+      title: "e",
+      content: "Hello.",
+      targets: ["nas"],
+      transform: "read",
+    }, { "x-app-id": APP_ID })).episode_id;
+    await services.podcast.idle(60_000);
+    const real: Record<string, string> = {
+      doc_id: docId,
+      post_id: postIds[0]!,
+      file: `${episodeId}.mp3`,
+      "X-App-ID": APP_ID,
+      relay_access: KEY,
+    };
+
+    let sent = 0;
+    for (const path of documented) {
+      for (const [method, operation] of Object.entries(doc.paths[path]!)) {
+        let target = path;
+        const headers: Record<string, string> = { "x-auth-key": KEY };
+        for (const parameter of operation.parameters ?? []) {
+          assert.ok(parameter.example !== undefined, `${path} ${parameter.name} example`);
+          // The delete takes the second post, so that the first is still there to read.
+          const value = parameter.name === "post_id" && path.includes("delete")
+            ? postIds[1]!
+            : real[parameter.name] ?? parameter.example;
+          if (parameter.in === "path") target = target.replace(`{${parameter.name}}`, value);
+          if (parameter.in === "header") headers[parameter.name] = value;
+          if (parameter.in === "cookie") headers.cookie = `${parameter.name}=${value}`;
+        }
+        const body = operation.requestBody?.content["application/json"]?.example;
+        const res = await app.request(target, {
+          method: method.toUpperCase(),
+          headers: body === undefined
+            ? headers
+            : { ...headers, "content-type": "application/json" },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+        await res.body?.cancel();
+        const expected = Object.keys(operation.responses).filter((s) => /^[23]/.test(s));
+        assert.ok(expected.includes(String(res.status)), `${method} ${target}: ${res.status}`);
+        sent++;
+      }
+    }
+    assert.ok(sent >= 14, `${sent} examples sent`);
+  } finally {
+    await services.stop();
+  }
+});

@@ -1,0 +1,156 @@
+import assert from "node:assert/strict";
+import { Mp3SegmentEncoder } from "../../src/publish/mp3.ts";
+import {
+  chooseVoice,
+  CommandEngine,
+  EspeakWasm,
+  EspeakWorker,
+  parseWav,
+  splitForSpeech,
+} from "../../src/publish/tts.ts";
+import { walkMp3 } from "./_mp3.ts";
+
+Deno.test("splitForSpeech keeps whole sentences under the limit, Chinese and English", () => {
+  const text = "# Title\n\nFirst sentence. Second one! 第一句。第二句？\n\n" +
+    "A [link](http://example.com) and `code`.";
+  const chunks = splitForSpeech(text, 30);
+  for (const chunk of chunks) assert.ok(chunk.length <= 30, chunk);
+  const joined = chunks.join(" ");
+  assert.ok(joined.includes("First sentence."));
+  assert.ok(joined.includes("第一句。"));
+  assert.ok(joined.includes("A link and code."));
+  assert.ok(!joined.includes("http"));
+  assert.ok(!joined.includes("#"));
+  assert.deepEqual(splitForSpeech("  ...  \n\n !!! "), []);
+});
+
+Deno.test("splitForSpeech cuts an overlong sentence and loses no word", () => {
+  const words = Array.from({ length: 300 }, (_, i) => `w${i}`);
+  const chunks = splitForSpeech(words.join(" "), 100);
+  assert.ok(chunks.length > 5);
+  for (const chunk of chunks) assert.ok(chunk.length <= 100);
+  assert.deepEqual(chunks.join(" ").split(" "), words);
+  const han = "字".repeat(250);
+  assert.deepEqual(splitForSpeech(han, 100).join(""), han);
+});
+
+Deno.test("chooseVoice picks Mandarin for Chinese text, English otherwise", () => {
+  assert.deepEqual(chooseVoice("今天天气很好，我们去公园。"), "cmn");
+  assert.deepEqual(chooseVoice("我在用 Deno 写代码"), "cmn");
+  assert.deepEqual(chooseVoice("The weather is fine today."), "en-us");
+  assert.deepEqual(chooseVoice("The word 你 means you in English text here."), "en-us");
+  assert.deepEqual(chooseVoice("12345"), "en-us");
+});
+
+Deno.test("the built-in engine speaks English and Mandarin into MP3 that decodes", async () => {
+  const engine = new EspeakWasm();
+  const encoder = new Mp3SegmentEncoder();
+  for (const text of ["Hello from the relay. This is a test.", "你好，这是一个测试。"]) {
+    const pcm = await engine.synthesize(text, chooseVoice(text));
+    assert.deepEqual(pcm.sampleRate, 22050);
+    assert.ok(pcm.samples.length > 22050); // more than a second
+    assert.ok(pcm.samples.some((s) => Math.abs(s) > 1000), "not silence");
+    const mp3 = await encoder.encode(pcm);
+    const walk = walkMp3(mp3);
+    assert.deepEqual(walk.sampleRate, 22050);
+    assert.deepEqual(walk.kbps, 48);
+    // Within a frame or two of the PCM's duration (the encoder pads its start and end).
+    const seconds = pcm.samples.length / pcm.sampleRate;
+    assert.ok(Math.abs(walk.seconds - seconds) < 0.2, `${walk.seconds} vs ${seconds}`);
+  }
+});
+
+Deno.test("text that looks like an option is spoken, not taken for one", async () => {
+  const pcm = await new EspeakWasm().synthesize("--version and -w /etc/passwd", "en-us");
+  assert.ok(pcm.samples.length > 11025);
+});
+
+Deno.test("MP3 segments appended one after another make one valid file", async () => {
+  const encoder = new Mp3SegmentEncoder();
+  const tone = (seconds: number) => {
+    const samples = new Int16Array(22050 * seconds);
+    for (let i = 0; i < samples.length; i++) samples[i] = Math.sin(i / 10) * 8000;
+    return { samples, sampleRate: 22050 };
+  };
+  const a = await encoder.encode(tone(2));
+  const b = await encoder.encode(tone(3));
+  const both = new Uint8Array(a.length + b.length);
+  both.set(a);
+  both.set(b, a.length);
+  const walk = walkMp3(both);
+  assert.ok(Math.abs(walk.seconds - 5) < 0.3, String(walk.seconds));
+  await assert.rejects(() => encoder.encode({ samples: new Int16Array(10), sampleRate: 12345 }));
+});
+
+Deno.test("parseWav reads 16-bit stereo and pipe-written WAVE files, refuses others", () => {
+  const header = (dataSize: number, channels: number) => {
+    const bytes = new Uint8Array(44 + 8);
+    const view = new DataView(bytes.buffer);
+    bytes.set(new TextEncoder().encode("RIFF"), 0);
+    bytes.set(new TextEncoder().encode("WAVEfmt "), 8);
+    view.setUint32(16, 16, true);
+    view.setUint16(20, 1, true);
+    view.setUint16(22, channels, true);
+    view.setUint32(24, 16000, true);
+    view.setUint16(34, 16, true);
+    bytes.set(new TextEncoder().encode("data"), 36);
+    view.setUint32(40, dataSize, true);
+    view.setInt16(44, 1000, true);
+    view.setInt16(46, 3000, true);
+    view.setInt16(48, -100, true);
+    view.setInt16(50, -300, true);
+    return bytes;
+  };
+  const stereo = parseWav(header(8, 2));
+  assert.deepEqual(stereo.sampleRate, 16000);
+  assert.deepEqual(Array.from(stereo.samples), [2000, -200]);
+  assert.deepEqual(parseWav(header(0xffffffff, 1)).samples.length, 4);
+  assert.deepEqual(parseWav(header(0, 1)).samples.length, 4);
+  assert.throws(() => parseWav(new TextEncoder().encode("ID3 not a wave file at all")));
+});
+
+Deno.test("an external engine is run without a shell and its failure is one sentence", async () => {
+  // A real program: this Deno writes a WAVE file of the text's length.
+  const script = await Deno.makeTempFile({ suffix: ".ts" });
+  await Deno.writeTextFile(
+    script,
+    `const text = await new Response(Deno.stdin.readable).text();
+if (Deno.args[0] !== "cmn") Deno.exit(3);
+const n = text.length * 100;
+const b = new Uint8Array(44 + n * 2); const v = new DataView(b.buffer);
+b.set(new TextEncoder().encode("RIFF"), 0); b.set(new TextEncoder().encode("WAVEfmt "), 8);
+v.setUint32(16, 16, true); v.setUint16(20, 1, true); v.setUint16(22, 1, true);
+v.setUint32(24, 16000, true); v.setUint16(34, 16, true);
+b.set(new TextEncoder().encode("data"), 36); v.setUint32(40, n * 2, true);
+await Deno.stdout.write(b);`,
+  );
+  const engine = new CommandEngine(`${Deno.execPath()} run ${script} {voice}`);
+  const pcm = await engine.synthesize("你好", "cmn");
+  assert.deepEqual(pcm.samples.length, 200);
+  await assert.rejects(() => engine.synthesize("hello", "en-us"), /exit 3/);
+  await assert.rejects(
+    () => new CommandEngine("/no/such/program").synthesize("x", "cmn"),
+    /cannot run/,
+  );
+  await Deno.remove(script);
+});
+
+Deno.test("the built-in engine on its worker thread speaks the same as in this thread", async () => {
+  const worker = new EspeakWorker();
+  try {
+    const [a, b] = await Promise.all([
+      worker.synthesize("Hello from the worker.", "en-us"),
+      worker.synthesize("你好。", "cmn"),
+    ]);
+    const direct = await new EspeakWasm().synthesize("Hello from the worker.", "en-us");
+    assert.equal(a.sampleRate, 22050);
+    assert.deepEqual(a.samples, direct.samples);
+    assert.ok(b.samples.length > 11025);
+  } finally {
+    worker.close();
+  }
+  // Closed, it starts again when asked.
+  const again = await worker.synthesize("Again.", "en-us");
+  assert.ok(again.samples.length > 0);
+  worker.close();
+});

@@ -1,0 +1,114 @@
+/**
+ * Browser test of the built-in services as a person sees them: Debian's Chromium driven by
+ * playwright-core against a real relay process. The web app's Library screen lists the
+ * podcast episode (with the feed's address as text and a QR code), the blog post and the
+ * note; the blog post's page reads well on a phone. Screenshots go to `docs/screenshots/`.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { chromium, type Page } from "playwright-core";
+import { KEY, ROOT, startRelayProcess } from "../_helpers.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const PHONE = { width: 360, height: 740 };
+const SCREENSHOTS = `${ROOT}docs/screenshots/`;
+
+declare const document: {
+  documentElement: { scrollWidth: number; scrollTop: number };
+  activeElement: { blur(): void } | null;
+  querySelector(selector: string): { naturalWidth?: number } | null;
+};
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  await Deno.mkdir(SCREENSHOTS, { recursive: true });
+  await page.evaluate(() => document.activeElement?.blur());
+  await page.mouse.move(PHONE.width - 1, PHONE.height - 1);
+  await page.evaluate(() => document.documentElement.scrollTop = 0);
+  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
+}
+
+Deno.test("the Library screen shows the podcast, the blog and the notes; the blog post reads well on a phone", async () => {
+  await Deno.stat(CHROMIUM);
+  const dir = await Deno.makeTempDir({ prefix: "relay-webapp-" });
+  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  const res = await fetch(`${relay.url}/publish`, {
+    method: "POST",
+    headers: { "x-auth-key": KEY, "content-type": "application/json" },
+    body: JSON.stringify({
+      title: "周末读书笔记: Why write-ahead logs matter",
+      content: "A short summary of the article.",
+      content_md: "# Why write-ahead logs matter\n\nA database writes **every change** to a " +
+        "log first, then to its tables. 这样即使断电，数据也不会丢失。\n\n" +
+        "- durability\n- crash recovery\n\n> The log is the database.\n\n" +
+        "```sql\nPRAGMA journal_mode = WAL;\n```\n\nRead more at https://sqlite.org/wal.html",
+      tags: "sqlite,durability,读书",
+      targets: ["notes", "blog", "nas"],
+      transform: "read",
+    }),
+  });
+  const outcome = await res.json();
+  assert.equal(outcome.status, "ok", JSON.stringify(outcome));
+
+  const context = await chromium.launchPersistentContext(`${dir}/profile`, {
+    executablePath: CHROMIUM,
+    args: CHROMIUM_ARGS,
+    viewport: PHONE,
+    deviceScaleFactor: 1,
+    locale: "en-GB",
+    timezoneId: "UTC",
+  });
+  try {
+    context.setDefaultTimeout(60_000);
+    const page = context.pages()[0] ?? await context.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(error.message));
+
+    await page.goto(`${relay.url}/app/#key=${encodeURIComponent(KEY)}`);
+    await page.locator("#notice").filter({ hasText: "Key saved" }).waitFor();
+    await page.goto(`${relay.url}/app/#library`);
+    await page.locator("#screen-library").waitFor({ state: "visible" });
+    // The episode is made in the background; the screen refreshes itself until it is ready.
+    await page.locator("#podcast-list .episode-state[data-state=ready]").waitFor();
+    assert.equal(
+      await page.textContent("#podcast-feed"),
+      `${relay.url}/podcast/feed.xml`,
+    );
+    await page.waitForFunction(() =>
+      (document.querySelector("#podcast-qr")?.naturalWidth ?? 0) > 0
+    );
+    assert.equal(await page.locator("#podcast-list audio").count(), 1);
+    assert.match(await page.textContent("#blog-list") ?? "", /Why write-ahead logs matter/);
+    assert.match(await page.textContent("#notes-list") ?? "", /durability/);
+    await page.locator("#notes-list summary").click();
+    await page.locator("#notes-list pre").filter({ hasText: "doc_id:" }).waitFor();
+    assert.ok(
+      await page.evaluate(() => document.documentElement.scrollWidth) <= PHONE.width,
+      "no sideways scrolling",
+    );
+    await screenshot(page, "library");
+
+    await page.goto(outcome.results.blog.url);
+    assert.equal(await page.textContent("h1"), "周末读书笔记: Why write-ahead logs matter");
+    assert.equal(await page.locator("article strong").textContent(), "every change");
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth) <= PHONE.width);
+    await screenshot(page, "blog-post");
+
+    await page.goto(`${relay.url}/podcast/`);
+    await page.locator("audio").waitFor();
+    await screenshot(page, "podcast");
+    assert.deepEqual(errors, [], "the pages threw");
+  } finally {
+    await context.close();
+  }
+});

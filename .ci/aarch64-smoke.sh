@@ -119,6 +119,8 @@ snapshot_here() {
   curl -s -H "X-Auth-Key: $1" "$base/peek"
   echo
   curl -s -H "X-Auth-Key: $1" "$base/results"
+  echo
+  curl -s -H "X-Auth-Key: $1" "$base/notes/"
 }
 
 serve_relay
@@ -129,7 +131,9 @@ key=$(cat "$data/api-key")
 check_match "main key made on the first start" '^[A-Za-z0-9_-]{20,}$' "$key"
 
 say "the HTTP smoke test (emulated arm64)"
-smoke_http curl "$base" "$key" arm64
+t0=$(ms)
+smoke_audio_wait=300 smoke_http curl "$base" "$key" arm64
+smoke_ms=$(($(ms) - t0))
 smoke_rss=$(rss)
 state=$(snapshot_here "$key")
 stop_relay
@@ -148,5 +152,6 @@ check_match "RELAY_PORT=abc: the message" 'invalid RELAY_PORT "abc"' "$(cat "$wo
 
 echo "aarch64 figures (emulated by qemu-aarch64-static on $(uname -m), not a Pi's):" \
   "first start ${cold_ms} ms, second start ${warm_ms} ms;" \
-  "RSS after the first start ${cold_rss}; after the smoke test ${smoke_rss}"
+  "RSS after the first start ${cold_rss}; after the smoke test ${smoke_rss};" \
+  "the smoke test (publishing and speaking one episode included) took ${smoke_ms} ms"
 finish

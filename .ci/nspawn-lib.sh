@@ -286,22 +286,30 @@ wait_listening() {
 
 key_of() { in_m "$1" cat /var/lib/relay/api-key || true; }
 peek() { in_m "$1" curl -s -H "X-Auth-Key: $2" http://localhost:8787/peek; }
-# snapshot M KEY: what the relay holds, as its answers show it: the queues and the feed.
+# snapshot M KEY: what the relay holds, as its answers show it: the queues, the feed, the notes
+# and the podcast's episode titles.
 snapshot() {
   in_m "$1" curl -s -H "X-Auth-Key: $2" http://localhost:8787/peek
   echo
   in_m "$1" curl -s -H "X-Auth-Key: $2" http://localhost:8787/results
+  echo
+  in_m "$1" curl -s -H "X-Auth-Key: $2" http://localhost:8787/notes/
+  echo
+  in_m "$1" curl -s http://localhost:8787/podcast/episodes | grep -o '"title":"[^"]*"' | tr '\n' ' '
 }
 
 # smoke_http CURL BASE KEY TAG: the HTTP smoke test, through CURL (a command that runs curl,
 # e.g. "in_m m1 curl" or "curl") against the relay at BASE with the main key. Submits to two
-# queues, peeks, pulls one queue, pushes a result and reads it, loads the web app and publishes
-# when downstream services are configured (a 503 "not configured" skips that with a line).
-# Leaves one item (in general) and one result behind; TAG keeps its items apart from other runs.
+# queues, peeks, pulls one queue, pushes a result and reads it, loads the web app, and publishes
+# one article to the built-in notes store, blog and podcast: the note and the post must be
+# listed, and the episode spoken to an MP3 within $smoke_audio_wait seconds (default 60). When
+# publishing is not configured (a 503 "not configured"), that part is skipped with a line.
+# Leaves one item (in general), one result, one note, one post and one episode behind; TAG keeps
+# its items apart from other runs.
 smoke_http() {
   local -a c
   read -r -a c <<<"$1"
-  local base=$2 key=$3 tag=$4 got status
+  local base=$2 key=$3 tag=$4 got status episode audio
   local qa="https://stackoverflow.com/questions/1/smoke-$tag" note="smoke note $tag"
   check "smoke: submit a question link" "OK (qa)" \
     "$("${c[@]}" -s -H "X-Auth-Key: $key" -d "$qa" "$base/submit")"
@@ -322,21 +330,39 @@ smoke_http() {
   check_match "smoke: the web app's page" $'<html[^\n]*\n.*200 text/html' "$got"
   got=$("${c[@]}" -s -o /dev/null -w '%{http_code}' "$base/app/app.js")
   check "smoke: the web app's script" 200 "$got"
+
   got=$("${c[@]}" -s -w '\n%{http_code}' -H "X-Auth-Key: $key" -H "Content-Type: application/json" \
-    -d '{"title": "Smoke", "content": "A smoke test.", "targets": ["notes"]}' "$base/publish")
+    -d "{\"title\": \"Smoke $tag\", \"content\": \"A smoke test, read aloud.\",
+      \"content_md\": \"# Smoke\\n\\nA *smoke* test.\", \"targets\": [\"notes\", \"blog\", \"nas\"],
+      \"transform\": \"read\"}" "$base/publish")
   status=${got##*$'\n'}
   if [ "$status" = 503 ] && [[ $got =~ not\ configured|has\ no\ URL ]]; then
     echo "skipped: smoke: publish: no downstream service configured (503: ${got%$'\n'*})"
-  else
-    check "smoke: publish to notes" 200 "$status"
+    return
   fi
+  check "smoke: publish to notes, blog and podcast" 200 "$status"
+  check_match "smoke: every target succeeded" '^\{"status":"ok"' "$got"
+  check_match "smoke: the note is listed" "\"title\":\"Smoke $tag\"" \
+    "$("${c[@]}" -s -H "X-Auth-Key: $key" "$base/notes/")"
+  check_match "smoke: the post is on the blog" "Smoke $tag" "$("${c[@]}" -s "$base/blog/")"
+  for _ in $(seq $((${smoke_audio_wait:-60} * 2))); do
+    episode=$("${c[@]}" -s "$base/podcast/episodes" |
+      grep -o "{[^{}]*\"title\":\"Smoke $tag\"[^{}]*}" || true)
+    [[ $episode =~ \"state\":\"(ready|failed)\" ]] && break
+    sleep 0.5
+  done
+  check_match "smoke: the episode is spoken" '"state":"ready"' "$episode"
+  audio=$(sed -nE 's/.*"audio_url":"([^"]+)".*/\1/p' <<<"$episode")
+  got=$("${c[@]}" -s -o /dev/null -w '%{http_code} %{content_type} %{size_download}' \
+    "$base/${audio#http*://*/}")
+  check_match "smoke: its MP3" '^200 audio/mpeg [1-9][0-9]{3,}$' "$got"
 }
 
 # ci_packages: sets semver and semver_next (deno.json's spelling), version and next (Debian's)
-# and debs, a folder with
-# relay_<version>_amd64.deb (dist/'s, built here when missing) and relay_<next>_amd64.deb, a
-# rebuild of the same source with "+ci.1" added to deno.json's version: the upgrade. With
-# RELAY_CI_DEBS set, that folder is used and filled once for every script of the stage.
+# and debs, a folder with relay_<version>_amd64.deb (dist/'s, built here when missing) and
+# relay_<next>_amd64.deb, a rebuild of the same source with "+ci.1" added to deno.json's
+# version: the upgrade. With RELAY_CI_DEBS set, that folder is used and filled once for every
+# script of the stage.
 ci_packages() {
   local arch=amd64
   semver=$(sed -nE 's/^  "version": "([^"]+)",?$/\1/p' "$repo/deno.json")

@@ -46,10 +46,13 @@ state_line() {
   in_m "$1" systemctl show -p ActiveState,SubState,UnitFileState,Result,ExecMainStatus,NRestarts \
     relay | sort | tr '\n' ' ' | sed 's/ $//'
 }
-# counts SNAPSHOT: "N items, N results" in what snapshot printed.
+# count_in LINE TEXT STRING: how often STRING occurs in line LINE of TEXT.
+count_in() { sed -n "$1p" <<<"$2" | grep -o "$3" | wc -l; }
+# counts SNAPSHOT: "N items, N results, N notes, N episodes" in what snapshot printed.
 counts() {
-  echo "$(grep -o '"total":[0-9]*' <<<"$1" | cut -d: -f2) items, $(grep -o '"t":' <<<"$1" |
-    wc -l) results"
+  echo "$(grep -o '"total":[0-9]*' <<<"$1" | cut -d: -f2) items," \
+    "$(count_in 2 "$1" '"t":') results, $(count_in 3 "$1" '"doc_id":') notes," \
+    "$(count_in 4 "$1" '"title":') episodes"
 }
 
 boot m1 "${binds[@]}"

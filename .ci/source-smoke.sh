@@ -63,6 +63,8 @@ snapshot_here() {
   curl -s -H "X-Auth-Key: $1" "$base/peek"
   echo
   curl -s -H "X-Auth-Key: $1" "$base/results"
+  echo
+  curl -s -H "X-Auth-Key: $1" "$base/notes/"
 }
 
 say "deno task start, on an empty Deno cache"

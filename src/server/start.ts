@@ -5,7 +5,7 @@
  * @module
  */
 
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { resolveApiKey } from "../access/api_key.ts";
 import { createApp } from "./app.ts";
 import { type Config, ConfigError } from "../config.ts";
@@ -17,6 +17,7 @@ import {
   withTargetsFile,
 } from "../publish/publish.ts";
 import { loadTargetsFile } from "../publish/targets.ts";
+import { FailedPublishes } from "../publish/failed.ts";
 import { keysMatch, WEAK_KEY_LENGTH } from "./auth.ts";
 import { BatchedLog, Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
@@ -216,6 +217,11 @@ export async function startRelay(
       metrics,
       closing: closing.signal,
       builtin: { services: builtin, appId: appId.appId, publicUrl: config.publicUrl },
+      failed: await FailedPublishes.open(
+        join(dirname(db), "failed-publishes.json"),
+        Date.now,
+        logger.warn,
+      ),
     });
     const adapted = TARGETS.filter((t) => publish.adapters?.[t] !== undefined);
     const external = TARGETS.filter((t) =>

@@ -12,6 +12,7 @@ import { loadTargetsFile } from "../../src/publish/targets.ts";
 import { renderTemplate, splitText } from "../../src/publish/adapters.ts";
 import { ConfigError } from "../../src/config.ts";
 import { startVendors, VENDOR_SECRETS, type Vendors } from "./_vendors.ts";
+import { startDownstream } from "../downstream.ts";
 
 const ARTICLE = {
   title: "Why WAL needs fsync",
@@ -302,4 +303,41 @@ Deno.test("body templates and note parts", () => {
     assert.equal(parts.join(""), text);
     for (const part of parts) assert.ok(new TextEncoder().encode(part).length <= max);
   }
+});
+
+Deno.test("adapters: the relay's own blog and podcast shapes as presets of the HTTP target", async () => {
+  await using downstream = startDownstream();
+  const dir = await Deno.makeTempDir({ prefix: "relay-presets-" });
+  const path = join(dir, "targets.json");
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({
+      blog: {
+        kind: "http",
+        preset: "blog",
+        url: downstream.url,
+        headers: { "CF-Access-Client-Id": { env: "RELAY_CF_ID" } },
+      },
+      nas: {
+        kind: "http",
+        preset: "podcast",
+        url: downstream.url,
+        headers: { "X-App-ID": { env: "RELAY_APP_ID" } },
+      },
+    }),
+  );
+  const env: Record<string, string> = { RELAY_CF_ID: "id-1", RELAY_APP_ID: downstream.appId };
+  const file = loadTargetsFile(path, (n) => env[n], true);
+  const outcome = await publish(ARTICLE, ["blog", "nas"], {
+    urls: { notes: undefined, blog: undefined, nas: undefined },
+    appId: undefined,
+    timeoutMs: 2000,
+    adapters: file.adapters,
+  });
+  assert.equal(outcome.httpStatus, 200, JSON.stringify(outcome.body));
+  const r = results(outcome);
+  assert.match(r.blog!.url!, new RegExp(`^${downstream.url}/posts/\\d+$`));
+  assert.match(r.nas!.message!, /^queued for reading/);
+  const blog = downstream.requests.find((q) => q.service === "blog")!;
+  assert.deepEqual(blog.body, { ...ARTICLE, targets: ["blog"] });
 });

@@ -64,7 +64,7 @@ export interface RouteContext {
   /** The built-in services, when the relay serves them. */
   readonly builtin: BuiltinPublishing | undefined;
   /** Publishes with a failed target, kept to be retried; none kept when `undefined`. */
-  readonly failed: FailedPublishes | undefined;
+  readonly failed?: FailedPublishes | undefined;
   /** Where unexpected errors of a results stream are logged. */
   readonly logger: Logger;
   /** Request, waiting-client and store metrics. */

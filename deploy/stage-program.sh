@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds the stand-in for the single binary: the relay run from source by the pinned Deno,
-# laid out as it is installed on a machine, under OUT:
-#   OUT/opt/relay/deno          the Deno executable (from the npm package @deno/linux-*-glibc)
-#   OUT/opt/relay/app/          main.ts, src/, webapp/, deno.json, deno.lock
-#   OUT/opt/relay/deno-dir/     DENO_DIR with every module and npm package the relay loads
-#   OUT/usr/local/bin/relay     deploy/launcher.sh
-# The relay then starts without network access. Use it where `deno task compile` cannot run
-# (its runtime download is out of reach) and as the layout a package installs.
+# laid out as the package installs it, under OUT:
+#   OUT/usr/lib/relay/deno          the Deno executable (from the npm package @deno/linux-*-glibc)
+#   OUT/usr/lib/relay/app/          main.ts, src/, webapp/, deno.json, deno.lock
+#   OUT/usr/lib/relay/deno-dir/     DENO_DIR with every module and npm package the relay loads
+#   OUT/usr/bin/relay               deploy/launcher.sh
+# The relay then starts without network access. By hand, the same two pieces go to
+# /usr/local/lib/relay and /usr/local/bin/relay (the launcher finds lib/relay beside its own bin
+# folder). deploy/package.sh packages this layout where `deno task compile` cannot run (its
+# runtime download is out of reach).
 #
 #   deploy/stage-program.sh OUT [x86_64|aarch64]     (default: this machine's architecture)
 #
@@ -34,25 +36,35 @@ trap 'rm -rf "$work"' EXIT
 # The Deno executable, from the same npm package `npx deno@VERSION` uses.
 (cd "$work" && npm pack --silent "$package@$DENO_VERSION" >/dev/null)
 tar -xzf "$work"/*.tgz -C "$work"
-rm -rf "$out/opt/relay"
-mkdir -p "$out/opt/relay/app" "$out/usr/local/bin"
-install -m 0755 "$work/package/deno" "$out/opt/relay/deno"
+lib=$out/usr/lib/relay
+rm -rf "$lib"
+mkdir -p "$lib/app" "$out/usr/bin"
+install -m 0755 "$work/package/deno" "$lib/deno"
 
 # The program: what `deno task compile` bakes into the binary.
 cp -R "$repo/main.ts" "$repo/deno.json" "$repo/deno.lock" "$repo/src" "$repo/webapp" \
-  "$out/opt/relay/app/"
+  "$lib/app/"
 
-# The modules main.ts loads and every npm package deno.lock names: Deno checks the whole
-# lock's package set on start, so the test tools (playwright-core, fast-check) come too.
-if "$out/opt/relay/deno" --version >/dev/null 2>&1; then
-  deno=("$out/opt/relay/deno")
+# The modules main.ts loads and every npm package deno.lock names (Deno checks the whole
+# lock's package set on start; the tests' own packages are in tests/deno.lock, not here).
+if "$lib/deno" --version >/dev/null 2>&1; then
+  deno=("$lib/deno")
 else
   deno=(npx -y "deno@$DENO_VERSION")
 fi
-DENO_DIR="$out/opt/relay/deno-dir" DENO_NO_UPDATE_CHECK=1 "${deno[@]}" cache --quiet --frozen \
-  --config "$out/opt/relay/app/deno.json" "$out/opt/relay/app/main.ts"
+# Modules the relay loads by URL (a worker) are --include'd by the compile task: cached too.
+entries=("$lib/app/main.ts")
+for module in $(grep -oE '"compile": "[^"]*"' "$repo/deno.json" | grep -oE -- '--include [^ ]+\.ts' |
+  cut -d' ' -f2); do
+  entries+=("$lib/app/$module")
+done
+DENO_DIR="$lib/deno-dir" DENO_NO_UPDATE_CHECK=1 "${deno[@]}" cache --quiet --frozen \
+  --config "$lib/app/deno.json" "${entries[@]}"
+# Keep the downloads (npm/, remote/) only: Deno's other caches (emitted JavaScript, analyses,
+# V8 code) are keyed by the files' paths here, useless once installed elsewhere.
+find "$lib/deno-dir" -mindepth 1 -maxdepth 1 ! -name npm ! -name remote -exec rm -rf {} +
 
-install -m 0755 "$repo/deploy/launcher.sh" "$out/usr/local/bin/relay"
-chmod -R u=rwX,go=rX "$out/opt/relay"
-chmod 0755 "$out/opt/relay/deno"
-echo "stage-program: $("$out/opt/relay/deno" --version 2>/dev/null | head -n 1 || echo "deno $DENO_VERSION ($arch)") in $out"
+install -m 0755 "$repo/deploy/launcher.sh" "$out/usr/bin/relay"
+chmod -R u=rwX,go=rX "$lib"
+chmod 0755 "$lib/deno"
+echo "stage-program: $("$lib/deno" --version 2>/dev/null | head -n 1 || echo "deno $DENO_VERSION ($arch)") in $out"

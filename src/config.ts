@@ -90,6 +90,13 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
     help: "base URL of the podcast (read-aloud) queue, instead of --publish-url",
   },
   {
+    flag: "targets-file",
+    env: "RELAY_TARGETS_FILE",
+    default: undefined,
+    help:
+      "which service each target is: IMA, Memos, any HTTP endpoint (default: targets.json beside --db, if any)",
+  },
+  {
     flag: "publish-timeout",
     env: "RELAY_PUBLISH_TIMEOUT",
     default: "15s",
@@ -210,6 +217,8 @@ export interface Config {
   readonly blogUrl: string | undefined;
   /** Base URL of the podcast queue; overrides `publishUrl` for that target (C61). */
   readonly podcastUrl: string | undefined;
+  /** The targets file (docs/publishing-targets.md), and whether it was named (then it must exist). */
+  readonly targetsFile: { readonly path: string; readonly required: boolean };
   /** Timeout of one downstream call, ms, > 0 (C61). */
   readonly publishTimeoutMs: number;
   /** Origin phones reach the relay at, for absolute URLs in feeds and pages; no trailing `/`. */
@@ -356,6 +365,7 @@ const configSchema = z.object({
   "notes-url": httpUrl,
   "blog-url": httpUrl,
   "podcast-url": httpUrl,
+  "targets-file": z.string().min(1, { error: "must not be empty" }).optional(),
   "publish-timeout": z
     .string()
     .transform((text) => parseDuration(text) ?? -1)
@@ -524,6 +534,9 @@ export function loadConfig(
     notesUrl: value["notes-url"],
     blogUrl: value["blog-url"],
     podcastUrl: value["podcast-url"],
+    targetsFile: value["targets-file"] === undefined
+      ? { path: join(dirname(value.db), "targets.json"), required: false }
+      : { path: value["targets-file"], required: true },
     publishTimeoutMs: value["publish-timeout"],
     publicUrl: value["public-url"],
     privateBlog: value["private-blog"],

@@ -14,6 +14,7 @@ import type { Clock } from "../src/clock.ts";
 import type { LogFormat } from "../src/constants.ts";
 import { Logger } from "../src/server/log.ts";
 import type { KeyRing } from "../src/access/named_keys.ts";
+import type { FailedPublishes } from "../src/publish/failed.ts";
 import type { PublishConfig } from "../src/publish/publish.ts";
 import { createStore, type Store, type StoreStats } from "../src/store/store.ts";
 
@@ -102,6 +103,7 @@ export async function makeApp(
     maxBodyBytes?: number;
     qaHosts?: string[];
     publish?: PublishConfig;
+    failed?: FailedPublishes;
     keepAliveMs?: number;
     closing?: AbortSignal;
     systemClock?: boolean;

@@ -186,6 +186,7 @@ const SHOW = {
     renderResults();
     openStream();
   },
+  publish: () => void refreshFailed(),
   library: () => void refreshLibrary(),
   settings: showKeyState,
   share: showShare,
@@ -575,6 +576,86 @@ function onPublish(event) {
     for (const [target, outcome] of Object.entries(answer.results ?? {})) {
       list.append(outcomeItem(target, outcome));
     }
+    await refreshFailed();
+  });
+}
+
+/**
+ * Lists the failed publishes the relay keeps (GET /publish/failed), newest first, each with
+ * its errors and a Retry button; the section stays hidden while there are none.
+ */
+async function refreshFailed() {
+  const section = byId("failed");
+  const status = byId("failed-status");
+  let response;
+  try {
+    response = await api("publish/failed");
+  } catch {
+    return;
+  }
+  if (!response.ok) {
+    // A key without the publish scope sees no list; the form says why when it is used.
+    section.hidden = true;
+    return;
+  }
+  const { entries = [] } = await response.json();
+  byId("failed-list").replaceChildren(...[...entries].reverse().map(failedItem));
+  section.hidden = entries.length === 0 && status.textContent === "";
+}
+
+function failedItem(entry) {
+  const li = document.createElement("li");
+  li.dataset.status = "error";
+  const title = document.createElement("strong");
+  title.textContent = String(entry.title ?? entry.id);
+  const when = document.createElement("span");
+  when.className = "hint";
+  when.textContent = ` · ${String(entry.at ?? "").slice(0, 16).replace("T", " ")} UTC · ` +
+    `${Number(entry.tries) || 1} ${Number(entry.tries) === 1 ? "try" : "tries"}`;
+  const errors = document.createElement("ul");
+  for (const [target, error] of Object.entries(entry.errors ?? {})) {
+    const item = document.createElement("li");
+    item.textContent = `${TARGET_NAMES[target] ?? target}: ${String(error)}`;
+    errors.append(item);
+  }
+  const retry = document.createElement("button");
+  retry.type = "button";
+  retry.textContent = "Retry";
+  retry.setAttribute("aria-label", `Retry “${title.textContent}”`);
+  retry.addEventListener("click", () => void retryFailed(entry.id, retry));
+  li.append(title, when, errors, retry);
+  return li;
+}
+
+function retryFailed(id, button) {
+  const status = byId("failed-status");
+  return whileBusy(button, async () => {
+    setStatus(status, "Retrying…");
+    let response;
+    try {
+      response = await api("publish/retry", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ id }),
+      });
+    } catch {
+      setStatus(status, UNREACHABLE, "error");
+      return;
+    }
+    const type = response.headers.get("content-type") ?? "";
+    if (!type.startsWith("application/json")) {
+      setStatus(status, await explain(response), "error");
+      return;
+    }
+    const answer = await response.json();
+    setStatus(
+      status,
+      answer.status === "ok"
+        ? "Published to the targets that had failed."
+        : "Some targets failed again; the publish stays in the list.",
+      answer.status === "ok" ? "ok" : "error",
+    );
+    await refreshFailed();
   });
 }
 
@@ -1103,6 +1184,7 @@ async function start() {
   byId("queues-refresh").addEventListener("click", () => void refreshQueues());
   byId("results-clear").addEventListener("click", clearResults);
   byId("publish-form").addEventListener("submit", onPublish);
+  byId("failed-refresh").addEventListener("click", () => void refreshFailed());
   byId("library-refresh").addEventListener("click", () => void refreshLibrary());
   byId("key-form").addEventListener("submit", onSaveKey);
   byId("key-forget").addEventListener("click", onForgetKey);

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { publishArticle } from "../client/client.ts";
+import { failedPublishes, publishArticle } from "../client/client.ts";
 import { loadConfig } from "../config.ts";
 import { errorMessage } from "../errors.ts";
 import { deleteBlogPost } from "../publish/publish.ts";
@@ -31,10 +31,11 @@ const publish: Command = {
   name: "publish",
   synopsis:
     "--title T (--content C | --content-file F | --markdown-file F) --target notes,blog,nas " +
-    "[--tags a,b]",
+    "[--tags a,b] | --failed | --retry ID",
   summary: "publish an article downstream through the relay",
   help: "Prints one line per target: success with the document id or URL, or the error.\n" +
-    "Exit code 1 when a target failed.",
+    "Exit code 1 when a target failed. The relay keeps publishes with a failed target:\n" +
+    "--failed lists them, --retry ID sends one again to the targets that failed.",
   options: [
     { name: "title", type: "string", value: "T", help: "the article's title (required)" },
     {
@@ -70,15 +71,41 @@ const publish: Command = {
     },
     { name: "tags", type: "string", value: "LIST", help: "comma-separated tags" },
     { name: "json", type: "boolean", help: "print the relay's JSON answer" },
+    { name: "failed", type: "boolean", help: "list the failed publishes the relay keeps" },
+    {
+      name: "retry",
+      type: "string",
+      value: "ID",
+      help: "send the failed publish ID again, to the targets that failed",
+    },
     ...CLIENT_OPTIONS,
   ],
   async run(args, io) {
+    if (args.flag("failed")) {
+      const entries = await failedPublishes(await resolveClient(args, io));
+      if (args.flag("json")) io.out(JSON.stringify(entries));
+      else {
+        for (const e of entries) {
+          const errors = Object.entries(e.errors).map(([t, error]) => `${t}: ${error}`);
+          io.out(`${e.id}  ${e.at}  tries ${e.tries}  "${e.title}"  ${errors.join("; ")}`);
+        }
+      }
+      return 0;
+    }
+    const retry = args.string("retry");
     const title = args.string("title");
     const target = args.string("target") ?? args.string("targets");
     const inline = args.string("content");
     const contentFile = args.string("content-file");
     const markdownFile = args.string("markdown-file");
     const transform = args.string("transform");
+    if (retry !== undefined) {
+      return printOutcome(
+        await publishArticle(await resolveClient(args, io), { id: retry }, "/publish/retry"),
+        args.flag("json"),
+        io,
+      );
+    }
     if (title === undefined) throw args.needs("--title");
     if (target === undefined) throw args.needs("--target, e.g. notes,blog,nas");
     if (inline === undefined && contentFile === undefined && markdownFile === undefined) {
@@ -105,18 +132,27 @@ const publish: Command = {
       targets,
       ...(targets.includes("nas") ? { transform: "read" } : {}),
     });
-    if (args.flag("json")) io.out(JSON.stringify(outcome.body));
-    else {
-      for (const [name, result] of Object.entries(outcome.body.results)) {
-        const detail = result.status === "success"
-          ? result.doc_id ?? result.url ?? result.message ?? ""
-          : result.error ?? "";
-        io.out(`${name}: ${result.status}${detail ? ` (${detail})` : ""}`);
-      }
-    }
-    return outcome.body.status === "ok" ? 0 : EXIT_FAILURE;
+    return printOutcome(outcome, args.flag("json"), io);
   },
 };
+
+/** Prints a publish's answer (one line per target, or the JSON); 0 when all succeeded. */
+function printOutcome(
+  outcome: { body: { status: string; results: Record<string, Record<string, string>> } },
+  asJson: boolean,
+  io: CommandIo,
+): number {
+  if (asJson) io.out(JSON.stringify(outcome.body));
+  else {
+    for (const [name, result] of Object.entries(outcome.body.results)) {
+      const detail = result.status === "success"
+        ? result.doc_id ?? result.url ?? result.message ?? ""
+        : result.error ?? "";
+      io.out(`${name}: ${result.status}${detail ? ` (${detail})` : ""}`);
+    }
+  }
+  return outcome.body.status === "ok" ? 0 : EXIT_FAILURE;
+}
 
 const blogDelete: Command = {
   name: "blog-delete",

@@ -368,17 +368,19 @@ export async function checkHealth(
 /**
  * `POST /publish` (spec §4.8, C63). 207 and 502 are answers here, not errors.
  *
- * @param body The publish request of spec §4.8.
+ * @param body The publish request of spec §4.8 (or `{id}` for `/publish/retry`).
+ * @param path `/publish`, or `/publish/retry` to send a kept failed publish again.
  * @returns The HTTP status and the `{status, results}` body.
  * @throws {RelayError} for 4xx, 503 and unreachable relays.
  */
 export async function publishArticle(
   client: RelayClient,
   body: Record<string, unknown>,
+  path: "/publish" | "/publish/retry" = "/publish",
 ): Promise<
   { httpStatus: number; body: { status: string; results: Record<string, Record<string, string>> } }
 > {
-  const res = await send(client, "/publish", {
+  const res = await send(client, path, {
     method: "POST",
     body: JSON.stringify(body),
     type: "application/json",
@@ -390,6 +392,19 @@ export async function publishArticle(
     }
   }
   throw await failure(client, res);
+}
+
+/**
+ * `GET /publish/failed`: the publishes with a failed target the relay keeps to be retried.
+ *
+ * @returns Oldest first: id, when, tries, title and the error of each failed target.
+ * @throws {RelayError} as {@linkcode call}.
+ */
+export async function failedPublishes(client: RelayClient): Promise<
+  { id: string; at: string; tries: number; title: string; errors: Record<string, string> }[]
+> {
+  const res = await call(client, "/publish/failed");
+  return ((await res.json()) as { entries: never[] }).entries;
 }
 
 /**

@@ -13,6 +13,9 @@
 import type { Config } from "../config.ts";
 import { fetchFailure } from "../errors.ts";
 import { readAtMost } from "../util/streams.ts";
+import { sleep } from "../util/backoff.ts";
+import { publishWithAdapter } from "./adapters.ts";
+import type { AdapterTarget, TargetsFile } from "./targets.ts";
 
 /** The publish targets of spec §4.8; `nas` is the podcast (read-aloud) queue. */
 export const TARGETS = ["notes", "blog", "nas"] as const;
@@ -46,6 +49,13 @@ export interface PublishConfig {
    * answers: docs/publishing-builtin.md).
    */
   readonly fetch?: (request: Request) => Promise<Response>;
+  /**
+   * Targets served by an adapter (IMA, Memos, a generic HTTP target) from the targets file
+   * (docs/publishing-targets.md); they win over `urls`.
+   */
+  readonly adapters?: Partial<Record<Target, AdapterTarget>>;
+  /** Waits between an adapter's attempts, ms; default a real timer (tests inject one). */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
 
 /**
@@ -64,6 +74,16 @@ export function publishConfig(config: Config): PublishConfig {
     appId: config.secrets.appId,
     timeoutMs: config.publishTimeoutMs,
   };
+}
+
+/**
+ * `base` with the targets file applied: its adapters, the URLs of its `spec` entries, and
+ * its `builtin` entries sent to the built-in services (no URL) whatever `--publish-url` says.
+ */
+export function withTargetsFile(base: PublishConfig, file: TargetsFile): PublishConfig {
+  const urls = { ...base.urls, ...file.urls };
+  for (const target of file.builtin) urls[target] = undefined;
+  return { ...base, urls, adapters: { ...base.adapters, ...file.adapters } };
 }
 
 /** What one target did (C62). */
@@ -104,6 +124,7 @@ export function missingConfiguration(
     nas: "--podcast-url",
   };
   for (const target of targets) {
+    if (config.adapters?.[target] !== undefined) continue;
     if (config.urls[target] === undefined) {
       missing.push(`target "${target}" has no URL (set --publish-url or ${flag[target]})`);
     } else if (target === "nas" && config.appId === undefined) {
@@ -138,6 +159,14 @@ export async function publish(
 }
 
 function publishTo(target: Target, article: Article, config: PublishConfig): Promise<TargetResult> {
+  const adapter = config.adapters?.[target];
+  if (adapter !== undefined) {
+    return publishWithAdapter(adapter, article, {
+      fetch: config.fetch ?? fetch,
+      timeoutMs: config.timeoutMs,
+      sleep: config.sleep ?? ((ms) => sleep(ms).then(() => {})),
+    });
+  }
   switch (target) {
     case "notes":
       return publishToNotes(article, config);

@@ -22,6 +22,7 @@ import { HttpError, problemResponse, truncate } from "../errors.ts";
 import { storageProblem } from "./faults.ts";
 import type { KeyRing } from "../access/named_keys.ts";
 import type { PublishConfig } from "../publish/publish.ts";
+import type { FailedPublishes } from "../publish/failed.ts";
 import type { BuiltinPublishing } from "./route.ts";
 import { DEFAULT_QA_HOSTS } from "../queues.ts";
 import { StorageError, type Store, StoreBusyError } from "../store/store.ts";
@@ -53,6 +54,8 @@ export interface AppOptions {
    * (C63).
    */
   publish?: PublishConfig;
+  /** Where publishes with a failed target are kept to be retried; none are without it. */
+  failed?: FailedPublishes;
   /**
    * Where the access log (one line per request, at level `info`: client address, method,
    * path with the key redacted, status, body bytes, duration in ms) and unexpected errors
@@ -153,6 +156,7 @@ export function createApp(options: AppOptions): Hono {
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     publish: options.publish,
     builtin: options.builtin,
+    failed: options.failed,
     logger,
     metrics,
     closing: options.closing ?? new AbortController().signal,

@@ -72,6 +72,7 @@ export function withBuiltinTargets(
   ) as Record<Target, string>;
   const outside = external.fetch ?? fetch;
   return {
+    ...external,
     urls,
     // An external podcast needs RELAY_APP_ID; the built-in one has its own when unset.
     appId: external.urls.nas === undefined ? external.appId ?? appId : external.appId,

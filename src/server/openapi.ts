@@ -126,6 +126,17 @@ const publishOutcome = z.object({
 
 const counters = z.record(z.string(), z.number().int());
 
+const failedSummary = z.object({
+  id: z.string(),
+  at: z.string().meta({ description: "When it first failed, ISO 8601 UTC" }),
+  last_try: z.string(),
+  tries: z.number().int(),
+  title: z.string(),
+  errors: z.partialRecord(z.enum(TARGETS), z.string()).meta({
+    description: "The targets still failing, with their last error",
+  }),
+});
+
 /**
  * What each documented path does: summary, parameters, body and answers. The methods,
  * and the scope a named key needs (or that no key is needed), come from the app's route
@@ -270,6 +281,33 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
         ...problems(400, 413, 415),
       },
     },
+    "/publish/failed": {
+      summary: "Publishes with a failed target, kept (at most 100) to be retried",
+      responses: {
+        "200": json(
+          "Oldest first, without the articles' text",
+          z.object({ max: z.number().int(), entries: z.array(failedSummary) }),
+        ),
+      },
+    },
+    "/publish/retry": {
+      summary: "Send a kept failed publish again, to the targets that failed",
+      requestBody: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: z.object({ id: z.string() }),
+            example: { id: "20260101-120000-abcd1234" },
+          },
+        },
+      },
+      responses: {
+        "200": json("Every target succeeded; the entry is removed", publishOutcome),
+        "207": json("Some targets failed; they stay kept", publishOutcome),
+        "502": json("Every target failed again", publishOutcome),
+        ...problems(400, 404, 503),
+      },
+    },
     "/stats": {
       summary: "Counters and depths (issue 5)",
       responses: {
@@ -279,6 +317,7 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
             queues: z.partialRecord(queueName, counters),
             results: counters,
             publishing: publishingStatsSchema.optional(),
+            failed_publishes: z.array(failedSummary).optional(),
           }),
         ),
       },

@@ -11,6 +11,7 @@ import type { Context } from "hono";
 import type { LimitFunction } from "p-limit";
 import type { Scope } from "../access/named_keys.ts";
 import type { PublishConfig } from "../publish/publish.ts";
+import type { FailedPublishes } from "../publish/failed.ts";
 import type { BuiltinServices } from "./routes/builtin.ts";
 import type { Collection, Store } from "../store/store.ts";
 import { longPoll } from "./live.ts";
@@ -62,6 +63,8 @@ export interface RouteContext {
   readonly publish: PublishConfig | undefined;
   /** The built-in services, when the relay serves them. */
   readonly builtin: BuiltinPublishing | undefined;
+  /** Publishes with a failed target, kept to be retried; none kept when `undefined`. */
+  readonly failed?: FailedPublishes | undefined;
   /** Where unexpected errors of a results stream are logged. */
   readonly logger: Logger;
   /** Request, waiting-client and store metrics. */

@@ -5,12 +5,19 @@
  * @module
  */
 
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { resolveApiKey } from "../access/api_key.ts";
 import { createApp } from "./app.ts";
 import { type Config, ConfigError } from "../config.ts";
 import { errorMessage, problemResponse } from "../errors.ts";
-import { missingConfiguration, publishConfig, TARGETS } from "../publish/publish.ts";
+import {
+  missingConfiguration,
+  publishConfig,
+  TARGETS,
+  withTargetsFile,
+} from "../publish/publish.ts";
+import { loadTargetsFile } from "../publish/targets.ts";
+import { FailedPublishes } from "../publish/failed.ts";
 import { keysMatch, WEAK_KEY_LENGTH } from "./auth.ts";
 import { BatchedLog, Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
@@ -172,7 +179,14 @@ export async function startRelay(
     const warning = await checkDatabase(store, db);
     if (warning !== undefined) logger.warn(warning);
     checked = true;
-    const publish = publishConfig(config);
+    const publish = withTargetsFile(
+      publishConfig(config),
+      loadTargetsFile(
+        config.targetsFile.path,
+        (name) => Deno.env.get(name),
+        config.targetsFile.required,
+      ),
+    );
     // The built-in notes store, blog and podcast (docs/publishing-builtin.md).
     const appId = await resolveAppId(config.secrets.appId, dirname(db)).catch((error) => {
       throw new ConfigError(`cannot set up the app id: ${errorMessage(error)}`);
@@ -203,9 +217,17 @@ export async function startRelay(
       metrics,
       closing: closing.signal,
       builtin: { services: builtin, appId: appId.appId, publicUrl: config.publicUrl },
+      failed: await FailedPublishes.open(
+        join(dirname(db), "failed-publishes.json"),
+        Date.now,
+        logger.warn,
+      ),
     });
-    const external = TARGETS.filter((t) => missingConfiguration([t], publish).length === 0);
-    const internal = TARGETS.filter((t) => publish.urls[t] === undefined);
+    const adapted = TARGETS.filter((t) => publish.adapters?.[t] !== undefined);
+    const external = TARGETS.filter((t) =>
+      !adapted.includes(t) && missingConfiguration([t], publish).length === 0
+    );
+    const internal = TARGETS.filter((t) => !adapted.includes(t) && publish.urls[t] === undefined);
     log(
       `relay ${options.version ?? ""} (deno ${Deno.version.deno}): data ${db}; ` +
         `dedupe window ${config.dedupeWindowMs} ms; body limit ${config.maxBodyBytes} bytes; ` +
@@ -213,6 +235,7 @@ export async function startRelay(
           [
             ...(internal.length > 0 ? [`built-in ${internal.join(", ")}`] : []),
             ...(external.length > 0 ? [`external ${external.join(", ")}`] : []),
+            ...adapted.map((t) => `${t} via ${publish.adapters?.[t]?.kind}`),
           ].join("; ")
         }; read aloud by ${builtin.podcast.engineName}`,
     );

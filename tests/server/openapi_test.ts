@@ -125,6 +125,8 @@ Deno.test("issue 7: every example in /openapi.json is accepted by a running rela
     for (const [path, methods] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(methods)) {
         if (operation["x-builtin"]) continue; // Sent by tests/publish/openapi_test.ts.
+        // Needs a kept failed publish: tests/publish/adapters_relay_test.ts retries one.
+        if (path === "/publish/retry") continue;
         const expected = Object.keys(operation.responses).filter((s) => s.startsWith("2"));
         for (const { target, init } of exampleRequests(path, method.toUpperCase(), operation)) {
           const scope = operation["x-scope"];

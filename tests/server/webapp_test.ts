@@ -494,7 +494,7 @@ Deno.test("issue 7 web app: Results update live after a push, keep line breaks a
   });
 });
 
-Deno.test("issue 7 web app: Publish sends to the chosen targets and shows each outcome", async () => {
+Deno.test("web app: Publish sends to the chosen targets, shows each outcome, lists a failed publish and retries it", async () => {
   await using downstream = startDownstream();
   await withApp({
     env: { RELAY_PUBLISH_URL: downstream.url, RELAY_APP_ID: downstream.appId },
@@ -540,6 +540,25 @@ Deno.test("issue 7 web app: Publish sends to the chosen targets and shows each o
       ),
       ["success", "error"],
     );
+
+    // The relay keeps the publish whose blog failed: the screen lists it, and Retry sends it
+    // again to the blog only, once the blog is back.
+    const failed = page.locator("#failed-list > li");
+    await failed.first().waitFor();
+    assert.equal(await failed.count(), 1);
+    assert.match(await failed.first().textContent() ?? "", /^Why WAL needs fsync.*Blog: /s);
+    const blogCalls = () => downstream.requests.filter((r) => r.service === "blog").length;
+    const notesCalls = downstream.requests.filter((r) => r.service === "notes").length;
+    const before = blogCalls();
+    downstream.modes.blog = "ok";
+    await page.getByRole("button", { name: "Retry “Why WAL needs fsync”" }).click();
+    assert.equal(
+      await textOf(page, "#failed-status", /targets/),
+      "Published to the targets that had failed.",
+    );
+    await page.locator("#failed-list > li").first().waitFor({ state: "detached" });
+    assert.equal(blogCalls(), before + 1);
+    assert.equal(downstream.requests.filter((r) => r.service === "notes").length, notesCalls);
   });
 });
 

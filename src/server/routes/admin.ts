@@ -32,6 +32,7 @@ export function adminRoutes(relay: RouteContext, served: () => Readonly<Routes>)
         json({
           ...await stats(store),
           ...(relay.builtin ? { publishing: await relay.builtin.services.stats() } : {}),
+          ...(relay.failed ? { failed_publishes: relay.failed.list() } : {}),
         }),
     },
     "/metrics": {

@@ -19,14 +19,22 @@ export interface CachedAnswer {
   readonly body: Uint8Array<ArrayBuffer> | null;
 }
 
+/** Largest answer body kept, bytes: a peek of large items is built again each time. */
+export const MAX_CACHED_BODY_BYTES = 256 * 1024;
+
+/** Most bytes of answer bodies one cache keeps. */
+export const MAX_CACHED_BYTES = 2 * 1024 * 1024;
+
 /**
  * A small map of answers by request (method-independent: path and query). Holds at most
- * `capacity` answers and forgets them all when full, so a client sending ever new query
- * strings cannot grow it.
+ * `capacity` answers and {@linkcode MAX_CACHED_BYTES} of bodies, and forgets them all when
+ * full, so a client sending ever new query strings cannot grow it; an answer over
+ * {@linkcode MAX_CACHED_BODY_BYTES} is not kept.
  */
 export class AnswerCache {
   readonly #capacity: number;
   #entries = new Map<string, CachedAnswer>();
+  #bytes = 0;
 
   /** @param capacity Most answers kept, ≥ 1. */
   constructor(capacity: number) {
@@ -44,10 +52,21 @@ export class AnswerCache {
       : undefined;
   }
 
-  /** Stores `answer` under `key`, replacing what was there. */
+  /** Stores `answer` under `key`, replacing what was there, unless its body is too large. */
   set(key: string, answer: CachedAnswer): void {
-    if (this.#entries.size >= this.#capacity && !this.#entries.has(key)) this.#entries.clear();
+    const size = answer.body?.byteLength ?? 0;
+    const old = this.#entries.get(key);
+    if (old !== undefined) {
+      this.#entries.delete(key);
+      this.#bytes -= old.body?.byteLength ?? 0;
+    }
+    if (size > MAX_CACHED_BODY_BYTES) return;
+    if (this.#entries.size >= this.#capacity || this.#bytes + size > MAX_CACHED_BYTES) {
+      this.#entries.clear();
+      this.#bytes = 0;
+    }
     this.#entries.set(key, answer);
+    this.#bytes += size;
   }
 }
 

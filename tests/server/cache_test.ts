@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { makeApp, type TestApp } from "../_helpers.ts";
+import { answerOf, AnswerCache, MAX_CACHED_BODY_BYTES } from "../../src/server/cache.ts";
 
 // The answers of GET /peek and GET /results are kept per state version (src/server/cache.ts):
 // these tests check that whatever changes the answer is seen at once.
@@ -94,4 +95,34 @@ Deno.test("GET /results sees every push, per cursor, and waits are not answered 
   assert.deepEqual((await waiting).items.map((i: { c: string }) => i.c), ["r3"]);
   await t.call("/clear", { method: "POST" });
   assert.deepEqual((await read("?since=0")).items, []);
+});
+
+Deno.test("AnswerCache keeps small answers by key and version, and no answer over its size limit", () => {
+  const cache = new AnswerCache(2);
+  cache.set("?a", answerOf({ x: 1 }, 1, Infinity));
+  assert.equal(cache.get("?a", 1, 0)?.version, 1);
+  assert.equal(cache.get("?a", 2, 0), undefined, "another version misses");
+  assert.equal(cache.get("?b", 1, 0), undefined);
+  cache.set("?lease", answerOf({ x: 2 }, 1, 1000));
+  assert.notEqual(cache.get("?lease", 1, 999), undefined);
+  assert.equal(cache.get("?lease", 1, 1000), undefined, "expired at its until");
+  const big = "x".repeat(MAX_CACHED_BODY_BYTES);
+  cache.set("?big", answerOf(big, 1, Infinity));
+  assert.equal(cache.get("?big", 1, 0), undefined, "a body over the limit is not kept");
+  cache.set("?c", answerOf(null, 1, Infinity));
+  cache.set("?d", answerOf(undefined, 1, Infinity));
+  assert.equal(cache.get("?d", 1, 0)?.body, null, "a 204 answer");
+});
+
+Deno.test("GET /peek of items too large to keep is still right after a change", async () => {
+  await using t = await makeApp();
+  const large = "y".repeat(200_000);
+  await submit(t, `${large}1`);
+  await submit(t, `${large}2`);
+  assert.equal((await peekJson(t))?.total, 2);
+  await t.call("/pull?queue=general");
+  await submit(t, `${large}3`);
+  const items = ((await peekJson(t))?.queues as Record<string, Array<{ content: string }>>)
+    .general;
+  assert.deepEqual(items?.map((i) => i.content.slice(-1)), ["3"]);
 });

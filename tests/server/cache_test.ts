@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { makeApp, type TestApp } from "../_helpers.ts";
-import { answerOf, AnswerCache, MAX_CACHED_BODY_BYTES } from "../../src/server/cache.ts";
+import { AnswerCache, answerOf, MAX_CACHED_BODY_BYTES } from "../../src/server/cache.ts";
 
 // The answers of GET /peek and GET /results are kept per state version (src/server/cache.ts):
 // these tests check that whatever changes the answer is seen at once.

@@ -76,7 +76,7 @@ export interface TestStore extends AsyncDisposable {
  * under a long-poll) and `clock` is not used.
  */
 export async function makeStore(
-  options: { dedupeWindowMs?: number; systemClock?: boolean } = {},
+  options: { dedupeWindowMs?: number; seenInMemory?: number; systemClock?: boolean } = {},
 ): Promise<TestStore> {
   const { systemClock, ...storeOptions } = options;
   const temp = await openTempKv();

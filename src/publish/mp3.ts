@@ -6,7 +6,7 @@
  * @module
  */
 
-import { createMp3Encoder, type WasmMediaEncoder } from "wasm-media-encoders";
+import type { WasmMediaEncoder } from "wasm-media-encoders";
 import type { Pcm } from "./tts.ts";
 
 /** Bit rate of the episodes, kbit/s: plenty for speech (6 minutes ≈ 2.2 MB). */
@@ -37,7 +37,8 @@ export class Mp3SegmentEncoder {
     if (!(MP3_RATES as readonly number[]).includes(pcm.sampleRate)) {
       throw new Error(`MP3 cannot carry ${pcm.sampleRate} Hz audio`);
     }
-    this.#encoder ??= createMp3Encoder();
+    // Loaded with the first episode, not when the relay starts (docs/benchmarks.md).
+    this.#encoder ??= import("wasm-media-encoders").then((m) => m.createMp3Encoder());
     const encoder = await this.#encoder;
     encoder.configure({ channels: 1, sampleRate: pcm.sampleRate, bitrate: MP3_KBPS });
     const parts: Uint8Array[] = [];

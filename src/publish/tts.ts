@@ -11,8 +11,6 @@
  * @module
  */
 
-import ESpeakNg from "espeak-ng";
-
 /** Mono 16-bit PCM audio. */
 export interface Pcm {
   /** Samples, one channel. */
@@ -160,7 +158,11 @@ interface EspeakOptions {
   ) => object;
 }
 
-const createEspeak = ESpeakNg as unknown as (options: EspeakOptions) => Promise<EspeakModule>;
+/** eSpeak NG's module factory, loaded with the first chunk spoken (docs/benchmarks.md). */
+async function createEspeak(options: EspeakOptions): Promise<EspeakModule> {
+  const { default: create } = await import("espeak-ng");
+  return await (create as unknown as (options: EspeakOptions) => Promise<EspeakModule>)(options);
+}
 
 /**
  * The built-in engine: eSpeak NG as WebAssembly, in this process. The WebAssembly module

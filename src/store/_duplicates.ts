@@ -4,23 +4,59 @@
  * them in memory (`State.seen`); each also has a KV record that expires after the window
  * (`expireIn` is only a garbage-collection hint, so decisions compare the stored time).
  *
+ * **Bounded memory, exact window.** Memory holds at most {@linkcode SEEN_IN_MEMORY}
+ * records (about 120 bytes each). Past that, the oldest are dropped from memory only, and
+ * the state remembers until when a dropped record could still be in force
+ * (`seenIncompleteUntil`: its acceptance time plus the window). Until then, a content not
+ * found in memory is looked up in KV before it is accepted, so a burst of millions of
+ * unique contents costs one KV read per submit instead of memory, and the window stays
+ * exact. docs/benchmarks.md, "Memory under load".
+ *
  * @module
  */
 
 import { createHash } from "node:crypto";
 import { submissionKey, type SubmissionRecord, submissionsPrefix } from "./kv_keys.ts";
-import { BATCH_MAX_MUTATIONS, type Change, type Draft, type Mutations } from "./_state.ts";
+import {
+  BATCH_MAX_MUTATIONS,
+  type Change,
+  type Draft,
+  type Mutations,
+  type State,
+} from "./_state.ts";
+
+/** Most duplicate records kept in memory (~120 bytes each: about 12 MB). */
+export const SEEN_IN_MEMORY = 100_000;
 
 /** The SHA-256 of `content`'s UTF-8 bytes, as lowercase hex: a duplicate record's key. */
 export function sha256Hex(content: string): string {
   return createHash("sha256").update(content, "utf8").digest("hex");
 }
 
-/** Whether content with `hash` was accepted less than `windowMs` before `draft.now`. */
-export function isDuplicate(draft: Draft, hash: string, windowMs: number): boolean {
-  // Compare the stored time; expired KV entries can still be read.
+/**
+ * When content with `hash` was last accepted, epoch ms, as far as memory knows: `undefined`
+ * when it is not in memory; `"ask KV"` when it is not in memory but records were left out
+ * of memory (see the module doc).
+ */
+export function lastAccepted(draft: Draft, hash: string): number | undefined | "ask KV" {
   const seen = draft.seen(hash);
-  return seen !== undefined && draft.now - seen < windowMs;
+  return seen === undefined && draft.seenMayBeInKv() ? "ask KV" : seen;
+}
+
+/**
+ * When content with `hash` was last accepted according to its KV record, epoch ms, or
+ * `undefined`.
+ *
+ * @throws KV errors.
+ */
+export async function lastAcceptedInKv(kv: Deno.Kv, hash: string): Promise<number | undefined> {
+  return (await kv.get<SubmissionRecord>(submissionKey(hash))).value?.last_seen_at;
+}
+
+/** Whether a content last accepted at `at` is still a duplicate at `draft.now`. */
+export function inWindow(draft: Draft, at: number | undefined, windowMs: number): boolean {
+  // Compare the stored time; expired KV entries can still be read.
+  return at !== undefined && draft.now - at < windowMs;
 }
 
 /** Records content with `hash` as accepted at `draft.now`, in the draft and in KV. */
@@ -37,41 +73,66 @@ export function recordAccepted(
 }
 
 /**
- * Reads the duplicate records still inside the window at `now` (epoch ms).
+ * Reads the duplicate records still inside the window at `now` (epoch ms), at most
+ * `limit` of them.
  *
- * @returns SHA-256 hex → last accepted, epoch ms.
+ * @returns `seen`: SHA-256 hex → last accepted, epoch ms; `incompleteUntil`: 0 when every
+ *   record in force was read, else until when one left in KV may be in force.
  * @throws KV errors.
  */
 export async function readSeen(
   kv: Deno.Kv,
   now: number,
   windowMs: number,
-): Promise<Map<string, number>> {
+  limit: number,
+): Promise<{ seen: Map<string, number>; incompleteUntil: number }> {
   const seen = new Map<string, number>();
+  let incompleteUntil = 0;
   for await (const entry of kv.list<SubmissionRecord>({ prefix: submissionsPrefix() })) {
-    if (now - entry.value.last_seen_at < windowMs) {
-      seen.set(entry.key[1] as string, entry.value.last_seen_at);
-    }
+    const at = entry.value.last_seen_at;
+    if (now - at >= windowMs) continue;
+    if (seen.size < limit) seen.set(entry.key[1] as string, at);
+    else incompleteUntil = Math.max(incompleteUntil, at + windowMs);
   }
-  return seen;
+  return { seen, incompleteUntil };
 }
 
-/** Forgets in-memory records older than the window, at most twice per window. */
+/**
+ * Forgets in-memory records older than the window, at most twice per window, and keeps
+ * at most `limit` in memory: past it, the oldest recorded are dropped from memory (down to
+ * nine tenths of `limit`, so that this happens once per many commits) and
+ * `state.seenIncompleteUntil` says until when KV must be asked.
+ */
 export class SeenPruner {
   #windowMs: number;
+  #limit: number;
   #prunedAt = 0;
 
-  /** @param windowMs The duplicate window, ms. */
-  constructor(windowMs: number) {
+  /**
+   * @param windowMs The duplicate window, ms.
+   * @param limit Most records kept in memory, ≥ 1.
+   */
+  constructor(windowMs: number, limit: number) {
     this.#windowMs = windowMs;
+    this.#limit = limit;
   }
 
-  /** Drops from `seen` the records older than the window at `now` (epoch ms), if due. */
-  prune(seen: Map<string, number>, now: number): void {
-    if (now - this.#prunedAt < this.#windowMs / 2) return;
-    this.#prunedAt = now;
+  /** Drops records from `state.seen` as described above, at `now` (epoch ms). */
+  prune(state: State, now: number): void {
+    const seen = state.seen;
+    if (now - this.#prunedAt >= this.#windowMs / 2) {
+      this.#prunedAt = now;
+      for (const [hash, at] of seen) {
+        if (now - at >= this.#windowMs) seen.delete(hash);
+      }
+    }
+    if (seen.size <= this.#limit) return;
+    let excess = seen.size - Math.floor(this.#limit * 0.9);
+    // A Map iterates in insertion order: the oldest recorded first.
     for (const [hash, at] of seen) {
-      if (now - at >= this.#windowMs) seen.delete(hash);
+      if (excess-- <= 0) break;
+      seen.delete(hash);
+      state.seenIncompleteUntil = Math.max(state.seenIncompleteUntil, at + this.#windowMs);
     }
   }
 }

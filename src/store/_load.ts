@@ -40,6 +40,7 @@ export async function loadState(
   kv: Deno.Kv,
   clock: Clock,
   dedupeWindowMs: number,
+  seenInMemory: number,
 ): Promise<State> {
   const metas = await kv.getMany<unknown[]>(COLLECTIONS.map(metaKey));
   const stamps = {} as Record<Collection, string | null>;
@@ -92,6 +93,11 @@ export async function loadState(
     items,
     counters: meta?.counters ?? { pushed: items.length, evicted: 0, cleared: 0 },
   };
-  const seen = await readSeen(kv, Math.floor(clock()), dedupeWindowMs);
-  return { queues, feed, seen, stamps };
+  const { seen, incompleteUntil } = await readSeen(
+    kv,
+    Math.floor(clock()),
+    dedupeWindowMs,
+    seenInMemory,
+  );
+  return { queues, feed, seen, seenIncompleteUntil: incompleteUntil, stamps };
 }

@@ -7,7 +7,13 @@
  */
 
 import type { QueueName } from "../queues.ts";
-import { isDuplicate, recordAccepted, sha256Hex } from "./_duplicates.ts";
+import {
+  inWindow,
+  lastAccepted,
+  lastAcceptedInKv,
+  recordAccepted,
+  sha256Hex,
+} from "./_duplicates.ts";
 import { readParts, splitParts } from "./_parts.ts";
 import {
   addCost,
@@ -56,6 +62,7 @@ export interface ItemRef {
 
 /** The submit write: the item, its evictions and its duplicate record (see `submit`). */
 export function submitOp(
+  kv: Deno.Kv,
   content: string,
   queue: QueueName,
   options: { dedupe: boolean; dedupeWindowMs: number },
@@ -63,22 +70,44 @@ export function submitOp(
   const { dedupe, dedupeWindowMs } = options;
   const hash = sha256Hex(content);
   const parts = splitParts(content);
+  let kvRead: { at: number | undefined } | { error: unknown } | undefined;
   return {
     name: "submit",
     grows: true,
     // The item, the evictions, and the duplicate record.
     cost: (draft) => addCost(appendItemCost(draft, queue, parts), 1),
+    // Records left out of memory are read from KV before the batch is applied (all of the
+    // batch's at once); what this batch accepts before it is in the draft's memory.
+    prepare(draft) {
+      kvRead = undefined;
+      if (!dedupe || lastAccepted(draft, hash) !== "ask KV") return undefined;
+      return lastAcceptedInKv(kv, hash).then(
+        (at) => void (kvRead = { at }),
+        (error) => void (kvRead = { error }),
+      );
+    },
     apply(draft, mutations) {
-      const q = draft.queues[queue];
-      mutations.touch(queue);
-      if (dedupe && isDuplicate(draft, hash, dedupeWindowMs)) {
-        q.counters.duplicate++;
-        return { accepted: false };
+      const decide = (duplicate: boolean): SubmitOutcome => {
+        const q = draft.queues[queue];
+        mutations.touch(queue);
+        if (duplicate) {
+          q.counters.duplicate++;
+          return { accepted: false };
+        }
+        const id = appendItem(mutations, q, queue, parts, content, draft.now);
+        q.counters.accepted++;
+        if (dedupe) recordAccepted(draft, mutations, hash, dedupeWindowMs);
+        return { accepted: true, queue, id };
+      };
+      if (!dedupe) return decide(false);
+      const known = lastAccepted(draft, hash);
+      if (known !== "ask KV") return decide(inWindow(draft, known, dedupeWindowMs));
+      const read = kvRead;
+      if (read === undefined) {
+        return lastAcceptedInKv(kv, hash).then((at) => decide(inWindow(draft, at, dedupeWindowMs)));
       }
-      const id = appendItem(mutations, q, queue, parts, content, draft.now);
-      q.counters.accepted++;
-      if (dedupe) recordAccepted(draft, mutations, hash, dedupeWindowMs);
-      return { accepted: true, queue, id };
+      if ("error" in read) throw read.error;
+      return decide(inWindow(draft, read.at, dedupeWindowMs));
     },
   };
 }

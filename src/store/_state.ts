@@ -87,8 +87,16 @@ export interface FeedState {
 export interface State {
   queues: Record<QueueName, QueueState>;
   feed: FeedState;
-  /** Duplicate records: SHA-256 hex → last accepted, epoch ms (C13). */
+  /**
+   * Duplicate records: SHA-256 hex → last accepted, epoch ms (C13). At most a bounded
+   * number are kept in memory (`_duplicates.ts`); the rest are only in KV.
+   */
   seen: Map<string, number>;
+  /**
+   * Until when, epoch ms, a duplicate record missing from `seen` may still be in force in
+   * KV (records were left out of memory); 0 when `seen` holds every record in force.
+   */
+  seenIncompleteUntil: number;
   /** Versionstamps of the metadata entries as last read or written. */
   stamps: Record<Collection, string | null>;
 }
@@ -166,6 +174,14 @@ export class Draft {
     return this.#seen.get(hash) ?? (this.#forgetAll ? undefined : this.#state.seen.get(hash));
   }
 
+  /**
+   * Whether a record missing from {@linkcode Draft.seen} may still be in force in KV (some
+   * were left out of memory), so that KV must be asked.
+   */
+  seenMayBeInKv(): boolean {
+    return !this.#forgetAll && this.now < this.#state.seenIncompleteUntil;
+  }
+
   /** Records `hash` as accepted at `at`. */
   see(hash: string, at: number): void {
     this.#seen.set(hash, at);
@@ -194,7 +210,10 @@ export class Draft {
       else state.queues[c] = { ...this.queues[c], items: this.queues[c].items.map(inKvOnly) };
       state.stamps[c] = versionstamp;
     }
-    if (this.#forgetAll) state.seen.clear();
+    if (this.#forgetAll) {
+      state.seen.clear();
+      state.seenIncompleteUntil = 0;
+    }
     for (const [hash, at] of this.#seen) state.seen.set(hash, at);
   }
 }
@@ -215,6 +234,12 @@ export interface WriteOp<T> {
   readonly grows?: boolean;
   /** What applying it to `draft` would add to the commit. */
   cost(draft: Draft): Cost;
+  /**
+   * Reads what `apply` will need from KV, for every write of a batch at once before any is
+   * applied (KV then holds exactly the committed state). Must not throw: an error is kept
+   * for `apply` to throw.
+   */
+  prepare?(draft: Draft): Promise<void> | undefined;
   /**
    * Changes `draft` and records the KV mutations; throwing rejects this write only and
    * must leave `draft` as it was.

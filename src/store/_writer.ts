@@ -35,6 +35,7 @@ import {
   BATCH_MAX_BYTES,
   BATCH_MAX_MUTATIONS,
   type Change,
+  type Collection,
   COLLECTIONS,
   Draft,
   metaKey,
@@ -66,6 +67,8 @@ export interface WriterOptions {
   clock: Clock;
   /** Duplicate window, ms (C13): which records are loaded and kept. */
   dedupeWindowMs: number;
+  /** Most duplicate records kept in memory; the rest are looked up in KV. */
+  seenInMemory: number;
   /** Woken after each commit. */
   changes: Changes;
   /** Told each KV commit's duration, ms, and whether it succeeded. */
@@ -92,10 +95,14 @@ export class Writer {
   #onCommit: ((ms: number, ok: boolean) => void) | undefined;
   #health: StoreHealth;
   #pruner: SeenPruner;
+  #seenInMemory: number;
   #state: State | undefined;
   #loading: Promise<State> | undefined;
   #pending: Pending[] = [];
   #running = false;
+  /** Per collection: the value of `#counter` when it last changed (commit or reload). */
+  #versions = new Map<Collection, number>();
+  #counter = 0;
 
   /**
    * @param kv The open database.
@@ -108,7 +115,8 @@ export class Writer {
     this.#changes = options.changes;
     this.#onCommit = options.onCommit;
     this.#health = options.health;
-    this.#pruner = new SeenPruner(options.dedupeWindowMs);
+    this.#seenInMemory = options.seenInMemory;
+    this.#pruner = new SeenPruner(options.dedupeWindowMs, options.seenInMemory);
   }
 
   /**
@@ -192,6 +200,29 @@ export class Writer {
     throw new Error("Cannot read the store: stored content parts are missing");
   }
 
+  /**
+   * A number that grows whenever the committed state of one of `collections` changes: at
+   * each commit that touches it, and whenever the state is dropped or loaded again. Equal
+   * numbers mean an unchanged state, so a reader may reuse what it built from it.
+   */
+  version(collections: readonly Collection[]): number {
+    let v = 0;
+    for (const c of collections) v = Math.max(v, this.#versions.get(c) ?? 0);
+    return v;
+  }
+
+  /** Marks `collections` as changed (see {@linkcode Writer.version}). */
+  #changed(collections: Iterable<Collection>): void {
+    const v = ++this.#counter;
+    for (const c of collections) this.#versions.set(c, v);
+  }
+
+  /** Drops the committed state: it is loaded again before the next read or write. */
+  #drop(): void {
+    this.#state = undefined;
+    this.#changed(COLLECTIONS);
+  }
+
   #kick(): void {
     if (this.#running) return;
     this.#running = true;
@@ -214,7 +245,7 @@ export class Writer {
       try {
         first.resolve(await first.alone(this));
       } catch (error) {
-        this.#state = undefined;
+        this.#drop();
         first.reject(error);
       }
       return;
@@ -239,6 +270,9 @@ export class Writer {
       if (this.#health.full && candidates.some((p) => p.op!.grows)) {
         await this.#health.recheckFull();
       }
+      // KV reads the writes need (duplicate records not in memory), all at once.
+      const reads = candidates.map((p) => p.op!.prepare?.(draft)).filter((r) => r !== undefined);
+      if (reads.length > 0) await Promise.all(reads);
       let i = 0;
       for (; i < candidates.length; i++) {
         const p = candidates[i]!;
@@ -324,7 +358,7 @@ export class Writer {
     try {
       res = await op.commit();
     } catch (error) {
-      this.#state = undefined;
+      this.#drop();
       this.#onCommit?.(performance.now() - started, false);
       const kind = this.#health.failed(error);
       // The commit may have been applied: let every waiter look again.
@@ -334,13 +368,14 @@ export class Writer {
     this.#health.succeeded();
     this.#onCommit?.(performance.now() - started, res.ok);
     if (!res.ok) {
-      this.#state = undefined;
+      this.#drop();
       return false;
     }
     // Committed: the changed collections of the draft become the state (every change
     // touches its collection).
     draft.settle(mutations, res.versionstamp);
-    this.#pruner.prune(state.seen, draft.now);
+    this.#changed(mutations.touched);
+    this.#pruner.prune(state, draft.now);
     this.#changes.notify(mutations.touched);
     return true;
   }
@@ -348,9 +383,15 @@ export class Writer {
   /** The committed state, loaded from KV on first use and after a failed commit. */
   #load(): Promise<State> {
     if (this.#state !== undefined) return Promise.resolve(this.#state);
-    this.#loading ??= loadState(this.#kv, this.#clock, this.#dedupeWindowMs).then(
+    this.#loading ??= loadState(
+      this.#kv,
+      this.#clock,
+      this.#dedupeWindowMs,
+      this.#seenInMemory,
+    ).then(
       (state) => {
         this.#state = state;
+        this.#changed(COLLECTIONS);
         this.#loading = undefined;
         return state;
       },

@@ -35,7 +35,7 @@
 import { type Clock, systemClock } from "../clock.ts";
 import { QUEUE_NAMES, type QueueName } from "../queues.ts";
 import { Changes } from "./_changes.ts";
-import { dropSubmissionRecords } from "./_duplicates.ts";
+import { dropSubmissionRecords, SEEN_IN_MEMORY } from "./_duplicates.ts";
 import {
   ackOp,
   clearQueue,
@@ -67,6 +67,7 @@ import { healthProbeKey } from "./kv_keys.ts";
 export type { Clock } from "../clock.ts";
 export type { QueueName } from "../queues.ts";
 export { CHUNK_BYTES } from "./_parts.ts";
+export { SEEN_IN_MEMORY } from "./_duplicates.ts";
 export type { ItemRef, QueuedItem, SubmitOutcome } from "./_queues.ts";
 export type { ResultItem, ResultsPage } from "./_results.ts";
 export { type Collection, QUEUE_CAPACITY, RESULTS_CAPACITY } from "./_state.ts";
@@ -96,6 +97,11 @@ export interface StoreOptions {
   /** Duplicate window in ms, > 0; default 5 minutes (C13). */
   dedupeWindowMs?: number;
   /**
+   * Most duplicate records kept in memory, ≥ 1; default {@linkcode SEEN_IN_MEMORY}. Past
+   * it, records are looked up in KV (the window stays exact; docs/benchmarks.md).
+   */
+  seenInMemory?: number;
+  /**
    * Called after every KV commit with its duration in ms and whether it succeeded
    * (`GET /metrics`, issue 6).
    */
@@ -124,7 +130,7 @@ const INTERNALS = new WeakMap<
  * loaded from KV on first use. The caller passes `await Deno.openKv(path)` (or
  * `":memory:"` in tests) and closes it; one store per KV file (C73).
  *
- * @throws {RangeError} when `dedupeWindowMs` is not a positive integer.
+ * @throws {RangeError} when `dedupeWindowMs` or `seenInMemory` is not a positive integer.
  * @example
  * ```ts
  * const store = createStore(await Deno.openKv("./data/relay.kv"), { dedupeWindowMs: 2000 });
@@ -138,9 +144,14 @@ export function createStore(kv: Deno.Kv, options: StoreOptions = {}): Store {
   const clock = options.clock ?? systemClock;
   const changes = new Changes();
   const health = new StoreHealth(options.path, options.onHealthChange);
+  const seenInMemory = options.seenInMemory ?? SEEN_IN_MEMORY;
+  if (!Number.isSafeInteger(seenInMemory) || seenInMemory < 1) {
+    throw new RangeError(`Cannot create store: ${seenInMemory} records in memory is not ≥ 1`);
+  }
   const writer = new Writer(kv, {
     clock,
     dedupeWindowMs,
+    seenInMemory,
     changes,
     onCommit: options.onCommit,
     health,
@@ -183,7 +194,7 @@ export async function submit(
 ): Promise<SubmitOutcome> {
   const dedupe = options.dedupe ?? true;
   return await writerOf(store).write(
-    submitOp(content, queue, { dedupe, dedupeWindowMs: store.dedupeWindowMs }),
+    submitOp(store.kv, content, queue, { dedupe, dedupeWindowMs: store.dedupeWindowMs }),
   );
 }
 
@@ -290,6 +301,17 @@ export function nextChange(
   signal: AbortSignal,
 ): Promise<void> {
   return internals(store).changes.next(collections, signal);
+}
+
+/**
+ * A number that grows whenever the committed state of one of `collections` changes (a
+ * commit that touches it, or the state being loaded again); equal numbers mean that
+ * {@linkcode peek} and {@linkcode readResults} of those collections answer the same, as
+ * long as no lease has ended meanwhile (a lease ending changes what peek shows without a
+ * commit). The routes cache their serialised answers under it.
+ */
+export function stateVersion(store: Store, collections: readonly Collection[]): number {
+  return writerOf(store).version(collections);
 }
 
 /**

@@ -18,15 +18,8 @@ import { AuthFailureLimiter, presentedKey } from "../auth.ts";
 import { readLimited } from "../body.ts";
 import { HttpError, problemResponse } from "../../errors.ts";
 import { BlogStore } from "../../publish/blog.ts";
-import { blogAtom, podcastRss } from "../../publish/feeds.ts";
 import { NotesStore, parseTags } from "../../publish/notes.ts";
-import {
-  blogIndexPage,
-  PAGE_HEADERS,
-  podcastPage,
-  postPage,
-  type SiteUrls,
-} from "../../publish/pages.ts";
+import type { SiteUrls } from "../../publish/pages.ts";
 import { Podcast, type PodcastStats, type Retention } from "../../publish/podcast.ts";
 import { CommandEngine, EspeakWorker, type TtsEngine } from "../../publish/tts.ts";
 import { keysMatch } from "../auth.ts";
@@ -95,6 +88,11 @@ export interface BuiltinServices {
 }
 
 const JSON_TYPE = "application/json; charset=utf-8";
+
+// The pages (markdown-it, ~20 MB) and the feeds (feed, ~14 MB) are loaded when first asked
+// for, not when the relay starts: docs/benchmarks.md, "Idle memory".
+const loadPages = () => import("../../publish/pages.ts");
+const loadFeeds = () => import("../../publish/feeds.ts");
 
 function json(value: unknown, status = 200): Response {
   return new Response(JSON.stringify(value), { status, headers: { "content-type": JSON_TYPE } });
@@ -467,12 +465,14 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
   // The blog: public unless --private-blog.
   const blogIndex: Handler = async (c) => {
     if (options.privateBlog) requireKey(c, "read", "This blog is private: reading it");
+    const { blogIndexPage, PAGE_HEADERS } = await loadPages();
     return new Response(blogIndexPage(await blog.list(), urls(c)), { headers: PAGE_HEADERS });
   };
   route(GET, "/blog", blogIndex);
   route(GET, "/blog/", blogIndex);
   route(GET, "/blog/feed.xml", async (c) => {
     if (options.privateBlog) requireKey(c, "read", "This blog is private: reading it");
+    const { blogAtom } = await loadFeeds();
     return new Response(blogAtom(await blog.list(), urls(c)), {
       headers: { "content-type": "application/atom+xml; charset=utf-8" },
     });
@@ -495,12 +495,14 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     if (options.privateBlog) requireKey(c, "read", "This blog is private: reading it");
     const post = await blog.get(c.req.param("post_id") ?? "");
     if (post === undefined) throw new HttpError(404, "No such blog post");
+    const { postPage, PAGE_HEADERS } = await loadPages();
     return new Response(postPage(post, urls(c)), { headers: PAGE_HEADERS });
   });
 
   // The podcast: public unless --private-podcast.
   const podcastIndex: Handler = async (c) => {
     if (options.privatePodcast) requireKey(c, "read", "This podcast is private: reading it");
+    const { podcastPage, PAGE_HEADERS } = await loadPages();
     const page = podcastPage(await podcast.list(), urls(c), { qr: !options.privatePodcast });
     return new Response(page, { headers: PAGE_HEADERS });
   };
@@ -521,6 +523,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     if (options.privatePodcast) requireKey(c, "read", "This podcast is private: reading it");
     // A private feed read with ?key= passes the key on to its enclosures.
     const key = options.privatePodcast ? c.req.query("key") : undefined;
+    const { podcastRss } = await loadFeeds();
     return new Response(podcastRss(await podcast.list(), urls(c), key), {
       headers: { "content-type": "application/rss+xml; charset=utf-8" },
     });

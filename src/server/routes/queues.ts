@@ -8,8 +8,17 @@
 
 import { HttpError } from "../../errors.ts";
 import { QUEUE_NAMES, routeContent } from "../../queues.ts";
-import { ack, lease, nextLeaseEnd, peek, pullFirst, submit } from "../../store/store.ts";
+import {
+  ack,
+  lease,
+  nextLeaseEnd,
+  peek,
+  pullFirst,
+  stateVersion,
+  submit,
+} from "../../store/store.ts";
 import { readBody } from "../body.ts";
+import { AnswerCache, answerOf, cachedResponse } from "../cache.ts";
 import { json, text } from "../responses.ts";
 import { absentIfEmpty, type RouteContext, type Routes, waitFor } from "../route.ts";
 import {
@@ -22,10 +31,22 @@ import {
   submitFieldsSchema,
 } from "../schemas.ts";
 
+// The last second formatted: items queued close together share it.
+let formattedSecond = NaN;
+let formatted = "";
+
 /** `YYYY-MM-DD HH:MM:SS` in UTC, as peek shows `created_at` (spec §2.2, C7). */
-function formatTimestamp(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 19).replace("T", " ");
+export function formatTimestamp(ms: number): string {
+  const second = Math.floor(ms / 1000);
+  if (second !== formattedSecond) {
+    formatted = new Date(second * 1000).toISOString().slice(0, 19).replace("T", " ");
+    formattedSecond = second;
+  }
+  return formatted;
 }
+
+/** Peek answers kept: one per distinct query string (`?queue=…`). */
+const PEEK_CACHE_ANSWERS = 16;
 
 /**
  * The routes of the queues: submit (scope `submit`), pull and ack (`consume`), peek
@@ -36,6 +57,7 @@ function formatTimestamp(ms: number): string {
  */
 export function queueRoutes(relay: RouteContext): Routes {
   const { store, bulkRead } = relay;
+  const peekCache = new AnswerCache(PEEK_CACHE_ANSWERS);
   return {
     "/submit": {
       scope: "submit",
@@ -135,27 +157,41 @@ export function queueRoutes(relay: RouteContext): Routes {
       scope: "read",
       methods: ["GET", "HEAD"],
       handler: async (_c, url) => {
+        // The same query at the same state version and before the first shown lease ends
+        // answers the same bytes (docs/benchmarks.md, "Reads").
+        const key = url.search;
+        const hit = peekCache.get(key, stateVersion(store, QUEUE_NAMES), store.clock());
+        if (hit !== undefined) return cachedResponse(hit);
         const queue = parseOr400(
           queueParamSchema,
           url.searchParams.get("queue") ?? undefined,
           "peek",
         );
         return await bulkRead(async () => {
+          // Read before the store: a change during the read makes the next request miss.
+          const version = stateVersion(store, QUEUE_NAMES);
           const found = await peek(store, queue === undefined ? QUEUE_NAMES : [queue]);
           let total = 0;
+          let until = Infinity;
           const queues: Record<string, unknown[]> = {};
           for (const [name, items] of found) {
             total += items.length;
-            queues[name] = items.map((item) => ({
-              content: item.content,
-              queue_type: item.queue,
-              created_at: formatTimestamp(item.created_at),
-              // Issue 6: an item a leased pull holds says until when.
-              ...(item.lease_until === undefined ? {} : { lease_until: item.lease_until }),
-            }));
+            queues[name] = items.map((item) => {
+              const shown = {
+                content: item.content,
+                queue_type: item.queue,
+                created_at: formatTimestamp(item.created_at),
+              };
+              // Issue 6: an item a leased pull holds says until when; the answer changes
+              // when that lease ends.
+              if (item.lease_until === undefined) return shown;
+              until = Math.min(until, item.lease_until);
+              return { ...shown, lease_until: item.lease_until };
+            });
           }
-          if (total === 0) return new Response(null, { status: 204 });
-          return json({ total, queues });
+          const answer = answerOf(total === 0 ? undefined : { total, queues }, version, until);
+          peekCache.set(key, answer);
+          return cachedResponse(answer);
         });
       },
     },

@@ -8,12 +8,18 @@
 
 import { streamSSE } from "hono/streaming";
 import { HttpError } from "../../errors.ts";
-import { push, readResults } from "../../store/store.ts";
+import { push, readResults, stateVersion } from "../../store/store.ts";
 import { readBody } from "../body.ts";
+import { AnswerCache, answerOf, cachedResponse } from "../cache.ts";
 import { streamResults } from "../live.ts";
-import { json, text } from "../responses.ts";
+import { text } from "../responses.ts";
 import { absentIfEmpty, type RouteContext, type Routes, waitFor } from "../route.ts";
 import { parseOr400, pushFieldsSchema, resultsQuerySchema, streamStartSchema } from "../schemas.ts";
+
+/** Results answers kept: one per distinct query string (readers' cursors differ). */
+const RESULTS_CACHE_ANSWERS = 64;
+
+const FEED = ["feed"] as const;
 
 /**
  * The routes of the results feed: push (scope `push`), results and results/stream
@@ -24,6 +30,8 @@ import { parseOr400, pushFieldsSchema, resultsQuerySchema, streamStartSchema } f
  */
 export function resultRoutes(relay: RouteContext): Routes {
   const { store, bulkRead } = relay;
+  // Answers of reads that do not wait, by query string (each reader's cursor is one).
+  const resultsCache = new AnswerCache(RESULTS_CACHE_ANSWERS);
   return {
     "/push": {
       scope: "push",
@@ -50,6 +58,11 @@ export function resultRoutes(relay: RouteContext): Routes {
       scope: "read",
       methods: ["GET", "HEAD"],
       handler: async (c, url) => {
+        // A read that does not wait, at the same version of the feed, answers the same
+        // bytes (docs/benchmarks.md, "Reads"); only such reads are stored below.
+        const key = url.search;
+        const hit = resultsCache.get(key, stateVersion(store, FEED), -Infinity);
+        if (hit !== undefined) return cachedResponse(hit);
         const since = absentIfEmpty(url.searchParams.get("since"));
         const query = parseOr400(resultsQuerySchema, {
           since,
@@ -59,14 +72,21 @@ export function resultRoutes(relay: RouteContext): Routes {
         // Serialised inside the limit of concurrent bulk reads, like the read itself.
         const read = () =>
           bulkRead(async () => {
+            // Read before the store: a change during the read makes the next request miss.
+            const version = stateVersion(store, FEED);
             const page = await readResults(store, query);
-            const answer = json({
-              cursor: page.cursor,
-              items: page.items.map((item) => ({ t: item.t, c: item.content })),
-              // Issue 6: only for a reader that gave a cursor, and only when it missed some.
-              ...(since !== undefined && page.gap ? { gap: true } : {}),
-            });
-            return { found: page.items.length > 0, answer };
+            const answer = answerOf(
+              {
+                cursor: page.cursor,
+                items: page.items.map((item) => ({ t: item.t, c: item.content })),
+                // Issue 6: only for a reader that gave a cursor, and only when it missed some.
+                ...(since !== undefined && page.gap ? { gap: true } : {}),
+              },
+              version,
+              Infinity,
+            );
+            if (query.wait === 0) resultsCache.set(key, answer);
+            return { found: page.items.length > 0, answer: cachedResponse(answer) };
           });
         // Without wait, one read answers, whatever it found.
         if (query.wait === 0) return (await read()).answer;

@@ -1,0 +1,95 @@
+/**
+ * Serialised answers of reads (`GET /peek`, `GET /results`) kept per state version: a read
+ * whose collections have not changed since the answer was built (and whose answer shows no
+ * lease that has ended since) is answered with the same bytes, without reading the store,
+ * formatting timestamps or serialising JSON again. docs/benchmarks.md, "Reads".
+ *
+ * @module
+ */
+
+import { JSON_TYPE } from "./responses.ts";
+
+/** One serialised answer and what it is valid for. */
+export interface CachedAnswer {
+  /** The store's state version (`stateVersion`) the answer was built from. */
+  readonly version: number;
+  /** Valid while the clock is before this, epoch ms (`Infinity`: until the next change). */
+  readonly until: number;
+  /** The JSON body, encoded; `null` for a 204 answer. */
+  readonly body: Uint8Array<ArrayBuffer> | null;
+}
+
+/** Largest answer body kept, bytes: a peek of large items is built again each time. */
+export const MAX_CACHED_BODY_BYTES = 256 * 1024;
+
+/** Most bytes of answer bodies one cache keeps. */
+export const MAX_CACHED_BYTES = 2 * 1024 * 1024;
+
+/**
+ * A small map of answers by request (method-independent: path and query). Holds at most
+ * `capacity` answers and {@linkcode MAX_CACHED_BYTES} of bodies, and forgets them all when
+ * full, so a client sending ever new query strings cannot grow it; an answer over
+ * {@linkcode MAX_CACHED_BODY_BYTES} is not kept.
+ */
+export class AnswerCache {
+  readonly #capacity: number;
+  #entries = new Map<string, CachedAnswer>();
+  #bytes = 0;
+
+  /** @param capacity Most answers kept, ≥ 1. */
+  constructor(capacity: number) {
+    this.#capacity = capacity;
+  }
+
+  /**
+   * The answer stored under `key` when it was built from `version` and is still valid at
+   * `now` (epoch ms); otherwise `undefined`.
+   */
+  get(key: string, version: number, now: number): CachedAnswer | undefined {
+    const found = this.#entries.get(key);
+    return found !== undefined && found.version === version && now < found.until
+      ? found
+      : undefined;
+  }
+
+  /** Stores `answer` under `key`, replacing what was there, unless its body is too large. */
+  set(key: string, answer: CachedAnswer): void {
+    const size = answer.body?.byteLength ?? 0;
+    const old = this.#entries.get(key);
+    if (old !== undefined) {
+      this.#entries.delete(key);
+      this.#bytes -= old.body?.byteLength ?? 0;
+    }
+    if (size > MAX_CACHED_BODY_BYTES) return;
+    if (this.#entries.size >= this.#capacity || this.#bytes + size > MAX_CACHED_BYTES) {
+      this.#entries.clear();
+      this.#bytes = 0;
+    }
+    this.#entries.set(key, answer);
+    this.#bytes += size;
+  }
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * The answer for `value`: its JSON encoded once, or `null` (a 204) for `undefined`.
+ *
+ * @param version The state version `value` was read at.
+ * @param until Epoch ms after which `value` may be out of date; `Infinity` for never.
+ */
+export function answerOf(value: unknown, version: number, until: number): CachedAnswer {
+  return {
+    version,
+    until,
+    body: value === undefined ? null : encoder.encode(JSON.stringify(value)),
+  };
+}
+
+/** The HTTP response of a cached answer: 200 with the JSON body and its length, or 204. */
+export function cachedResponse(answer: CachedAnswer): Response {
+  if (answer.body === null) return new Response(null, { status: 204 });
+  return new Response(answer.body, {
+    headers: { "content-type": JSON_TYPE, "content-length": String(answer.body.byteLength) },
+  });
+}

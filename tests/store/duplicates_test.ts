@@ -1,0 +1,56 @@
+import assert from "node:assert/strict";
+import { clear, createStore, submit } from "../../src/store/store.ts";
+import { makeStore } from "../_helpers.ts";
+
+// Duplicate records past the in-memory bound are looked up in KV: the window stays exact
+// (src/store/_duplicates.ts).
+
+const contents = Array.from({ length: 12 }, (_, i) => `https://example.com/${i}`);
+
+Deno.test("submit() with more records than memory keeps: every one is still a duplicate inside the window, none after", async () => {
+  await using t = await makeStore({ dedupeWindowMs: 10_000, seenInMemory: 3 });
+  for (const c of contents) {
+    assert.equal((await submit(t.store, c, "general")).accepted, true);
+    t.clock.advance(100);
+  }
+  // The first content was accepted 1,200 ms ago, long dropped from memory.
+  for (const c of contents) {
+    assert.equal((await submit(t.store, c, "general")).accepted, false, c);
+  }
+  t.clock.advance(10_000 - 1_200 - 1); // 1 ms before the first one's window ends
+  assert.equal((await submit(t.store, contents[0]!, "general")).accepted, false);
+  t.clock.advance(1);
+  assert.equal((await submit(t.store, contents[0]!, "general")).accepted, true);
+  assert.equal((await submit(t.store, contents[1]!, "general")).accepted, false);
+});
+
+Deno.test("submit() of concurrent contents past the memory bound decides each exactly once", async () => {
+  await using t = await makeStore({ seenInMemory: 2 });
+  for (const c of contents) await submit(t.store, c, "qa");
+  const outcomes = await Promise.all(
+    [...contents, "new 1", "new 1", "new 2"].map((c) => submit(t.store, c, "qa")),
+  );
+  assert.deepEqual(
+    outcomes.map((o) => o.accepted),
+    [...contents.map(() => false), true, false, true],
+  );
+});
+
+Deno.test("a store opened on more records than memory keeps still refuses every duplicate", async () => {
+  await using t = await makeStore();
+  for (const c of contents) await submit(t.store, c, "article");
+  const reopened = createStore(t.temp.kv, { clock: t.clock.read, seenInMemory: 4 });
+  for (const c of contents) {
+    assert.equal((await submit(reopened, c, "article")).accepted, false, c);
+  }
+  assert.equal((await submit(reopened, "fresh", "article")).accepted, true);
+});
+
+Deno.test("clear() forgets the records left in KV too", async () => {
+  await using t = await makeStore({ seenInMemory: 2 });
+  for (const c of contents) await submit(t.store, c, "general");
+  await clear(t.store);
+  for (const c of contents) {
+    assert.equal((await submit(t.store, c, "general")).accepted, true, c);
+  }
+});

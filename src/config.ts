@@ -65,6 +65,36 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
     help: "largest request body (bytes, KiB or MiB; at most 768KiB)",
   },
   {
+    flag: "max-connections",
+    env: "RELAY_MAX_CONNECTIONS",
+    default: "512",
+    help: "connections open at once; past it an idle one is closed, else the new one gets 503",
+  },
+  {
+    flag: "idle-timeout",
+    env: "RELAY_IDLE_TIMEOUT",
+    default: "30s",
+    help: "close a connection that has had no request in progress for this long",
+  },
+  {
+    flag: "max-streams",
+    env: "RELAY_MAX_STREAMS",
+    default: "64",
+    help: "results streams (GET /results/stream) open at once; more get 503",
+  },
+  {
+    flag: "max-streams-per-key",
+    env: "RELAY_MAX_STREAMS_PER_KEY",
+    default: "16",
+    help: "results streams one key may have open; more get 429",
+  },
+  {
+    flag: "allow-origin",
+    env: "RELAY_ALLOW_ORIGIN",
+    default: undefined,
+    help: "comma-separated origins (https://host:port) whose web pages may call the API",
+  },
+  {
     flag: "publish-url",
     env: "RELAY_PUBLISH_URL",
     default: undefined,
@@ -153,6 +183,22 @@ export interface Config {
   readonly qaHosts: readonly string[];
   /** Body limit, bytes, 1 … 768 KiB (C5). */
   readonly maxBodyBytes: number;
+  /**
+   * Connections open at once, ≥ 1; keep it below the open-file limit less about 64
+   * (docs/operations.md, "Connections and file descriptors").
+   */
+  readonly maxConnections: number;
+  /** A connection with no request in progress is closed after this, ms, > 0. */
+  readonly idleTimeoutMs: number;
+  /** Results streams open at once, ≥ 1. */
+  readonly maxStreams: number;
+  /** Results streams one key may have open at once, ≥ 1. */
+  readonly maxStreamsPerKey: number;
+  /**
+   * Origins (`scheme://host[:port]`, as a browser sends them in `Origin`) allowed besides
+   * the relay's own; empty by default.
+   */
+  readonly allowedOrigins: readonly string[];
   /** Base URL of the downstream services (spec §4.9), when publishing is configured. */
   readonly publishUrl: string | undefined;
   /** Base URL of the notes store; overrides `publishUrl` for that target (C61). */
@@ -243,6 +289,25 @@ const httpUrl = z
   .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })
   .optional();
 
+const count = (what: string) =>
+  z
+    .string()
+    .regex(/^\d+$/, { error: `must be a whole number of ${what}, at least 1` })
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= 1_000_000, {
+      error: `must be a whole number of ${what}, from 1 to 1000000`,
+    });
+
+/** An origin as a browser sends it: `http` or `https`, a host, maybe a port, nothing else. */
+function parseOrigin(text: string): string | undefined {
+  if (!/^https?:\/\/[^/?#@]+$/i.test(text)) return undefined;
+  try {
+    return new URL(text).origin;
+  } catch {
+    return undefined;
+  }
+}
+
 const configSchema = z.object({
   hostname: z.string().min(1, { error: "must not be empty" }).refine(isListenAddress, {
     error: "must be an IP address or a host name, e.g. 0.0.0.0, 127.0.0.1, :: or localhost",
@@ -273,6 +338,23 @@ const configSchema = z.object({
     .refine((bytes) => bytes >= 1 && bytes <= MAX_BODY_LIMIT_BYTES, {
       error: `must be a size from 1 byte to 768KiB (${MAX_BODY_LIMIT_BYTES} bytes)`,
     }),
+  "max-connections": count("connections"),
+  "idle-timeout": z
+    .string()
+    .transform((text) => parseDuration(text) ?? -1)
+    .refine((ms) => ms >= 100 && ms <= MAX_DURATION_MS, {
+      error: "must be a duration from 100ms to 720h: a number with ms, s, m or h (e.g. 30s)",
+    }),
+  "max-streams": count("streams"),
+  "max-streams-per-key": count("streams"),
+  "allow-origin": z
+    .string()
+    .transform((text) => text.split(",").map((o) => o.trim()).filter((o) => o !== ""))
+    .refine((origins) => origins.every((o) => parseOrigin(o) !== undefined), {
+      error: "must be comma-separated origins such as https://relay.example or http://nas:8787",
+    })
+    .transform((origins) => origins.map((o) => parseOrigin(o)!))
+    .optional(),
   "publish-url": httpUrl,
   "notes-url": httpUrl,
   "blog-url": httpUrl,
@@ -387,6 +469,11 @@ export function loadConfig(
     dedupeWindowMs: value["dedupe-window"],
     qaHosts: value["qa-hosts"],
     maxBodyBytes: value["max-body"],
+    maxConnections: value["max-connections"],
+    idleTimeoutMs: value["idle-timeout"],
+    maxStreams: value["max-streams"],
+    maxStreamsPerKey: value["max-streams-per-key"],
+    allowedOrigins: value["allow-origin"] ?? [],
     publishUrl: value["publish-url"],
     notesUrl: value["notes-url"],
     blogUrl: value["blog-url"],

@@ -11,6 +11,9 @@
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import {
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MAX_STREAMS,
+  DEFAULT_MAX_STREAMS_PER_KEY,
   LOG_FORMATS,
   LOG_LEVELS,
   type LogFormat,
@@ -67,7 +70,7 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
   {
     flag: "max-connections",
     env: "RELAY_MAX_CONNECTIONS",
-    default: "512",
+    default: String(DEFAULT_MAX_CONNECTIONS),
     help: "connections open at once; past it an idle one is closed, else the new one gets 503",
   },
   {
@@ -79,13 +82,13 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
   {
     flag: "max-streams",
     env: "RELAY_MAX_STREAMS",
-    default: "64",
+    default: String(DEFAULT_MAX_STREAMS),
     help: "results streams (GET /results/stream) open at once; more get 503",
   },
   {
     flag: "max-streams-per-key",
     env: "RELAY_MAX_STREAMS_PER_KEY",
-    default: "16",
+    default: String(DEFAULT_MAX_STREAMS_PER_KEY),
     help: "results streams one key may have open; more get 429",
   },
   {

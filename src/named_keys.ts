@@ -256,6 +256,12 @@ export class KeyRing {
   }
 
   /**
+   * Whether `given` is one of the named keys in force, without recording a use (for the
+   * access log, which hides keys wherever they appear).
+   */
+  readonly isKey = (given: string): boolean => this.#byDigest.has(digest(given));
+
+  /**
    * The named key equal to `given`, recording its use.
    *
    * @returns The key, or `undefined` when no named key matches.

@@ -17,14 +17,19 @@
 
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import pLimit from "p-limit";
-import { DEFAULT_MAX_BODY_BYTES, WEBAPP_PATH } from "../constants.ts";
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_MAX_STREAMS,
+  DEFAULT_MAX_STREAMS_PER_KEY,
+  WEBAPP_PATH,
+} from "../constants.ts";
 import { HttpError, problemResponse, truncate } from "../errors.ts";
 import type { KeyRing } from "../named_keys.ts";
 import type { PublishConfig } from "../publish.ts";
 import { DEFAULT_QA_HOSTS } from "../queues.ts";
 import { type Store, StoreBusyError } from "../store/store.ts";
 import { AuthFailureLimiter, clientAddress, createRequireKey, redactedTarget } from "./auth.ts";
-import { KEEP_ALIVE_MS } from "./live.ts";
+import { KEEP_ALIVE_MS, StreamLimits } from "./live.ts";
 import { Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import type { RouteContext, Routes } from "./route.ts";
@@ -69,6 +74,18 @@ export interface AppOptions {
   closing?: AbortSignal;
   /** Interval of keep-alive comments on an idle results stream, ms; default 30 s. */
   keepAliveMs?: number;
+  /**
+   * Origins (as `URL.origin` gives them) whose web pages may call the API besides the
+   * relay's own (`--allow-origin`); default none.
+   */
+  allowedOrigins?: readonly string[];
+  /** Results streams open at once (`--max-streams`); default {@linkcode DEFAULT_MAX_STREAMS}. */
+  maxStreams?: number;
+  /**
+   * Results streams one key may have open at once (`--max-streams-per-key`); default
+   * {@linkcode DEFAULT_MAX_STREAMS_PER_KEY}.
+   */
+  maxStreamsPerKey?: number;
 }
 
 /**
@@ -153,14 +170,20 @@ export function createApp(options: AppOptions): Hono {
     closing: options.closing ?? new AbortController().signal,
     keepAliveMs: options.keepAliveMs ?? KEEP_ALIVE_MS,
     bulkRead: pLimit(CONCURRENT_BULK_READS),
+    streams: new StreamLimits({
+      total: options.maxStreams ?? DEFAULT_MAX_STREAMS,
+      perKey: options.maxStreamsPerKey ?? DEFAULT_MAX_STREAMS_PER_KEY,
+    }),
   };
   const routes = appRoutes(relay);
   const requireKey = createRequireKey({
     apiKey: options.apiKey,
     keyRing: options.keyRing,
     failures: new AuthFailureLimiter(store.clock),
+    allowedOrigins: options.allowedOrigins,
   });
 
+  const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
   const app = new Hono();
 
   // The access log and the request metrics; a Host header that makes no URL stops here.
@@ -177,7 +200,7 @@ export function createApp(options: AppOptions): Hono {
     if (logger.enabled("info")) {
       logger.access({
         method: c.req.method,
-        path: redactedTarget(c.req.url),
+        path: redactedTarget(c.req.url, secrets),
         status,
         durationMs: ms,
         bytes: await bodyBytes(c.req.method, refused ?? c.res),

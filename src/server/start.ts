@@ -147,6 +147,9 @@ export async function startRelay(
       logger,
       metrics,
       closing: closing.signal,
+      allowedOrigins: config.allowedOrigins,
+      maxStreams: config.maxStreams,
+      maxStreamsPerKey: config.maxStreamsPerKey,
     });
     const publishing = TARGETS.filter((t) => missingConfiguration([t], publish).length === 0);
     log(

@@ -303,7 +303,7 @@ const count = (what: string) =>
 
 /** An origin as a browser sends it: `http` or `https`, a host, maybe a port, nothing else. */
 function parseOrigin(text: string): string | undefined {
-  if (!/^https?:\/\/[^/?#@]+$/i.test(text)) return undefined;
+  if (!/^https?:\/\/[^/?#@]+\/?$/i.test(text)) return undefined;
   try {
     return new URL(text).origin;
   } catch {

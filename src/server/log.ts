@@ -28,7 +28,7 @@ const LOGGED_METHOD_CHARS = 32;
  * Longest path the access log shows, characters, as a last resort: the relay cuts request
  * targets shorter before (`LOGGED_TARGET_CHARS` in auth.ts).
  */
-const LOGGED_PATH_CHARS = 2048;
+const LOGGED_PATH_CHARS = 1024;
 
 /**
  * `text` safe to write into one log line: cut to `max` characters (ending in `…(+N)`, N

@@ -302,8 +302,20 @@ export function serveConnections(
       return;
     }
     refusing++;
-    const timer = setTimeout(() => socket.close(), REFUSAL_MS);
+    const timer = setTimeout(() => {
+      try {
+        socket.close();
+      } catch {
+        // closed already
+      }
+    }, REFUSAL_MS);
     try {
+      // Over TLS the answer is HTTP/1.1 only if that is what the client chose: an HTTP/2
+      // client would read it as garbage, so it is just closed.
+      if ("handshake" in socket) {
+        const { alpnProtocol } = await (socket as Deno.TlsConn).handshake();
+        if (alpnProtocol === "h2") return;
+      }
       await socket.write(refusal);
       // Read what the client sends until it has the answer and closes: closing with its
       // request unread would reset the connection and could lose the answer.
@@ -328,7 +340,9 @@ export function serveConnections(
       socket.close();
       return;
     }
-    if (open.size - closing() >= maxConnections && !closeIdle()) {
+    if (
+      open.size >= maxConnections && open.size - closing() >= maxConnections && !closeIdle()
+    ) {
       reportRefusal(
         `relay: warning: ${open.size} connections open, each with a request in progress ` +
           `(--max-connections ${maxConnections}): refusing new ones with 503`,

@@ -9,7 +9,13 @@
 
 import { sleep } from "../backoff.ts";
 import { HttpError } from "../errors.ts";
-import { type Collection, nextChange, readResults, type Store } from "../store/store.ts";
+import {
+  type Collection,
+  nextChange,
+  readResults,
+  type ResultsPage,
+  type Store,
+} from "../store/store.ts";
 
 /** Options of {@linkcode longPoll}. */
 export interface LongPollOptions {
@@ -120,8 +126,8 @@ export function sseEvent(message: { event?: string; id?: string; data: string })
 /**
  * A `text/event-stream` response whose events `run` writes, for as long as it runs. One
  * stream object per subscriber, filled as the client reads (Hono's `streamSSE` stacks a
- * transform stream and a second readable on it: about 100 KB a subscriber measured, where
- * this costs about half; docs/operations.md, "Results streams").
+ * transform stream and a second readable on it: 12 KB more of JavaScript heap a
+ * subscriber, measured; docs/operations.md, "Connections and file descriptors").
  *
  * @param run Writes the events; `gone` aborts when the client disconnects. The response
  *   ends when `run` settles; what it throws is for the caller to catch.
@@ -192,6 +198,47 @@ function encodedResult(store: Store, item: { t: number; content: string }): Uint
 }
 
 /**
+ * Microtasks a shared read waits before it begins: more than the steps from a stream's
+ * wake-up to its read, so that every stream woken with the first one joins it. (A timer
+ * would do too, at about 2 ms more a delivery.)
+ */
+const JOIN_HOPS = 16;
+
+/** Resolves after `hops` turns of the microtask queue. */
+async function afterMicrotasks(hops: number): Promise<void> {
+  for (let i = 0; i < hops; i++) await undefined;
+}
+
+/** Reads of the feed not yet begun, per store and cursor, that streams join. */
+const pendingPages = new WeakMap<Store, Map<number, Promise<ResultsPage>>>();
+
+/**
+ * The page of the feed after `since`, read once for every stream that asks for it within
+ * the same turn of the event loop. A push wakes every stream at once, and all of them are
+ * at the same cursor: reading the new result once rather than once a stream keeps one
+ * copy of it in memory instead of one per stream (a 500 KB result to 64 streams was
+ * 32 MB a push). The read begins a few microtasks later, once the streams woken by the
+ * same commit (which all take the same steps from their wake-up to here) have asked for it;
+ * a stream only joins a read that has not begun, after it started watching for the next
+ * change, so whatever was committed before it started watching is in the page.
+ *
+ * @throws KV errors of the read, to every stream that joined it.
+ */
+function sharedPage(store: Store, since: number): Promise<ResultsPage> {
+  let pending = pendingPages.get(store);
+  if (pending === undefined) pendingPages.set(store, pending = new Map());
+  const joined = pending.get(since);
+  if (joined !== undefined) return joined;
+  const reads = pending;
+  const page = afterMicrotasks(JOIN_HOPS).then(() => {
+    reads.delete(since);
+    return readResults(store, { since, limit: STREAM_PAGE });
+  });
+  reads.set(since, page);
+  return page;
+}
+
+/**
  * Writes the results feed to an SSE stream from `since` on, then each new result as it is
  * pushed, until `signal` aborts (issue 6). Each result is an event with `id: <t>` and its
  * content as `data` (line ends become `\n`: SSE has no other). When results after the
@@ -215,7 +262,7 @@ export async function streamResults(
   await stream.write(": relay results stream\n\n");
   while (!signal.aborted) {
     using changes = watchChanges(store, ["feed"], signal);
-    const page = await readResults(store, { since: cursor, limit: STREAM_PAGE });
+    const page = await sharedPage(store, cursor);
     if (page.gap && gapAt !== cursor) {
       gapAt = cursor;
       await stream.write(sseEvent({ event: "gap", data: String(cursor) }));

@@ -11,7 +11,7 @@
 
 import assert from "node:assert/strict";
 import { addKey } from "../../src/named_keys.ts";
-import { eventually, KEY, startRelayProcess, withTempDir } from "../_helpers.ts";
+import { eventually, KEY, rssBytes, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -247,6 +247,69 @@ Deno.test("results streams are capped per key (429) and in total (503), with Ret
       );
     } finally {
       for (const conn of open) conn.close();
+    }
+  });
+});
+
+Deno.test("64 results streams and a burst of large results stay far inside the unit's memory limit", async () => {
+  await withTempDir(async (dir) => {
+    await using relay = await startRelayProcess(dir, {
+      env: { RELAY_API_KEY: KEY },
+      // All 64 on the main key (the default allows 16 a key).
+      args: ["--max-streams-per-key", "64"],
+    });
+    const pid = relay.child.pid;
+    const streams: Deno.Conn[] = [];
+    const received: number[] = [];
+    const reading: Promise<void>[] = [];
+    try {
+      for (let i = 0; i < 64; i++) {
+        const conn = await Deno.connect(addressOf(relay.url));
+        await conn.write(encoder.encode(
+          `GET /results/stream HTTP/1.1\r\nHost: relay\r\nX-Auth-Key: ${KEY}\r\n\r\n`,
+        ));
+        streams.push(conn);
+        received.push(0);
+        reading.push((async () => {
+          const buf = new Uint8Array(64 * 1024);
+          for (;;) {
+            const n = await conn.read(buf).catch(() => null);
+            if (n === null) return;
+            received[i]! += n;
+          }
+        })());
+      }
+      await eventually(() => received.every((n) => n > 0), "every stream to open");
+      const baseline = rssBytes(pid);
+      let peak = baseline;
+      const sampler = setInterval(() => peak = Math.max(peak, rssBytes(pid)), 10);
+      // Ten results of 500 KB, one right after the other: each goes to all 64 streams.
+      const big = "é".repeat(250_000);
+      try {
+        for (let i = 0; i < 10; i++) {
+          const res = await fetch(`${relay.url}/push`, {
+            method: "POST",
+            headers: { "x-auth-key": KEY, "content-type": "text/plain" },
+            body: `${i} ${big}`,
+          });
+          assert.equal(res.status, 200);
+          await res.body?.cancel();
+        }
+        await eventually(
+          () => received.every((n) => n > 10 * 500_000),
+          `every stream to receive the ten results (${received.join(" ")})`,
+          20_000,
+        );
+      } finally {
+        clearInterval(sampler);
+      }
+      const grew = (peak - baseline) / 1024 ** 2;
+      // Read once for all streams, the results cost about 45 MiB here; read once per stream
+      // (as before), about 190 MiB on the same machine.
+      assert.ok(grew < 100, `RSS grew by ${grew.toFixed(0)} MiB`);
+    } finally {
+      for (const conn of streams) conn.close();
+      await Promise.all(reading);
     }
   });
 });

@@ -17,7 +17,7 @@
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import { findApiKey, generatedKeyPath } from "./access/api_key.ts";
-import { ConfigError } from "./config.ts";
+import { ConfigError } from "./config/config.ts";
 import { errorMessage } from "./errors.ts";
 import {
   makePrivateDirectory,

@@ -16,6 +16,24 @@ export const DEFAULT_MAX_BODY_BYTES = 512 * 1024;
  */
 export const MAX_BODY_LIMIT_BYTES = 768 * 1024;
 
+/**
+ * Connections open at once by default (`--max-connections`): a household's phones,
+ * browsers and workers use a few dozen. Each holds a file descriptor: the systemd unit's
+ * `LimitNOFILE=1024` leaves room for these and the relay's own.
+ */
+export const DEFAULT_MAX_CONNECTIONS = 512;
+
+/**
+ * Results streams open at once by default (`--max-streams`). Each costs about 60 KB while
+ * idle, and a new result is written to every one of them (up to 768 KiB each): 64 keep
+ * the worst case well within the unit's memory limit, and a household has a few phones
+ * and browsers.
+ */
+export const DEFAULT_MAX_STREAMS = 64;
+
+/** Results streams one key may have open by default: a phone or a browser needs one or two. */
+export const DEFAULT_MAX_STREAMS_PER_KEY = 16;
+
 /** The log levels, least severe first; a level shows its own lines and the ones after it. */
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 

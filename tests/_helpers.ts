@@ -256,7 +256,7 @@ export function freePort(): number {
 
 function relayCommand(
   args: string[],
-  options: { env?: Record<string, string>; cwd?: string; umask?: string },
+  options: { env?: Record<string, string>; cwd?: string; umask?: string; nofile?: number },
   stdin: "piped" | "null",
 ): Deno.Command {
   const deno = [
@@ -272,9 +272,16 @@ function relayCommand(
   if (options.umask !== undefined && !/^[0-7]{3,4}$/.test(options.umask)) {
     throw new Error(`bad umask ${options.umask}`);
   }
-  const [program, ...rest] = options.umask === undefined
+  if (options.nofile !== undefined && !Number.isInteger(options.nofile)) {
+    throw new Error(`bad nofile ${options.nofile}`);
+  }
+  const limits = [
+    ...(options.umask === undefined ? [] : [`umask ${options.umask}`]),
+    ...(options.nofile === undefined ? [] : [`ulimit -n ${options.nofile}`]),
+  ];
+  const [program, ...rest] = limits.length === 0
     ? deno
-    : ["sh", "-c", `umask ${options.umask}; exec "$@"`, "sh", ...deno];
+    : ["sh", "-c", `${limits.join("; ")}; exec "$@"`, "sh", ...deno];
   return new Deno.Command(program!, {
     args: rest,
     env: childEnv(options.env),
@@ -322,17 +329,28 @@ export function logMessage(line: string): string {
 /**
  * Starts the relay on 127.0.0.1 port 0 with `--db <dir>/relay.kv` and waits for its
  * start line (C72). Rejects with its stderr when it exits first. With `umask` (octal
- * digits, e.g. `"000"`) it runs under that umask.
+ * digits, e.g. `"000"`) it runs under that umask; with `nofile`, under that open-file
+ * limit (`ulimit -n`, soft and hard).
  */
 export async function startRelayProcess(
   dir: string,
-  options: { args?: string[]; env?: Record<string, string>; port?: number; umask?: string } = {},
+  options: {
+    args?: string[];
+    env?: Record<string, string>;
+    port?: number;
+    umask?: string;
+    nofile?: number;
+  } = {},
 ): Promise<RelayProcess> {
   const port = String(options.port ?? 0);
   const args = ["serve", "--hostname", "127.0.0.1", "--port", port, "--db", `${dir}/relay.kv`];
   const child = relayCommand(
     [...args, ...(options.args ?? [])],
-    { env: options.env ?? {}, ...(options.umask === undefined ? {} : { umask: options.umask }) },
+    {
+      env: options.env ?? {},
+      ...(options.umask === undefined ? {} : { umask: options.umask }),
+      ...(options.nofile === undefined ? {} : { nofile: options.nofile }),
+    },
     "null",
   ).spawn();
   const stdout: string[] = [];

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ConfigError, loadConfig, parseDuration, parseSize } from "../src/config.ts";
+import { ConfigError, loadConfig, parseDuration, parseSize } from "../src/config/config.ts";
 import { DEFAULT_QA_HOSTS } from "../src/queues.ts";
 
 const noEnv = () => undefined;
@@ -157,4 +157,48 @@ Deno.test("loadConfig() C70 accepts IPv4, IPv6 and host names to listen on", () 
 
 Deno.test("loadConfig() C70 accepts the largest body limit, 768KiB", () => {
   assert.equal(loadConfig({ "max-body": "768KiB" }, noEnv).maxBodyBytes, 786_432);
+});
+
+Deno.test("loadConfig() reads the connection, stream and origin options, with their defaults", () => {
+  const defaults = loadConfig({}, noEnv);
+  assert.equal(defaults.maxConnections, 512);
+  assert.equal(defaults.idleTimeoutMs, 30_000);
+  assert.equal(defaults.maxStreams, 64);
+  assert.equal(defaults.maxStreamsPerKey, 16);
+  assert.deepEqual(defaults.allowedOrigins, []);
+  const set = loadConfig(
+    { "max-connections": "100", "idle-timeout": "1500ms", "max-streams-per-key": "2" },
+    envOf({
+      RELAY_MAX_STREAMS: "8",
+      RELAY_ALLOW_ORIGIN: "https://Dash.Example, http://nas.lan:8787/ ,https://a.example:443",
+    }),
+  );
+  assert.equal(set.maxConnections, 100);
+  assert.equal(set.idleTimeoutMs, 1500);
+  assert.equal(set.maxStreams, 8);
+  assert.equal(set.maxStreamsPerKey, 2);
+  // As a browser sends them: lower case, no default port, no path.
+  assert.deepEqual(set.allowedOrigins, [
+    "https://dash.example",
+    "http://nas.lan:8787",
+    "https://a.example",
+  ]);
+  const bad: Array<[Record<string, string>, RegExp]> = [
+    [{ "max-connections": "0" }, /^invalid --max-connections "0": must be a whole number/],
+    [{ "max-connections": "many" }, /^invalid --max-connections "many"/],
+    [{ "idle-timeout": "10" }, /^invalid --idle-timeout "10": must be a duration/],
+    [{ "idle-timeout": "50ms" }, /^invalid --idle-timeout "50ms": must be a duration from 100ms/],
+    [{ "max-streams": "-1" }, /^invalid --max-streams "-1"/],
+    [{ "max-streams-per-key": "1.5" }, /^invalid --max-streams-per-key "1.5"/],
+    [{ "allow-origin": "evil.example" }, /^invalid --allow-origin "evil.example": must be/],
+    [{ "allow-origin": "https://a.example/app/" }, /^invalid --allow-origin/],
+    [{ "allow-origin": "ftp://a.example" }, /^invalid --allow-origin/],
+  ];
+  for (const [flags, pattern] of bad) {
+    assert.throws(() => loadConfig(flags, noEnv), (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, pattern);
+      return true;
+    });
+  }
 });

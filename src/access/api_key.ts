@@ -8,7 +8,7 @@
 
 import { Buffer } from "node:buffer";
 import { dirname, join } from "node:path";
-import { ConfigError } from "../config.ts";
+import { ConfigError } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { PRIVATE_FILE_MODE } from "../util/files.ts";
 

@@ -13,7 +13,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { newKey } from "./api_key.ts";
-import { ConfigError } from "../config.ts";
+import { ConfigError } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { writePrivateFile } from "../util/files.ts";
 
@@ -254,6 +254,12 @@ export class KeyRing {
   get size(): number {
     return this.#byDigest.size;
   }
+
+  /**
+   * Whether `given` is one of the named keys in force, without recording a use (for the
+   * access log, which hides keys wherever they appear).
+   */
+  readonly isKey = (given: string): boolean => this.#byDigest.has(digest(given));
 
   /**
    * The named key equal to `given`, recording its use.

@@ -6,7 +6,7 @@
  */
 
 import { type Backup, exportRelay, ImportError, importRelay, parseBackup } from "../backup.ts";
-import { commandDbPath, type Config, loadConfig } from "../config.ts";
+import { commandDbPath, type Config, loadConfig } from "../config/config.ts";
 import { writePrivateFile } from "../util/files.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
 import { UnsafeDatabaseError } from "../store/database.ts";

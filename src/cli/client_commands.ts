@@ -15,7 +15,7 @@ import {
   type ResultEntry,
   submitContent,
 } from "../client/client.ts";
-import { parseDuration } from "../config.ts";
+import { parseDuration } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { followResults } from "../client/follow.ts";
 import type { Args, Command, OptionSpec } from "./command.ts";

@@ -14,7 +14,7 @@ import { isAbsolute, join } from "node:path";
 import { z } from "zod";
 import { generatedKeyPath } from "../access/api_key.ts";
 import { DEFAULT_RELAY_URL, type RelayClient } from "../client/client.ts";
-import { commandDbPath, ConfigError, readEnv } from "../config.ts";
+import { commandDbPath, ConfigError, readEnv } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { writePrivateFile } from "../util/files.ts";
 import type { Args, OptionSpec } from "./command.ts";

@@ -7,7 +7,7 @@
  */
 
 import { RelayError } from "../client/client.ts";
-import { ConfigError } from "../config.ts";
+import { ConfigError } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
 import { CannotStartError } from "../client/run.ts";

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { commandDbPath, defaultKeysFile, readEnv } from "../config.ts";
+import { commandDbPath, defaultKeysFile, readEnv } from "../config/config.ts";
 import { addKey, readKeysFile, readLastUsed, removeKey, SCOPES } from "../access/named_keys.ts";
 import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
 import type { Args, Command, OptionSpec } from "./command.ts";

@@ -7,7 +7,7 @@
  */
 
 import { verifyKey } from "../client/client.ts";
-import { readEnv } from "../config.ts";
+import { readEnv } from "../config/config.ts";
 import type { Command } from "./command.ts";
 import { readConfigFile, resolveUrl, URL_OPTION, writeConfigFile } from "./client_config.ts";
 

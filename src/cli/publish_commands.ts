@@ -6,7 +6,7 @@
  */
 
 import { failedPublishes, publishArticle } from "../client/client.ts";
-import { loadConfig } from "../config.ts";
+import { loadConfig } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { deleteBlogPost } from "../publish/publish.ts";
 import { publishConfig } from "../publish/publish.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { ConfigError, loadConfig, SECRET_ENV, SERVER_OPTIONS } from "../config.ts";
+import { ConfigError, loadConfig, SECRET_ENV, SERVER_OPTIONS } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
 import { UnsafeDatabaseError } from "../store/database.ts";

@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { Config } from "../config.ts";
+import type { Config } from "../config/config.ts";
 import { fetchFailure } from "../errors.ts";
 import { readAtMost } from "../util/streams.ts";
 import { sleep } from "../util/backoff.ts";

@@ -21,7 +21,7 @@
 
 import { dirname, isAbsolute, join } from "node:path";
 import { z } from "zod";
-import { ConfigError, parseDuration } from "../config.ts";
+import { ConfigError, parseDuration } from "../config/config.ts";
 
 /** Where a secret comes from: an environment variable or a file (trimmed). */
 const secretRef = z.union([

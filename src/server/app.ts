@@ -7,7 +7,9 @@
  * `pages.ts`.
  *
  * Every request passes, in this order (C3): known path (else 404), allowed method (else
- * 405 with `Allow`), API key (else 401), the named key's scope (else 403, issue 7),
+ * 405 with `Allow`), an `Origin` of the relay's own (else 403: another site's page; docs/
+ * api.md, "Requests from web pages"), API key (else 401, or 429 for an address with too
+ * many failures), the named key's scope (else 403, issue 7),
  * content type (else 415), body size (else 413),
  * then the handler's own checks (400). Handlers are thin: parse, call one store function,
  * answer. Every error leaves as an RFC 9457 problem document (C1).
@@ -17,7 +19,12 @@
 
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import pLimit from "p-limit";
-import { DEFAULT_MAX_BODY_BYTES, WEBAPP_PATH } from "../constants.ts";
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_MAX_STREAMS,
+  DEFAULT_MAX_STREAMS_PER_KEY,
+  WEBAPP_PATH,
+} from "../constants.ts";
 import { HttpError, problemResponse, truncate } from "../errors.ts";
 import { storageProblem } from "./faults.ts";
 import type { KeyRing } from "../access/named_keys.ts";
@@ -27,7 +34,7 @@ import type { BuiltinPublishing } from "./route.ts";
 import { DEFAULT_QA_HOSTS } from "../queues.ts";
 import { StorageError, type Store, StoreBusyError } from "../store/store.ts";
 import { AuthFailureLimiter, clientAddress, createRequireKey, redactedTarget } from "./auth.ts";
-import { KEEP_ALIVE_MS } from "./live.ts";
+import { KEEP_ALIVE_MS, StreamLimits } from "./live.ts";
 import { Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import type { RouteContext, Routes } from "./route.ts";
@@ -76,6 +83,18 @@ export interface AppOptions {
   keepAliveMs?: number;
   /** The built-in notes store, blog and podcast; without it the relay serves none. */
   builtin?: BuiltinPublishing;
+  /**
+   * Origins (as `URL.origin` gives them) whose web pages may call the API besides the
+   * relay's own (`--allow-origin`); default none.
+   */
+  allowedOrigins?: readonly string[];
+  /** Results streams open at once (`--max-streams`); default {@linkcode DEFAULT_MAX_STREAMS}. */
+  maxStreams?: number;
+  /**
+   * Results streams one key may have open at once (`--max-streams-per-key`); default
+   * {@linkcode DEFAULT_MAX_STREAMS_PER_KEY}.
+   */
+  maxStreamsPerKey?: number;
 }
 
 /**
@@ -162,14 +181,20 @@ export function createApp(options: AppOptions): Hono {
     closing: options.closing ?? new AbortController().signal,
     keepAliveMs: options.keepAliveMs ?? KEEP_ALIVE_MS,
     bulkRead: pLimit(CONCURRENT_BULK_READS),
+    streams: new StreamLimits({
+      total: options.maxStreams ?? DEFAULT_MAX_STREAMS,
+      perKey: options.maxStreamsPerKey ?? DEFAULT_MAX_STREAMS_PER_KEY,
+    }),
   };
   const routes = appRoutes(relay);
   const requireKey = createRequireKey({
     apiKey: options.apiKey,
     keyRing: options.keyRing,
     failures: new AuthFailureLimiter(store.clock),
+    allowedOrigins: options.allowedOrigins,
   });
 
+  const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
   const app = new Hono();
 
   // The access log and the request metrics; a Host header that makes no URL stops here.
@@ -186,7 +211,7 @@ export function createApp(options: AppOptions): Hono {
     if (logger.enabled("info")) {
       logger.access({
         method: c.req.method,
-        path: redactedTarget(c.req.url),
+        path: redactedTarget(c.req.url, secrets),
         status,
         durationMs: ms,
         bytes: await bodyBytes(c.req.method, refused ?? c.res),

@@ -10,7 +10,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Context, MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
-import { HttpError } from "../errors.ts";
+import { HttpError, truncate } from "../errors.ts";
 import type { KeyRing, Scope } from "../access/named_keys.ts";
 
 /** The request header that carries the API key (spec §5). */
@@ -51,25 +51,99 @@ export function keysMatch(given: string, expected: string): boolean {
 // The configured key's digest, computed once rather than on every request.
 let expectedDigest: { key: string; digest: Uint8Array } | undefined;
 
+/** What the access log must never show (docs/api.md, "Access log"). */
+export interface Secrets {
+  /** The main key. */
+  readonly mainKey: string;
+  /** Whether `text` is one of the named keys (by its digest; not counted as a use). */
+  readonly isNamedKey?: ((text: string) => boolean) | undefined;
+}
+
 /**
- * The request target (path and query) of a request URL for logs, with every value of the
- * `key` query parameter replaced by `REDACTED` (C4). Works on the raw string, so a request
- * whose URL does not parse (a bad `Host` header) is logged without its key too.
+ * Characters of a request target the access log shows; a longer one is cut and the rest
+ * counted (`…(+65000)`), so that a client cannot fill the log with one request.
+ */
+export const LOGGED_TARGET_CHARS = 512;
+
+/** A run between the delimiters of a path and query. */
+const SEGMENT = /[^/?&;=#]+/g;
+
+/** What a named key looks like: 256 bits in base64url, standing alone. */
+const KEY_TOKEN = /(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g;
+
+/** Percent-decodes `text` as far as it can (a malformed escape is left as it is). */
+function percentDecode(text: string): string {
+  if (!text.includes("%")) return text;
+  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+    try {
+      return decodeURIComponent(run);
+    } catch {
+      return run;
+    }
+  });
+}
+
+/** Whether `text` (decoded) holds the main key or a named key. */
+function holdsKey(text: string, secrets: Secrets): boolean {
+  if (secrets.mainKey !== "" && text.includes(secrets.mainKey)) return true;
+  const isNamedKey = secrets.isNamedKey;
+  if (isNamedKey === undefined) return false;
+  for (const [token] of text.matchAll(KEY_TOKEN)) if (isNamedKey(token)) return true;
+  return false;
+}
+
+/**
+ * The request target (path and query) of a request URL for the access log, with what could
+ * be a key replaced by `REDACTED` (C4; docs/api.md, "Access log"):
+ * - the value of every query parameter whose name, percent-decoded and in any case, holds
+ *   `key` (`key=`, `KEY=`, `k%65y=`, `api_key=`), parameters being separated by `&` or `;`;
+ * - the main key wherever it appears, as sent or percent-encoded;
+ * - any part of the path or query (between `/`, `?`, `&`, `;`, `=`) that, decoded, holds
+ *   the main key or a named key.
+ *
+ * Works on the raw string, so a request whose URL does not parse (a bad `Host` header) is
+ * logged without its key too. A target longer than {@linkcode LOGGED_TARGET_CHARS} is cut
+ * and ends in `…(+N)`, N the characters left out.
  *
  * @param rawUrl The request URL as received, e.g. `http://relay/peek?key=s3cret`.
+ * @param secrets The keys to look for; without them only parameters are redacted.
  * @returns Path and query, e.g. `/peek?key=REDACTED&queue=qa`.
  */
-export function redactedTarget(rawUrl: string): string {
+export function redactedTarget(rawUrl: string, secrets?: Secrets): string {
   const scheme = rawUrl.indexOf("://");
   const slash = rawUrl.indexOf("/", scheme < 0 ? 0 : scheme + 3);
   const target = slash < 0 ? "/" : rawUrl.slice(slash);
-  const question = target.indexOf("?");
-  if (question < 0) return target;
-  const query = target.slice(question + 1).replace(
-    /(^|&)key=[^&]*/g,
-    `$1${KEY_PARAM}=REDACTED`,
-  );
-  return `${target.slice(0, question)}?${query}`;
+  // Enough beyond the part shown that a key crossing its end is still found whole.
+  let shown = target.slice(0, 2 * LOGGED_TARGET_CHARS);
+  const question = shown.indexOf("?");
+  if (question >= 0) {
+    const parts = shown.slice(question + 1).split(/([&;])/);
+    for (let i = 0; i < parts.length; i += 2) {
+      const part = parts[i]!;
+      const equals = part.indexOf("=");
+      if (equals < 0) continue;
+      const name = percentDecode(part.slice(0, equals).replaceAll("+", " ")).toLowerCase();
+      if (name.includes(KEY_PARAM)) parts[i] = `${part.slice(0, equals)}=REDACTED`;
+    }
+    shown = `${shown.slice(0, question + 1)}${parts.join("")}`;
+  }
+  if (secrets !== undefined && holdsKey(percentDecode(shown), secrets)) {
+    const { mainKey } = secrets;
+    if (mainKey !== "") {
+      shown = shown.replaceAll(mainKey, "REDACTED")
+        .replaceAll(encodeURIComponent(mainKey), "REDACTED");
+    }
+    shown = shown.replace(
+      SEGMENT,
+      (segment) =>
+        holdsKey(percentDecode(segment.replaceAll("+", " ")), secrets) ||
+          holdsKey(percentDecode(segment), secrets)
+          ? "REDACTED"
+          : segment,
+    );
+  }
+  if (target.length <= LOGGED_TARGET_CHARS) return shown;
+  return `${shown.slice(0, LOGGED_TARGET_CHARS)}…(+${target.length - LOGGED_TARGET_CHARS})`;
 }
 
 /** Failed authentications an address may make within {@linkcode AUTH_FAILURE_WINDOW_MS}. */
@@ -151,6 +225,71 @@ export function clientAddress(c: Context): string | undefined {
   return env?.remoteAddr?.hostname;
 }
 
+/** Browsers' schemes for extensions: a web page cannot send an `Origin` with one. */
+const EXTENSION_SCHEMES = new Set([
+  "chrome-extension:",
+  "moz-extension:",
+  "safari-web-extension:",
+  "ms-browser-extension:",
+]);
+
+/** Host and port of `host` (e.g. `relay.lan:8787`) under `scheme`'s default port. */
+function hostAndPort(scheme: string, host: string): string | undefined {
+  try {
+    const url = new URL(`${scheme}//${host.trim()}`);
+    return `${url.hostname}:${url.port || (scheme === "https:" ? "443" : "80")}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The `Origin` of a request made by a web page that is not the relay's own (docs/api.md,
+ * "Requests from web pages"), or `undefined` when the request has no `Origin` or comes from
+ * an origin the relay accepts:
+ * - a page at the address the request was sent to: the `Origin`'s host and port equal those
+ *   of the request URL (from `Host`), of the first `X-Forwarded-Host` or of `Forwarded:
+ *   host=` (what a reverse proxy passes on), a missing port counting as the default of the
+ *   `Origin`'s scheme; the scheme itself is not compared (a proxy may end TLS);
+ * - a browser extension (`chrome-extension://…`, `moz-extension://…`): installed by the
+ *   user, and no web page can send such an `Origin`;
+ * - one of `allowed` (`--allow-origin`).
+ *
+ * A web page's request without a preflight (a `text/plain` POST) always carries its
+ * `Origin`; the headers a proxy adds cannot be set by such a page.
+ *
+ * @param headers The request headers.
+ * @param url The request URL as the server built it (its host is the `Host` header).
+ * @param allowed Origins accepted besides the relay's own, as `URL.origin` gives them.
+ */
+export function foreignOrigin(
+  headers: Headers,
+  url: string,
+  allowed: readonly string[] = [],
+): string | undefined {
+  const origin = headers.get("origin");
+  if (origin === null) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(origin);
+  } catch {
+    return origin; // "null" (a sandboxed page, a file) or garbage
+  }
+  if (EXTENSION_SCHEMES.has(parsed.protocol)) return undefined;
+  if (allowed.includes(parsed.origin)) return undefined;
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return origin;
+  const own = hostAndPort(parsed.protocol, parsed.host);
+  const hosts = [
+    URL.canParse(url) ? new URL(url).host : undefined,
+    headers.get("x-forwarded-host")?.split(",")[0],
+    /(?:^|[;,\s])host="?([^";,\s]+)/i.exec(headers.get("forwarded") ?? "")?.[1],
+  ];
+  for (const host of hosts) {
+    if (host !== undefined && hostAndPort(parsed.protocol, host) === own) return undefined;
+  }
+  return origin;
+}
+
 /** Options of {@linkcode createRequireKey}. */
 export interface RequireKeyOptions {
   /** The shared secret of spec §5; compared in constant time (C4). Has every scope. */
@@ -159,26 +298,60 @@ export interface RequireKeyOptions {
   readonly keyRing?: KeyRing | undefined;
   /** Counts failed authentications per client address, one per app. */
   readonly failures: AuthFailureLimiter;
+  /** Origins whose pages may call the API besides the relay's own ({@linkcode foreignOrigin}). */
+  readonly allowedOrigins?: readonly string[] | undefined;
 }
 
 /**
  * Makes `requireKey(scope)`: a middleware that lets a request through only with the main
  * key or a named key that has `scope`, checked in C3's order after the method.
  *
+ * A request from another web page's origin ({@linkcode foreignOrigin}) is refused first and
+ * not counted as a failed authentication, so that a page a household member visits cannot
+ * put the member's address over the failure limit. A valid key is always accepted, whatever
+ * failures came before from its address: the limit only answers 429 instead of 401 to an
+ * address that keeps sending wrong keys (docs/api.md, "Authentication").
+ *
  * @example
  * ```ts
  * const requireKey = createRequireKey({ apiKey, failures: new AuthFailureLimiter(clock) });
  * app.post("/clear", requireKey("admin"), handler);
  * ```
- * @returns The factory; its middleware throws {@linkcode HttpError} 429 with `Retry-After`
- *   for an address over the failure limit (whatever key it sends), 401 for a missing or
- *   wrong key (counted as a failure), and 403 for a named key without `scope`.
+ * @returns The factory; its middleware throws {@linkcode HttpError} 403 for a foreign
+ *   `Origin`, 429 with `Retry-After` for a missing or wrong key from an address over the
+ *   failure limit, 401 for a missing or wrong key (counted as a failure), and 403 for a
+ *   named key without `scope`.
  */
 export function createRequireKey(
   options: RequireKeyOptions,
 ): (scope: Scope) => MiddlewareHandler {
-  const { apiKey, keyRing, failures } = options;
+  const { apiKey, keyRing, failures, allowedOrigins = [] } = options;
   return (scope) => async (c, next) => {
+    const foreign = foreignOrigin(c.req.raw.headers, c.req.url, allowedOrigins);
+    if (foreign !== undefined) {
+      throw new HttpError(
+        403,
+        `Cannot accept a request from a web page at ${truncate(JSON.stringify(foreign), 80)}: ` +
+          "the relay answers its own pages and browser extensions only (--allow-origin adds others)",
+      );
+    }
+    const given = presentedKey(c.req.raw.headers, new URL(c.req.url).searchParams);
+    if (given !== undefined && keysMatch(given, apiKey)) {
+      c.set(KEY_ID, MAIN_KEY_ID);
+      return await next();
+    }
+    const named = given === undefined ? undefined : keyRing?.find(given);
+    if (named !== undefined) {
+      if (!named.scopes.includes(scope)) {
+        throw new HttpError(
+          403,
+          `The key "${named.name}" may not use ${routePath(c)}: that needs the "${scope}" ` +
+            `scope, and it has ${named.scopes.join(", ")}`,
+        );
+      }
+      c.set(KEY_ID, `named:${named.name}`);
+      return await next();
+    }
     const address = clientAddress(c);
     const wait = address === undefined ? 0 : failures.retryAfter(address);
     if (wait > 0) {
@@ -188,28 +361,22 @@ export function createRequireKey(
         { "retry-after": String(wait) },
       );
     }
-    const given = presentedKey(c.req.raw.headers, new URL(c.req.url).searchParams);
+    if (address !== undefined) failures.fail(address);
     if (given === undefined) {
-      if (address !== undefined) failures.fail(address);
       throw new HttpError(
         401,
         "Missing API key: send it in the X-Auth-Key header or the key query parameter",
       );
     }
-    if (!keysMatch(given, apiKey)) {
-      const named = keyRing?.find(given);
-      if (named === undefined) {
-        if (address !== undefined) failures.fail(address);
-        throw new HttpError(401, "Wrong API key");
-      }
-      if (!named.scopes.includes(scope)) {
-        throw new HttpError(
-          403,
-          `The key "${named.name}" may not use ${routePath(c)}: that needs the "${scope}" ` +
-            `scope, and it has ${named.scopes.join(", ")}`,
-        );
-      }
-    }
-    await next();
+    throw new HttpError(401, "Wrong API key");
   };
 }
+
+/**
+ * The name under which {@linkcode createRequireKey} leaves, in the Hono context, which key
+ * a request presented: {@linkcode MAIN_KEY_ID} or `named:<name>` (for per-key limits).
+ */
+export const KEY_ID = "relayKeyId";
+
+/** The {@linkcode KEY_ID} of the main key. */
+export const MAIN_KEY_ID = "main";

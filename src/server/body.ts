@@ -61,6 +61,9 @@ export function bodyType(
   return found;
 }
 
+/** Headers of an answer after which the connection is closed, its request left unread. */
+const CLOSE = { connection: "close" } as const;
+
 /**
  * How long a request body may take to arrive, ms: 768 KiB over a poor 100 kbit/s phone
  * link takes about 63 s. A client that stalls longer gets 408 and frees its memory
@@ -82,8 +85,10 @@ export async function readLimited(
   limit: number,
   timeoutMs = BODY_TIMEOUT_MS,
 ): Promise<Uint8Array> {
+  // The connection is closed once the answer is sent (docs/api.md, "Limits"): the rest of
+  // the body is not read, so a client cannot make the relay take in a gigabyte it refused.
   const tooLarge = (size: string) =>
-    new HttpError(413, `Cannot accept body: ${size} bytes, limit is ${limit}`);
+    new HttpError(413, `Cannot accept body: ${size} bytes, limit is ${limit}`, CLOSE);
   const declared = request.headers.get("content-length");
   if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > limit) {
     throw tooLarge(declared.trim());
@@ -105,7 +110,11 @@ export async function readLimited(
       : await readAtMost(request.body, limit, late.signal);
   } catch (error) {
     if (error instanceof DOMException && error.name === "TimeoutError") {
-      throw new HttpError(408, `Cannot read body: it did not arrive within ${timeoutMs / 1000} s`);
+      throw new HttpError(
+        408,
+        `Cannot read body: it did not arrive within ${timeoutMs / 1000} s`,
+        CLOSE,
+      );
     }
     throw new HttpError(400, "Cannot read body: the client stopped sending it");
   } finally {

@@ -11,6 +11,44 @@
 
 import { LOG_LEVELS, type LogFormat, type LogLevel } from "../constants.ts";
 
+/**
+ * Characters a logged field never shows as they are: control characters (C0, DEL, C1), the
+ * space (it separates a text line's fields), the backslash (it starts an escape), line and
+ * paragraph separators, bidirectional and zero-width formatting characters (U+202E turns
+ * the rest of a line around in a terminal), and halves of surrogate pairs.
+ */
+const UNSAFE =
+  // deno-lint-ignore no-control-regex
+  /[\x00-\x20\x7f-\x9f\\\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** Longest method the access log shows, characters (methods are short words). */
+const LOGGED_METHOD_CHARS = 32;
+
+/**
+ * Longest path the access log shows, characters, as a last resort: the relay cuts request
+ * targets shorter before (`LOGGED_TARGET_CHARS` in auth.ts).
+ */
+const LOGGED_PATH_CHARS = 1024;
+
+/**
+ * `text` safe to write into one log line: cut to `max` characters (ending in `…(+N)`, N
+ * the characters left out), and every character of {@linkcode UNSAFE} escaped: `\\` for a
+ * backslash, `\xHH` below U+0100, `\u{HHHH}` above.
+ *
+ * @example
+ * ```ts
+ * logSafe("/a\u202eb c", 100); // "/a\\u{202e}b\\x20c"
+ * ```
+ */
+export function logSafe(text: string, max: number): string {
+  const cut = text.length > max ? `${text.slice(0, max)}…(+${text.length - max})` : text;
+  return cut.replace(UNSAFE, (char) => {
+    if (char === "\\") return "\\\\";
+    const code = char.charCodeAt(0);
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u{${code.toString(16)}}`;
+  });
+}
+
 /** One request as the access log records it (at level `info`). */
 export interface AccessEntry {
   /** The request's method, e.g. `GET`. */
@@ -101,11 +139,19 @@ export class Logger {
    */
   readonly error = (msg: string, cause?: unknown): void => this.#message("error", msg, cause);
 
-  /** Writes one access line at level `info`. */
+  /**
+   * Writes one access line at level `info`. The method and the path are made safe with
+   * {@linkcode logSafe}: escaped and cut, in both formats.
+   */
   access(entry: AccessEntry): void {
     if (!this.enabled("info")) return;
     const time = new Date().toISOString();
     const ms = Math.round(entry.durationMs * 10) / 10;
+    entry = {
+      ...entry,
+      method: logSafe(entry.method, LOGGED_METHOD_CHARS),
+      path: logSafe(entry.path, LOGGED_PATH_CHARS),
+    };
     if (this.format === "text") {
       this.#writeAccess(
         `${time} ${entry.client ?? "-"} ${entry.method} ${entry.path} ${entry.status} ` +

@@ -43,14 +43,15 @@ const problemSchema = z
 const WHY: Record<number, string> = {
   400: "The request's parameters or body are malformed (the detail says which and why)",
   401: "The key is missing or wrong",
-  403: "A named key without this operation's scope",
+  403: "A named key without this operation's scope, or a request from another site's web page",
   404: "No such endpoint",
   405: "Wrong method; the Allow header lists the right ones",
   413: "The body is over the limit (--max-body, default 512 KiB)",
   415: "A content type the endpoint does not take",
-  429: "Too many failed keys from this address; Retry-After says when to try again",
-  503: "The store is busy, its disk is read-only, damaged or failing, or the relay is shutting " +
-    "down; Retry-After says when to try again",
+  429: "A wrong key from an address that sent too many, or (results stream) this key has the " +
+    "most streams open; Retry-After says when to try again",
+  503: "The store is busy, its disk is read-only, damaged or failing, the relay is shutting " +
+    "down, or (results stream) the most streams are open; Retry-After says when to try again",
   507: "The relay's disk is full: writes that add content are refused (pulls, acks and clears " +
     "still work); Retry-After says when to try again",
 };

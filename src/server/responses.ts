@@ -14,6 +14,27 @@ export const JSON_TYPE = "application/json; charset=utf-8";
 const encoder = new TextEncoder();
 
 /**
+ * Bodies larger than this, bytes, are handed to the runtime in pieces of this size as the
+ * client takes them, rather than at once. A connection counts as busy until its answer
+ * is handed over, and one idle for the idle timeout is closed (docs/operations.md,
+ * "Connections and file descriptors"): a peek of megabytes handed over at once would make
+ * a slow phone's connection look idle while it is still downloading.
+ */
+const STREAM_ABOVE_BYTES = 64 * 1024;
+
+/** `bytes` as a stream that gives the next piece only when the previous one was taken. */
+function piecewise(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  let offset = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      controller.enqueue(bytes.subarray(offset, offset + STREAM_ABOVE_BYTES));
+      offset += STREAM_ABOVE_BYTES;
+      if (offset >= bytes.byteLength) controller.close();
+    },
+  }, { highWaterMark: 0 });
+}
+
+/**
  * A response with `body` encoded and its `Content-Length`, which the access log reads
  * instead of measuring the body again (a peek can be megabytes).
  *
@@ -23,7 +44,7 @@ const encoder = new TextEncoder();
  */
 function sized(body: string, status: number, type: string): Response {
   const bytes = encoder.encode(body);
-  return new Response(bytes, {
+  return new Response(bytes.byteLength > STREAM_ABOVE_BYTES ? piecewise(bytes) : bytes, {
     status,
     headers: { "content-type": type, "content-length": String(bytes.byteLength) },
   });

@@ -14,7 +14,7 @@ import type { PublishConfig } from "../publish/publish.ts";
 import type { FailedPublishes } from "../publish/failed.ts";
 import type { BuiltinServices } from "./routes/builtin.ts";
 import type { Collection, Store } from "../store/store.ts";
-import { longPoll } from "./live.ts";
+import { longPoll, type StreamLimits } from "./live.ts";
 import type { Logger } from "./log.ts";
 import type { RelayMetrics, Waiter } from "./metrics.ts";
 
@@ -78,6 +78,8 @@ export interface RouteContext {
    * within the app's limit of such reads at once; the rest wait their turn.
    */
   readonly bulkRead: LimitFunction;
+  /** The open results streams, counted against `--max-streams` and its per-key limit. */
+  readonly streams: StreamLimits;
 }
 
 /** Options of {@linkcode waitFor}. */

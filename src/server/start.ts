@@ -8,7 +8,7 @@
 import { dirname, join } from "node:path";
 import { resolveApiKey } from "../access/api_key.ts";
 import { createApp } from "./app.ts";
-import { type Config, ConfigError } from "../config.ts";
+import { type Config, ConfigError } from "../config/config.ts";
 import { errorMessage, problemResponse } from "../errors.ts";
 import {
   missingConfiguration,
@@ -19,6 +19,13 @@ import {
 import { loadTargetsFile } from "../publish/targets.ts";
 import { FailedPublishes } from "../publish/failed.ts";
 import { keysMatch, WEAK_KEY_LENGTH } from "./auth.ts";
+import {
+  type ConnectionHandler,
+  type ConnectionInfo,
+  serveConnections,
+  type ServedConnections,
+  type ServeOptions,
+} from "./connections.ts";
 import { BatchedLog, Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { KeyRing } from "../access/named_keys.ts";
@@ -57,20 +64,16 @@ function readPem(path: string, option: string): string {
 }
 
 /**
- * `Deno.serve`, with a certificate or key that TLS cannot use reported as a configuration
- * error naming the options (C70) rather than Deno's bare message.
+ * {@linkcode serveConnections}, with a certificate or key that TLS cannot use reported as a
+ * configuration error naming the options (C70) rather than Deno's bare message.
  *
- * @throws {ConfigError} when `tls` is given and Deno rejects it.
+ * @throws {ConfigError} when `options.tls` is given and Deno rejects it.
  */
-function serveOrExplain(
-  tls: { cert: string; key: string } | undefined,
-  options: Deno.ServeTcpOptions & Partial<Deno.TlsCertifiedKeyPem>,
-  handler: Deno.ServeHandler<Deno.NetAddr>,
-): Deno.HttpServer<Deno.NetAddr> {
+function serveOrExplain(options: ServeOptions, handler: ConnectionHandler): ServedConnections {
   try {
-    return Deno.serve(options, handler);
+    return serveConnections(options, handler);
   } catch (error) {
-    if (tls === undefined || error instanceof Deno.errors.AddrInUse) throw error;
+    if (options.tls === undefined || error instanceof Deno.errors.AddrInUse) throw error;
     throw new ConfigError(
       `invalid --tls-cert or --tls-key: ${errorMessage(error)}`,
     );
@@ -222,6 +225,9 @@ export async function startRelay(
         Date.now,
         logger.warn,
       ),
+      allowedOrigins: config.allowedOrigins,
+      maxStreams: config.maxStreams,
+      maxStreamsPerKey: config.maxStreamsPerKey,
     });
     const adapted = TARGETS.filter((t) => publish.adapters?.[t] !== undefined);
     const external = TARGETS.filter((t) =>
@@ -263,7 +269,7 @@ export async function startRelay(
     let inFlight = 0;
     let draining = false;
     const idle = Promise.withResolvers<void>();
-    const handler = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
+    const handler = async (request: Request, info: ConnectionInfo): Promise<Response> => {
       if (draining) {
         return problemResponse(503, "Cannot serve: the relay is shutting down; try again", {
           "connection": "close",
@@ -278,37 +284,38 @@ export async function startRelay(
       }
     };
 
-    let url = "";
-    const server = serveOrExplain(tls, {
+    const server = serveOrExplain({
       hostname: config.hostname,
       port: config.port,
-      ...tls,
-      onListen: (addr) => {
-        const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
-        url = `${tls === undefined ? "http" : "https"}://${host}:${addr.port}`;
-        log(`relay listening on ${url}`);
-        if (options.pairing && tls !== undefined) {
-          // A phone checks the certificate's name, which an address found here cannot be.
-          log(
-            "relay: to pair a phone: relay pair --name <phone> " +
-              `--app-url https://<the certificate's name>:${addr.port}`,
-          );
-        } else if (options.pairing) {
-          const reachable = `http://${lanAddress(addr.hostname)}:${addr.port}`;
-          void pairingLines(pairingLink(reachable, apiKey.key)).then((lines) => {
-            log(
-              "relay: to pair a phone, scan this or open the link " +
-                `(again: relay pair --app-url ${reachable}):`,
-            );
-            for (const line of lines) log(line);
-          });
-        }
-      },
+      tls,
+      maxConnections: config.maxConnections,
+      idleTimeoutMs: config.idleTimeoutMs,
+      logger,
       onError: (error) => {
         logger.error("relay: unexpected error", error);
         return problemResponse(500, "Internal error: the relay logged the cause");
       },
     }, handler);
+    const addr = server.addr;
+    const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+    const url = `${tls === undefined ? "http" : "https"}://${host}:${addr.port}`;
+    log(`relay listening on ${url}`);
+    if (options.pairing && tls !== undefined) {
+      // A phone checks the certificate's name, which an address found here cannot be.
+      log(
+        "relay: to pair a phone: relay pair --name <phone> " +
+          `--app-url https://<the certificate's name>:${addr.port}`,
+      );
+    } else if (options.pairing) {
+      const reachable = `http://${lanAddress(addr.hostname)}:${addr.port}`;
+      void pairingLines(pairingLink(reachable, apiKey.key)).then((lines) => {
+        log(
+          "relay: to pair a phone, scan this or open the link " +
+            `(again: relay pair --app-url ${reachable}):`,
+        );
+        for (const line of lines) log(line);
+      });
+    }
     const counters = keepCounters(
       store,
       db,

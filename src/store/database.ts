@@ -7,7 +7,7 @@
  */
 
 import { dirname, resolve } from "node:path";
-import { ConfigError } from "../config.ts";
+import { ConfigError } from "../config/config.ts";
 import { createPrivateFile, makePrivateDirectory, restrictFile } from "../util/files.ts";
 import { lockDatabase } from "./lock.ts";
 import { createStore, type Store } from "./store.ts";

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { publish, type PublishConfig, type TargetResult } from "../../src/publish/publish.ts";
 import { loadTargetsFile } from "../../src/publish/targets.ts";
 import { renderTemplate, splitText } from "../../src/publish/adapters.ts";
-import { ConfigError } from "../../src/config.ts";
+import { ConfigError } from "../../src/config/config.ts";
 import { startVendors, VENDOR_SECRETS, type Vendors } from "./_vendors.ts";
 import { startDownstream } from "../downstream.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { loadConfig, parseSize } from "../../src/config.ts";
+import { loadConfig, parseSize } from "../../src/config/config.ts";
 
 const none = () => undefined;
 

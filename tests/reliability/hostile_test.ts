@@ -134,8 +134,15 @@ const request = fc.record({
   body: bodies,
   extraHeader: fc.option(
     fc.tuple(
-      fc.constantFrom("content-length", "transfer-encoding", "accept", "x-forwarded-for"),
-      fc.constantFrom("0", "999999999999", "chunked", "*/*", "-1"),
+      fc.constantFrom(
+        "content-length",
+        "transfer-encoding",
+        "accept",
+        "x-forwarded-for",
+        "origin",
+        "x-forwarded-host",
+      ),
+      fc.constantFrom("0", "999999999999", "chunked", "*/*", "-1", "null", "https://evil.example"),
     ),
   ),
 });

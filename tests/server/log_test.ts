@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { LOG_LEVELS } from "../../src/constants.ts";
-import { Logger } from "../../src/server/log.ts";
+import { Logger, logSafe } from "../../src/server/log.ts";
 
 const ENTRY = {
   method: "GET",
@@ -71,4 +71,26 @@ Deno.test("Logger JSON lines have time, level and msg; errors go to their own wr
   assert.equal(error.level, "error");
   assert.equal(error.msg, "relay: unexpected error");
   assert.match(error.error, /^Error: boom\n\s+at /);
+});
+
+Deno.test("logSafe() escapes control, bidirectional and zero-width characters and cuts long text", () => {
+  assert.equal(
+    logSafe("/a\u202Eb c\u001b[1m\\\u0085\u2028\u200B\ud800é中", 100),
+    "/a\\u{202e}b\\x20c\\x1b[1m\\\\\\x85\\u{2028}\\u{200b}\\u{d800}é中",
+  );
+  assert.equal(logSafe("x".repeat(30), 10), `${"x".repeat(10)}…(+20)`);
+});
+
+Deno.test("Logger access lines escape the method and path in both formats and cut a long path", () => {
+  for (const format of ["text", "json"] as const) {
+    const lines: string[] = [];
+    const logger = new Logger({ format, write: (line) => lines.push(line) });
+    logger.access({ ...ENTRY, method: "GE\u0007T", path: `/x\u202Ey\n${"z".repeat(5000)}` });
+    const [line] = lines;
+    // deno-lint-ignore no-control-regex
+    assert.ok(!/[\u0000-\u001f\u202e]/.test(line!), line!);
+    assert.ok(line!.length < 2400, `${line!.length} characters`);
+    const path = format === "json" ? JSON.parse(line!).path : line!.split(" ")[3];
+    assert.match(path, /^\/x\\u\{202e\}y\\x0az{1000,}…\(\+\d+\)$/);
+  }
 });

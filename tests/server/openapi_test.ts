@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import pLimit from "p-limit";
 import { appRoutes } from "../../src/server/app.ts";
+import { StreamLimits } from "../../src/server/live.ts";
 import { Logger } from "../../src/server/log.ts";
 import { RelayMetrics } from "../../src/server/metrics.ts";
 import { openApiDocument } from "../../src/server/openapi.ts";
@@ -164,6 +165,7 @@ Deno.test("openApiDocument() takes each path's methods and scope from the app's 
     closing: new AbortController().signal,
     keepAliveMs: 1000,
     bulkRead: pLimit(1),
+    streams: new StreamLimits({ total: 1, perKey: 1 }),
   });
   const paths = (table: Routes) => (openApiDocument("1.0.0", table) as unknown as Document).paths;
   const served = paths(routes);

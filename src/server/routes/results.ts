@@ -6,12 +6,12 @@
  * @module
  */
 
-import { streamSSE } from "hono/streaming";
 import { HttpError } from "../../errors.ts";
 import { push, readResults, stateVersion } from "../../store/store.ts";
 import { readBody } from "../body.ts";
 import { AnswerCache, answerOf, cachedResponse } from "../cache.ts";
-import { streamResults } from "../live.ts";
+import { KEY_ID, MAIN_KEY_ID } from "../auth.ts";
+import { eventStreamResponse, sseEvent, streamResults } from "../live.ts";
 import { text } from "../responses.ts";
 import { absentIfEmpty, type RouteContext, type Routes, waitFor } from "../route.ts";
 import { parseOr400, pushFieldsSchema, resultsQuerySchema, streamStartSchema } from "../schemas.ts";
@@ -113,24 +113,35 @@ export function resultRoutes(relay: RouteContext): Routes {
         }, "stream results");
         const resumed = c.req.header("last-event-id") !== undefined ||
           url.searchParams.has("since");
-        const signal = AbortSignal.any([c.req.raw.signal, relay.closing]);
-        return Promise.resolve(streamSSE(c, async (stream) => {
+        // Past the limits: 503 (all streams) or 429 (this key's), before anything is held.
+        const release = relay.streams.take(c.get(KEY_ID) ?? MAIN_KEY_ID);
+        const { closing } = relay;
+        const left = c.req.raw.signal;
+        return Promise.resolve(eventStreamResponse(async (stream, gone) => {
           const done = relay.metrics.wait("stream");
-          const left = new AbortController();
-          stream.onAbort(() => left.abort());
+          const stop = new AbortController();
+          const end = () => stop.abort();
+          // The stream ends when the client goes (its request's signal, or the body being
+          // cancelled) or the relay stops.
+          for (const signal of [gone, left, closing]) {
+            signal.addEventListener("abort", end, { once: true });
+            if (signal.aborted) end();
+          }
           try {
             await streamResults(store, stream, {
               since,
               keepAliveMs: relay.keepAliveMs,
               resumed,
-              signal: AbortSignal.any([signal, left.signal]),
+              signal: stop.signal,
             });
           } catch (error) {
             // The cause stays in the relay's log; the client learns only that it failed.
             relay.logger.error("relay: results stream failed", error);
-            await stream.writeSSE({ event: "error", data: "the relay failed; reconnect" });
+            await stream.write(sseEvent({ event: "error", data: "the relay failed; reconnect" }));
           } finally {
+            for (const signal of [gone, left, closing]) signal.removeEventListener("abort", end);
             done();
+            release();
           }
         }));
       },

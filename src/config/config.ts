@@ -9,7 +9,7 @@
  */
 
 import { dirname, join } from "node:path";
-import { pathExists } from "./util/files.ts";
+import { pathExists } from "../util/files.ts";
 import { z } from "zod";
 import {
   LOG_FORMATS,
@@ -17,183 +17,10 @@ import {
   type LogFormat,
   type LogLevel,
   MAX_BODY_LIMIT_BYTES,
-} from "./constants.ts";
-import { DEFAULT_QA_HOSTS } from "./queues.ts";
+} from "../constants.ts";
+import { SECRET_ENV, SERVER_OPTIONS } from "./options.ts";
 
-/** One configurable option: its flag, its environment variable, default and meaning. */
-export interface OptionSpec {
-  /** Flag name without dashes, e.g. `"port"`. */
-  readonly flag: string;
-  /** Environment variable, e.g. `"RELAY_PORT"`. */
-  readonly env: string;
-  /** Default as shown in `--help`, or `undefined` when the option is off by default. */
-  readonly default: string | undefined;
-  /** One line for `--help`. */
-  readonly help: string;
-}
-
-/** Every server option of C70, in `--help` order. */
-export const SERVER_OPTIONS: readonly OptionSpec[] = [
-  {
-    flag: "hostname",
-    env: "RELAY_HOSTNAME",
-    default: "0.0.0.0",
-    help: "address to listen on",
-  },
-  { flag: "port", env: "RELAY_PORT", default: "8787", help: "TCP port (0 picks a free one)" },
-  {
-    flag: "db",
-    env: "RELAY_DB",
-    default: "$STATE_DIRECTORY/relay.kv under systemd, else ./data/relay.kv",
-    help: "Deno KV database file",
-  },
-  {
-    flag: "dedupe-window",
-    env: "RELAY_DEDUPE_WINDOW",
-    default: "5m",
-    help: "same content within this time is a duplicate (e.g. 1500ms, 2s, 5m)",
-  },
-  {
-    flag: "qa-hosts",
-    env: "RELAY_QA_HOSTS",
-    default: DEFAULT_QA_HOSTS.join(","),
-    help: "comma-separated Q&A domains whose links go to the qa queue",
-  },
-  {
-    flag: "max-body",
-    env: "RELAY_MAX_BODY",
-    default: "512KiB",
-    help: "largest request body (bytes, KiB or MiB; at most 768KiB)",
-  },
-  {
-    flag: "publish-url",
-    env: "RELAY_PUBLISH_URL",
-    default: undefined,
-    help: "base URL of the downstream publishing services",
-  },
-  {
-    flag: "notes-url",
-    env: "RELAY_NOTES_URL",
-    default: undefined,
-    help: "base URL of the notes store, instead of --publish-url",
-  },
-  {
-    flag: "blog-url",
-    env: "RELAY_BLOG_URL",
-    default: undefined,
-    help: "base URL of the blog, instead of --publish-url",
-  },
-  {
-    flag: "podcast-url",
-    env: "RELAY_PODCAST_URL",
-    default: undefined,
-    help: "base URL of the podcast (read-aloud) queue, instead of --publish-url",
-  },
-  {
-    flag: "targets-file",
-    env: "RELAY_TARGETS_FILE",
-    default: undefined,
-    help:
-      "which service each target is: IMA, Memos, any HTTP endpoint (default: targets.json beside --db, if any)",
-  },
-  {
-    flag: "publish-timeout",
-    env: "RELAY_PUBLISH_TIMEOUT",
-    default: "15s",
-    help: "how long one downstream call may take (e.g. 500ms, 15s)",
-  },
-  {
-    flag: "public-url",
-    env: "RELAY_PUBLIC_URL",
-    default: undefined,
-    help: "URL phones reach the relay at, for feed, audio and post links (default: the request's)",
-  },
-  {
-    flag: "private-blog",
-    env: "RELAY_PRIVATE_BLOG",
-    default: "no",
-    help: "yes: the built-in blog and its feed need a key with the read scope",
-  },
-  {
-    flag: "private-podcast",
-    env: "RELAY_PRIVATE_PODCAST",
-    default: "no",
-    help: "yes: the built-in podcast's feed and audio need a key with the read scope",
-  },
-  {
-    flag: "tts-command",
-    env: "RELAY_TTS_COMMAND",
-    default: undefined,
-    help: "speech engine to run instead of the built-in one: text on stdin, WAV on stdout",
-  },
-  {
-    flag: "podcast-keep",
-    env: "RELAY_PODCAST_KEEP",
-    default: "100",
-    help: "podcast episodes kept; the oldest beyond are deleted",
-  },
-  {
-    flag: "podcast-max-disk",
-    env: "RELAY_PODCAST_MAX_DISK",
-    default: "1GiB",
-    help: "disk space for podcast audio (bytes, KiB, MiB or GiB); the oldest beyond are deleted",
-  },
-  {
-    flag: "api-key-file",
-    env: "RELAY_API_KEY_FILE",
-    default: undefined,
-    help: "file holding the API key (RELAY_API_KEY wins; default: api-key beside --db)",
-  },
-  {
-    flag: "keys-file",
-    env: "RELAY_KEYS_FILE",
-    default: undefined,
-    help: "named keys with scopes (relay keys add/list/remove; default: keys.json beside --db)",
-  },
-  {
-    flag: "tls-cert",
-    env: "RELAY_TLS_CERT",
-    default: undefined,
-    help: "PEM certificate chain: serve HTTPS (needs --tls-key)",
-  },
-  {
-    flag: "tls-key",
-    env: "RELAY_TLS_KEY",
-    default: undefined,
-    help: "PEM private key of --tls-cert",
-  },
-  {
-    flag: "backup-every",
-    env: "RELAY_BACKUP_EVERY",
-    default: undefined,
-    help: "while serving, export a backup into backups/ beside --db this often (e.g. 24h)",
-  },
-  {
-    flag: "backup-keep",
-    env: "RELAY_BACKUP_KEEP",
-    default: "7",
-    help: "how many of those backups to keep; the oldest beyond it are removed",
-  },
-  {
-    flag: "log-format",
-    env: "RELAY_LOG_FORMAT",
-    default: "text",
-    help: "text, or json: one JSON object per line, for log collectors",
-  },
-  {
-    flag: "log-level",
-    env: "RELAY_LOG_LEVEL",
-    default: "info",
-    help: "debug, info (adds a line per request), warn or error",
-  },
-];
-
-/** Environment variables holding secrets; there are no flags for these (C70). */
-export const SECRET_ENV = {
-  apiKey: "RELAY_API_KEY",
-  appId: "RELAY_APP_ID",
-  blogAccessCookie: "RELAY_BLOG_ACCESS_COOKIE",
-} as const;
+export { type OptionSpec, SECRET_ENV, SERVER_OPTIONS } from "./options.ts";
 
 /** The validated configuration of `relay serve`. Units: ms and bytes. */
 export interface Config {
@@ -209,6 +36,22 @@ export interface Config {
   readonly qaHosts: readonly string[];
   /** Body limit, bytes, 1 … 768 KiB (C5). */
   readonly maxBodyBytes: number;
+  /**
+   * Connections open at once, ≥ 1; keep it below the open-file limit less about 64
+   * (docs/operations.md, "Connections and file descriptors").
+   */
+  readonly maxConnections: number;
+  /** A connection with no request in progress is closed after this, ms, > 0. */
+  readonly idleTimeoutMs: number;
+  /** Results streams open at once, ≥ 1. */
+  readonly maxStreams: number;
+  /** Results streams one key may have open at once, ≥ 1. */
+  readonly maxStreamsPerKey: number;
+  /**
+   * Origins (`scheme://host[:port]`, as a browser sends them in `Origin`) allowed besides
+   * the relay's own; empty by default.
+   */
+  readonly allowedOrigins: readonly string[];
   /** Base URL of the downstream services (spec §4.9), when publishing is configured. */
   readonly publishUrl: string | undefined;
   /** Base URL of the notes store; overrides `publishUrl` for that target (C61). */
@@ -330,6 +173,24 @@ const yesNo = z
     error: "must be yes or no",
   })
   .transform((text) => ["yes", "true", "on", "1"].includes(text));
+const count = (what: string) =>
+  z
+    .string()
+    .regex(/^\d+$/, { error: `must be a whole number of ${what}, at least 1` })
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= 1_000_000, {
+      error: `must be a whole number of ${what}, from 1 to 1000000`,
+    });
+
+/** An origin as a browser sends it: `http` or `https`, a host, maybe a port, nothing else. */
+function parseOrigin(text: string): string | undefined {
+  if (!/^https?:\/\/[^/?#@]+\/?$/i.test(text)) return undefined;
+  try {
+    return new URL(text).origin;
+  } catch {
+    return undefined;
+  }
+}
 
 const configSchema = z.object({
   hostname: z.string().min(1, { error: "must not be empty" }).refine(isListenAddress, {
@@ -361,6 +222,23 @@ const configSchema = z.object({
     .refine((bytes) => bytes >= 1 && bytes <= MAX_BODY_LIMIT_BYTES, {
       error: `must be a size from 1 byte to 768KiB (${MAX_BODY_LIMIT_BYTES} bytes)`,
     }),
+  "max-connections": count("connections"),
+  "idle-timeout": z
+    .string()
+    .transform((text) => parseDuration(text) ?? -1)
+    .refine((ms) => ms >= 100 && ms <= MAX_DURATION_MS, {
+      error: "must be a duration from 100ms to 720h: a number with ms, s, m or h (e.g. 30s)",
+    }),
+  "max-streams": count("streams"),
+  "max-streams-per-key": count("streams"),
+  "allow-origin": z
+    .string()
+    .transform((text) => text.split(",").map((o) => o.trim()).filter((o) => o !== ""))
+    .refine((origins) => origins.every((o) => parseOrigin(o) !== undefined), {
+      error: "must be comma-separated origins such as https://relay.example or http://nas:8787",
+    })
+    .transform((origins) => origins.map((o) => parseOrigin(o)!))
+    .optional(),
   "publish-url": httpUrl,
   "notes-url": httpUrl,
   "blog-url": httpUrl,
@@ -530,6 +408,11 @@ export function loadConfig(
     dedupeWindowMs: value["dedupe-window"],
     qaHosts: value["qa-hosts"],
     maxBodyBytes: value["max-body"],
+    maxConnections: value["max-connections"],
+    idleTimeoutMs: value["idle-timeout"],
+    maxStreams: value["max-streams"],
+    maxStreamsPerKey: value["max-streams-per-key"],
+    allowedOrigins: value["allow-origin"] ?? [],
     publishUrl: value["publish-url"],
     notesUrl: value["notes-url"],
     blogUrl: value["blog-url"],

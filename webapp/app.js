@@ -525,6 +525,31 @@ function clearResults() {
 
 // --- Publish
 
+/**
+ * POSTs `body` as JSON to a publish endpoint; resolves to the relay's `{status, results}`
+ * answer, or to `undefined` after saying in `status` why there is none (the relay cannot be
+ * reached, or answered with a problem).
+ */
+async function postPublish(path, body, status) {
+  let response;
+  try {
+    response = await api(path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  } catch {
+    setStatus(status, UNREACHABLE, "error");
+    return undefined;
+  }
+  const type = response.headers.get("content-type") ?? "";
+  if (!type.startsWith("application/json")) {
+    setStatus(status, await explain(response), "error");
+    return undefined;
+  }
+  return await response.json();
+}
+
 function onPublish(event) {
   event.preventDefault();
   const form = event.currentTarget;
@@ -546,23 +571,8 @@ function onPublish(event) {
   return whileBusy(form.querySelector("button[type=submit]"), async () => {
     list.replaceChildren();
     setStatus(status, "Publishing…");
-    let response;
-    try {
-      response = await api("publish", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-    } catch {
-      setStatus(status, UNREACHABLE, "error");
-      return;
-    }
-    const type = response.headers.get("content-type") ?? "";
-    if (!type.startsWith("application/json")) {
-      setStatus(status, await explain(response), "error");
-      return;
-    }
-    const answer = await response.json();
+    const answer = await postPublish("publish", body, status);
+    if (answer === undefined) return;
     const summary = {
       ok: "Published to every target.",
       partial: "Published to some targets only.",
@@ -570,7 +580,7 @@ function onPublish(event) {
     };
     setStatus(
       status,
-      summary[answer.status] ?? `The relay answered ${response.status}`,
+      summary[answer.status] ?? "The relay answered without a status",
       answer.status === "ok" ? "ok" : "error",
     );
     for (const [target, outcome] of Object.entries(answer.results ?? {})) {
@@ -631,23 +641,8 @@ function retryFailed(id, button) {
   const status = byId("failed-status");
   return whileBusy(button, async () => {
     setStatus(status, "Retrying…");
-    let response;
-    try {
-      response = await api("publish/retry", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ id }),
-      });
-    } catch {
-      setStatus(status, UNREACHABLE, "error");
-      return;
-    }
-    const type = response.headers.get("content-type") ?? "";
-    if (!type.startsWith("application/json")) {
-      setStatus(status, await explain(response), "error");
-      return;
-    }
-    const answer = await response.json();
+    const answer = await postPublish("publish/retry", { id }, status);
+    if (answer === undefined) return;
     setStatus(
       status,
       answer.status === "ok"

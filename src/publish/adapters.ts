@@ -112,6 +112,18 @@ type Call =
   }
   | { readonly failed: string; readonly retryable: boolean };
 
+/**
+ * What an attempt comes to when no answer came back: tried again when sending twice is safe
+ * (`retryable`), else the target's error.
+ */
+function unanswered(
+  answer: { readonly failed: string; readonly retryable: boolean },
+): { readonly retry: string } | { readonly done: { status: "error"; error: string } } {
+  return answer.retryable
+    ? { retry: answer.failed }
+    : { done: { status: "error", error: answer.failed } };
+}
+
 /** Sends one JSON request without following redirects and reads the JSON answer. */
 async function call(
   url: string,
@@ -225,11 +237,7 @@ function imaCall(
       },
       body,
     }, context);
-    if ("failed" in answer) {
-      return answer.retryable
-        ? { retry: answer.failed }
-        : { done: { status: "error", error: answer.failed } };
-    }
+    if ("failed" in answer) return unanswered(answer);
     const { status, json } = answer;
     if (status === 401 || status === 403) {
       return {
@@ -408,11 +416,7 @@ function publishToMemos(
       headers: { authorization: `Bearer ${target.token}` },
       body: { content, visibility: target.visibility },
     }, context);
-    if ("failed" in answer) {
-      return answer.retryable
-        ? { retry: answer.failed }
-        : { done: { status: "error", error: answer.failed } };
-    }
+    if ("failed" in answer) return unanswered(answer);
     const { status, json } = answer;
     if (status === 401 || status === 403) {
       return {
@@ -519,11 +523,7 @@ function publishToHttp(
       { method: target.method, headers: { ...target.headers }, body },
       context,
     );
-    if ("failed" in answer) {
-      return answer.retryable
-        ? { retry: answer.failed }
-        : { done: { status: "error", error: answer.failed } };
-    }
+    if ("failed" in answer) return unanswered(answer);
     const { status, json } = answer;
     if (status === 429 || status === 503) {
       return { retry: `${target.url} answered HTTP ${status}`, afterMs: answer.retryAfterMs };

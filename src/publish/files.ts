@@ -7,12 +7,13 @@
  */
 
 import { dirname } from "node:path";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "../util/files.ts";
 
-/** Mode of every directory the services create. */
-export const DIR_MODE = 0o700;
+/** Mode of every directory the services create: the relay's one private mode. */
+export const DIR_MODE = PRIVATE_DIRECTORY_MODE;
 
-/** Mode of every file the services write. */
-export const FILE_MODE = 0o600;
+/** Mode of every file the services write: the relay's one private mode. */
+export const FILE_MODE = PRIVATE_FILE_MODE;
 
 /** Creates `path` and its missing parents with mode 0700 (an existing one is left as it is). */
 export async function ensureDir(path: string): Promise<void> {

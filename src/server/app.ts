@@ -17,7 +17,7 @@
  * @module
  */
 
-import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { type Context, Hono } from "hono";
 import pLimit from "p-limit";
 import {
   DEFAULT_MAX_BODY_BYTES,
@@ -27,17 +27,19 @@ import {
 } from "../constants.ts";
 import { HttpError, problemResponse, truncate } from "../errors.ts";
 import { storageProblem } from "./faults.ts";
+import { sizeOf } from "./responses.ts";
 import type { KeyRing } from "../access/named_keys.ts";
 import type { PublishConfig } from "../publish/publish.ts";
 import type { FailedPublishes } from "../publish/failed.ts";
 import type { BuiltinPublishing } from "./route.ts";
 import { DEFAULT_QA_HOSTS } from "../queues.ts";
 import { StorageError, type Store, StoreBusyError } from "../store/store.ts";
-import { AuthFailureLimiter, clientAddress, createRequireKey, redactedTarget } from "./auth.ts";
+import { AuthFailureLimiter, createAuthorize, KEY_ID, redactedTarget } from "./auth.ts";
 import { KEEP_ALIVE_MS, StreamLimits } from "./live.ts";
 import { Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
-import type { RouteContext, Routes } from "./route.ts";
+import type { RequestEnv, RouteContext, Routes } from "./route.ts";
+import type { Scope } from "../access/named_keys.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { pageRoutes } from "./routes/pages.ts";
 import { publishRoutes } from "./routes/publish.ts";
@@ -106,35 +108,31 @@ export interface AppOptions {
 const CONCURRENT_BULK_READS = 4;
 
 /**
- * The size of the body a response sends, bytes, for the access log: 0 for HEAD, its
- * `Content-Length` when it has one, else measured on a copy (problem documents, web app
+ * The size of the body a response sends, bytes, for the access log: 0 for HEAD, the size
+ * its maker recorded ({@linkcode sizeOf}), its `Content-Length` when it has one, else measured on a copy (problem documents, web app
  * files: bodies already in memory); `undefined` for an event stream, whose size is not
- * known when it starts.
+ * known when it starts. Synchronous unless it has to be measured.
  */
-async function bodyBytes(method: string, res: Response): Promise<number | undefined> {
+function bodyBytes(
+  method: string,
+  res: Response,
+): number | undefined | Promise<number | undefined> {
   if (method === "HEAD") return 0;
+  const known = sizeOf(res);
+  if (known !== undefined) return known;
   const declared = res.headers.get("content-length");
   if (declared !== null && /^\d+$/.test(declared)) return Number(declared);
   if (res.headers.get("content-type")?.startsWith("text/event-stream")) return undefined;
+  return measured(res);
+}
+
+/** The size of a response's body, measured on a copy; `undefined` when it was read. */
+async function measured(res: Response): Promise<number | undefined> {
   try {
     return (await res.clone().arrayBuffer()).byteLength;
   } catch {
     return undefined; // a body already read: the log line must not fail the request
   }
-}
-
-/**
- * A middleware that refuses every method but `methods` with 405 and `Allow` (C3). Hono
- * answers HEAD with the GET route; `c.req.method` is still the real method.
- */
-function allowMethods(path: string, methods: readonly string[]): MiddlewareHandler {
-  const allow = methods.join(", ");
-  return async (c, next) => {
-    if (!methods.includes(c.req.method)) {
-      throw new HttpError(405, `Cannot ${c.req.method} ${path}: use ${allow}`, { allow });
-    }
-    await next();
-  };
 }
 
 /**
@@ -156,8 +154,50 @@ export function appRoutes(relay: RouteContext): Routes {
 }
 
 /**
+ * The relay's HTTP app: what `Deno.serve` (or the relay's own accept loop) calls, and
+ * `request()` for tests, as Hono's app has it.
+ */
+export interface RelayApp {
+  /**
+   * Answers one request: the access log line and the request metrics around the routes.
+   *
+   * @param request The request; its URL's host comes from the `Host` header.
+   * @param info The connection it came on; without it (in-process) the client has no
+   *   address, is never rate limited and is logged as `-`.
+   * @returns The response; never rejects (errors become problem documents).
+   */
+  fetch(request: Request, info?: RequestInfo): Promise<Response>;
+  /**
+   * Answers a request made in-process, as Hono's `app.request()`: `input` a path such as
+   * `/peek?queue=qa` (on `http://localhost`), a full URL, or a `Request`.
+   *
+   * @param input What to request.
+   * @param init The request's method, headers and body.
+   * @param info The connection the request is said to come on.
+   */
+  request(
+    input: string | URL | Request,
+    init?: RequestInit,
+    info?: RequestInfo,
+  ): Promise<Response>;
+  /** Every route Hono serves, as `{ path, method }` (`ALL` for an endpoint's one handler). */
+  readonly routes: readonly { readonly path: string; readonly method: string }[];
+}
+
+/** The connection a request came on, as the relay's server passes it. */
+export interface RequestInfo {
+  /** The client's address, when it came over the network. */
+  readonly remoteAddr?: { readonly hostname?: string } | undefined;
+}
+
+/**
  * Builds the relay's HTTP app from the store and the configured options. Serve it with
  * `Deno.serve(app.fetch)` or call `app.request()` in tests.
+ *
+ * Each endpoint is one Hono handler that checks the method, the key and its scope and then
+ * runs the route (no middleware chain); the access log and the metrics wrap the whole app,
+ * and the request URL is parsed once, here, and handed down in Hono's `env`
+ * ({@linkcode RequestEnv}).
  *
  * @example
  * ```ts
@@ -165,7 +205,7 @@ export function appRoutes(relay: RouteContext): Routes {
  * const res = await app.request("/health");
  * ```
  */
-export function createApp(options: AppOptions): Hono {
+export function createApp(options: AppOptions): RelayApp {
   const { store } = options;
   const logger = options.logger ?? new Logger();
   const metrics = options.metrics ?? new RelayMetrics();
@@ -187,7 +227,7 @@ export function createApp(options: AppOptions): Hono {
     }),
   };
   const routes = appRoutes(relay);
-  const requireKey = createRequireKey({
+  const authorize = createAuthorize({
     apiKey: options.apiKey,
     keyRing: options.keyRing,
     failures: new AuthFailureLimiter(store.clock),
@@ -197,40 +237,26 @@ export function createApp(options: AppOptions): Hono {
   const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
   const app = new Hono();
 
-  // The access log and the request metrics; a Host header that makes no URL stops here.
-  app.use(async (c, next) => {
-    const started = performance.now();
-    // Deno builds the URL from the Host header: a malformed one makes it unparsable.
-    const refused = URL.canParse(c.req.url) ? undefined : problemResponse(
-      400,
-      "Cannot read the request: its Host header does not make a valid URL",
-    );
-    if (refused === undefined) await next();
-    const status = refused?.status ?? c.res.status;
-    const ms = performance.now() - started;
-    if (logger.enabled("info")) {
-      logger.access({
-        method: c.req.method,
-        path: redactedTarget(c.req.url, secrets),
-        status,
-        durationMs: ms,
-        bytes: await bodyBytes(c.req.method, refused ?? c.res),
-        client: clientAddress(c),
-      });
-    }
-    metrics.request(
-      refused === undefined && c.req.path in routes ? c.req.path : "other",
-      c.req.method,
-      status,
-      ms,
-    );
-    return refused;
-  });
-
+  // One handler per endpoint, in C3's order: method (405 with Allow), then key and scope.
+  // Hono answers HEAD with the GET route; `c.req.method` is still the real method.
   for (const [path, route] of Object.entries(routes)) {
-    const handle = (c: Context) => route.handler(c, new URL(c.req.url));
-    if (route.open) app.all(path, allowMethods(path, route.methods), handle);
-    else app.all(path, allowMethods(path, route.methods), requireKey(route.scope), handle);
+    const { methods, handler } = route;
+    const allow = methods.join(", ");
+    const scope = route.open ? undefined : route.scope;
+    app.all(path, (c: Context) => {
+      const method = c.req.method;
+      if (!methods.includes(method)) {
+        throw new HttpError(405, `Cannot ${method} ${path}: use ${allow}`, { allow });
+      }
+      const { url } = c.env as RequestEnv;
+      if (scope !== undefined) {
+        c.set(
+          KEY_ID,
+          authorize(c.req.raw, url, (c.env as RequestEnv).remoteAddr?.hostname, scope, path),
+        );
+      }
+      return handler(c, url);
+    });
   }
 
   // The built-in publishing services, beside the API (they check their own keys).
@@ -250,7 +276,8 @@ export function createApp(options: AppOptions): Hono {
     );
   });
 
-  app.onError((error) => {
+  // Every error leaves as a problem document (C1).
+  const errorResponse = (error: unknown): Response => {
     if (error instanceof HttpError) {
       return problemResponse(error.status, error.message, error.headers);
     }
@@ -260,7 +287,89 @@ export function createApp(options: AppOptions): Hono {
     if (error instanceof StorageError) return storageProblem(error);
     logger.error("relay: unexpected error", error);
     return problemResponse(500, "Internal error: the relay logged the cause");
-  });
+  };
+  app.onError(errorResponse);
 
-  return app;
+  // Reads answered from their cache before routing: the same checks in the same order
+  // (a known path, GET allowed, then Origin, key and scope), without Hono's dispatch.
+  const cachedReads = new Map<
+    string,
+    { scope: Scope; cached: (url: URL) => Response | undefined }
+  >();
+  for (const [path, route] of Object.entries(routes)) {
+    if (route.cached !== undefined && route.scope !== undefined && route.methods.includes("GET")) {
+      cachedReads.set(path, { scope: route.scope, cached: route.cached });
+    }
+  }
+  const fromCache = (request: Request, url: URL, info?: RequestInfo): Response | undefined => {
+    const route = cachedReads.get(url.pathname);
+    if (route === undefined) return undefined;
+    try {
+      authorize(request, url, info?.remoteAddr?.hostname, route.scope, url.pathname);
+      return route.cached(url);
+    } catch (error) {
+      return errorResponse(error);
+    }
+  };
+
+  const logging = logger.enabled("info");
+  // The access log and the request metrics; a Host header that makes no URL stops here.
+  const fetch = async (request: Request, info?: RequestInfo): Promise<Response> => {
+    const started = performance.now();
+    // Deno builds the URL from the Host header: a malformed one makes it unparsable.
+    const url = URL.parse(request.url);
+    let response: Response;
+    if (url === null) {
+      response = problemResponse(
+        400,
+        "Cannot read the request: its Host header does not make a valid URL",
+      );
+    } else {
+      const env: RequestEnv = { url, remoteAddr: info?.remoteAddr };
+      try {
+        response = (request.method === "GET" ? fromCache(request, url, info) : undefined) ??
+          await app.fetch(request, env);
+      } catch (error) {
+        // Hono's onError answers what handlers throw; this is for Hono itself failing.
+        logger.error("relay: unexpected error", error);
+        response = problemResponse(500, "Internal error: the relay logged the cause");
+      }
+    }
+    const ms = performance.now() - started;
+    const method = request.method;
+    if (logging) {
+      const bytes = bodyBytes(method, response);
+      logger.access({
+        method,
+        path: redactedTarget(request.url, secrets),
+        status: response.status,
+        durationMs: ms,
+        bytes: typeof bytes === "object" ? await bytes : bytes,
+        client: info?.remoteAddr?.hostname,
+      });
+    }
+    const path = url?.pathname;
+    metrics.request(
+      path !== undefined && Object.hasOwn(routes, path) ? path : "other",
+      method,
+      response.status,
+      ms,
+    );
+    return response;
+  };
+
+  return {
+    fetch,
+    routes: app.routes,
+    request(input, init, info) {
+      if (input instanceof Request) {
+        return fetch(init === undefined ? input : new Request(input, init), info);
+      }
+      const text = String(input);
+      const url = /^https?:\/\//.test(text)
+        ? text
+        : `http://localhost${text.startsWith("/") ? "" : "/"}${text}`;
+      return fetch(new Request(url, init), info);
+    },
+  };
 }

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { JSON_TYPE } from "./responses.ts";
+import { JSON_TYPE, withSize } from "./responses.ts";
 
 /** One serialised answer and what it is valid for. */
 export interface CachedAnswer {
@@ -15,8 +15,13 @@ export interface CachedAnswer {
   readonly version: number;
   /** Valid while the clock is before this, epoch ms (`Infinity`: until the next change). */
   readonly until: number;
-  /** The JSON body, encoded; `null` for a 204 answer. */
-  readonly body: Uint8Array<ArrayBuffer> | null;
+  /**
+   * The JSON body; `null` for a 204 answer. Kept as text: Deno sends a string body without
+   * copying it in JavaScript, where a `Uint8Array` body is copied for every response.
+   */
+  readonly body: string | null;
+  /** The body's size in UTF-8, bytes (0 for a 204 answer): its `Content-Length`. */
+  readonly bytes: number;
 }
 
 /** Largest answer body kept, bytes: a peek of large items is built again each time. */
@@ -54,11 +59,11 @@ export class AnswerCache {
 
   /** Stores `answer` under `key`, replacing what was there, unless its body is too large. */
   set(key: string, answer: CachedAnswer): void {
-    const size = answer.body?.byteLength ?? 0;
+    const size = answer.bytes;
     const old = this.#entries.get(key);
     if (old !== undefined) {
       this.#entries.delete(key);
-      this.#bytes -= old.body?.byteLength ?? 0;
+      this.#bytes -= old.bytes;
     }
     if (size > MAX_CACHED_BODY_BYTES) return;
     if (this.#entries.size >= this.#capacity || this.#bytes + size > MAX_CACHED_BYTES) {
@@ -79,17 +84,18 @@ const encoder = new TextEncoder();
  * @param until Epoch ms after which `value` may be out of date; `Infinity` for never.
  */
 export function answerOf(value: unknown, version: number, until: number): CachedAnswer {
-  return {
-    version,
-    until,
-    body: value === undefined ? null : encoder.encode(JSON.stringify(value)),
-  };
+  if (value === undefined) return { version, until, body: null, bytes: 0 };
+  const body = JSON.stringify(value);
+  return { version, until, body, bytes: encoder.encode(body).byteLength };
 }
 
 /** The HTTP response of a cached answer: 200 with the JSON body and its length, or 204. */
 export function cachedResponse(answer: CachedAnswer): Response {
   if (answer.body === null) return new Response(null, { status: 204 });
-  return new Response(answer.body, {
-    headers: { "content-type": JSON_TYPE, "content-length": String(answer.body.byteLength) },
-  });
+  return withSize(
+    new Response(answer.body, {
+      headers: { "content-type": JSON_TYPE, "content-length": String(answer.bytes) },
+    }),
+    answer.bytes,
+  );
 }

@@ -21,6 +21,12 @@ const UNSAFE =
   // deno-lint-ignore no-control-regex
   /[\x00-\x20\x7f-\x9f\\\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
+/** Text with no character of {@linkcode UNSAFE}: printable ASCII without the backslash. */
+const PLAIN = /^[\x21-\x5b\x5d-\x7e]*$/;
+
+/** The rank of level `info` in {@linkcode LOG_LEVELS}. */
+const INFO_RANK = LOG_LEVELS.indexOf("info");
+
 /** Longest method the access log shows, characters (methods are short words). */
 const LOGGED_METHOD_CHARS = 32;
 
@@ -41,12 +47,34 @@ const LOGGED_PATH_CHARS = 1024;
  * ```
  */
 export function logSafe(text: string, max: number): string {
+  if (text.length <= max && PLAIN.test(text)) return text; // the common case, unchanged
   const cut = text.length > max ? `${text.slice(0, max)}…(+${text.length - max})` : text;
   return cut.replace(UNSAFE, (char) => {
     if (char === "\\") return "\\\\";
     const code = char.charCodeAt(0);
     return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u{${code.toString(16)}}`;
   });
+}
+
+// The ISO 8601 text of the last second formatted (`2026-11-24T14:30:03.`): lines written
+// within one second share it and add their milliseconds.
+let isoSecond = NaN;
+let isoPrefix = "";
+
+/**
+ * `ms` as `Date.prototype.toISOString` writes it (`2026-11-24T14:30:03.412Z`), formatting
+ * the date and time of day once per second.
+ *
+ * @param ms Epoch ms, within the years 0–9999.
+ */
+export function isoTime(ms: number): string {
+  const second = Math.floor(ms / 1000);
+  if (second !== isoSecond) {
+    isoPrefix = new Date(second * 1000).toISOString().slice(0, 20);
+    isoSecond = second;
+  }
+  const milli = ms - second * 1000;
+  return `${isoPrefix}${milli < 10 ? "00" : milli < 100 ? "0" : ""}${milli}Z`;
 }
 
 /** One request as the access log records it (at level `info`). */
@@ -144,17 +172,14 @@ export class Logger {
    * {@linkcode logSafe}: escaped and cut, in both formats.
    */
   access(entry: AccessEntry): void {
-    if (!this.enabled("info")) return;
-    const time = new Date().toISOString();
+    if (this.#rank > INFO_RANK) return;
+    const time = isoTime(Date.now());
     const ms = Math.round(entry.durationMs * 10) / 10;
-    entry = {
-      ...entry,
-      method: logSafe(entry.method, LOGGED_METHOD_CHARS),
-      path: logSafe(entry.path, LOGGED_PATH_CHARS),
-    };
+    const method = logSafe(entry.method, LOGGED_METHOD_CHARS);
+    const path = logSafe(entry.path, LOGGED_PATH_CHARS);
     if (this.format === "text") {
       this.#writeAccess(
-        `${time} ${entry.client ?? "-"} ${entry.method} ${entry.path} ${entry.status} ` +
+        `${time} ${entry.client ?? "-"} ${method} ${path} ${entry.status} ` +
           `${entry.bytes ?? "-"} ${ms.toFixed(1)}ms`,
       );
       return;
@@ -162,9 +187,9 @@ export class Logger {
     this.#writeAccess(JSON.stringify({
       time,
       level: "info",
-      msg: `${entry.method} ${entry.path} ${entry.status}`,
-      method: entry.method,
-      path: entry.path,
+      msg: `${method} ${path} ${entry.status}`,
+      method,
+      path,
       status: entry.status,
       duration_ms: ms,
       bytes: entry.bytes ?? null,

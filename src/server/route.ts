@@ -29,11 +29,33 @@ export type Handler = (c: Context, url: URL) => Promise<Response>;
  * named key needs for it (issue 7; the main key has every scope).
  */
 export type Route =
-  & { readonly methods: readonly string[]; readonly handler: Handler }
+  & {
+    readonly methods: readonly string[];
+    readonly handler: Handler;
+    /**
+     * For a read whose answers are cached (`cache.ts`): the answer to a `GET`
+     * with this URL when the cache has it, else `undefined`. Synchronous and without the
+     * request's `Context`, so that the app can answer a cached read before routing it
+     * (docs/benchmarks.md, "Reads"). `handler` still answers every request it returns
+     * `undefined` for.
+     */
+    readonly cached?: (url: URL) => Response | undefined;
+  }
   & ({ readonly open: true; readonly scope?: never } | {
     readonly open?: never;
     readonly scope: Scope;
   });
+
+/**
+ * What the app hands every handler in Hono's `env`, for each request: its URL, parsed once
+ * before routing, and the address of the client it came from.
+ */
+export interface RequestEnv {
+  /** The request URL (its host from the `Host` header). */
+  readonly url: URL;
+  /** The client's address; `undefined` for an in-process request. */
+  readonly remoteAddr: { readonly hostname?: string | undefined } | undefined;
+}
 
 /** Endpoints by path, e.g. `{ "/submit": { scope: "submit", methods: ["POST"], … } }`. */
 export type Routes = Record<string, Route>;

@@ -269,19 +269,22 @@ export async function startRelay(
     let inFlight = 0;
     let draining = false;
     const idle = Promise.withResolvers<void>();
-    const handler = async (request: Request, info: ConnectionInfo): Promise<Response> => {
+    const done = () => {
+      if (--inFlight === 0 && draining) idle.resolve();
+    };
+    const handler = (request: Request, info: ConnectionInfo): Promise<Response> => {
       if (draining) {
-        return problemResponse(503, "Cannot serve: the relay is shutting down; try again", {
-          "connection": "close",
-          "retry-after": "5",
-        });
+        return Promise.resolve(
+          problemResponse(503, "Cannot serve: the relay is shutting down; try again", {
+            "connection": "close",
+            "retry-after": "5",
+          }),
+        );
       }
       inFlight++;
-      try {
-        return await app.fetch(request, info);
-      } finally {
-        if (--inFlight === 0 && draining) idle.resolve();
-      }
+      const answer = app.fetch(request, info); // a rejection still reaches onError below
+      answer.then(done, done);
+      return answer;
     };
 
     const server = serveOrExplain({

@@ -322,7 +322,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
 
   /** The key a request presents: header, query parameter or the access cookie. */
   const keyOf = (c: Context): string | undefined =>
-    presentedKey(c.req.raw.headers, new URL(c.req.url).searchParams) ??
+    presentedKey(c.req.raw.headers, new URL(c.req.url)) ??
       getCookie(c, ACCESS_COOKIE);
 
   const requireKey = (c: Context, scope: "read" | "publish", what: string) => {

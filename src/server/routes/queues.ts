@@ -58,6 +58,12 @@ const PEEK_CACHE_ANSWERS = 16;
 export function queueRoutes(relay: RouteContext): Routes {
   const { store, bulkRead } = relay;
   const peekCache = new AnswerCache(PEEK_CACHE_ANSWERS);
+  // The same query at the same state version and before the first shown lease ends
+  // answers the same bytes (docs/benchmarks.md, "Reads").
+  const cached = (url: URL) => {
+    const hit = peekCache.get(url.search, stateVersion(store, QUEUE_NAMES), store.clock());
+    return hit === undefined ? undefined : cachedResponse(hit);
+  };
   return {
     "/submit": {
       scope: "submit",
@@ -156,12 +162,11 @@ export function queueRoutes(relay: RouteContext): Routes {
     "/peek": {
       scope: "read",
       methods: ["GET", "HEAD"],
+      cached,
       handler: async (_c, url) => {
-        // The same query at the same state version and before the first shown lease ends
-        // answers the same bytes (docs/benchmarks.md, "Reads").
+        const hit = cached(url);
+        if (hit !== undefined) return hit;
         const key = url.search;
-        const hit = peekCache.get(key, stateVersion(store, QUEUE_NAMES), store.clock());
-        if (hit !== undefined) return cachedResponse(hit);
         const queue = parseOr400(
           queueParamSchema,
           url.searchParams.get("queue") ?? undefined,

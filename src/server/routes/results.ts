@@ -32,6 +32,12 @@ export function resultRoutes(relay: RouteContext): Routes {
   const { store, bulkRead } = relay;
   // Answers of reads that do not wait, by query string (each reader's cursor is one).
   const resultsCache = new AnswerCache(RESULTS_CACHE_ANSWERS);
+  // A read that does not wait, at the same version of the feed, answers the same bytes
+  // (docs/benchmarks.md, "Reads"); only such reads are stored (below).
+  const cached = (url: URL) => {
+    const hit = resultsCache.get(url.search, stateVersion(store, FEED), -Infinity);
+    return hit === undefined ? undefined : cachedResponse(hit);
+  };
   return {
     "/push": {
       scope: "push",
@@ -57,12 +63,11 @@ export function resultRoutes(relay: RouteContext): Routes {
     "/results": {
       scope: "read",
       methods: ["GET", "HEAD"],
+      cached,
       handler: async (c, url) => {
-        // A read that does not wait, at the same version of the feed, answers the same
-        // bytes (docs/benchmarks.md, "Reads"); only such reads are stored below.
+        const hit = cached(url);
+        if (hit !== undefined) return hit;
         const key = url.search;
-        const hit = resultsCache.get(key, stateVersion(store, FEED), -Infinity);
-        if (hit !== undefined) return cachedResponse(hit);
         const since = absentIfEmpty(url.searchParams.get("since"));
         const query = parseOr400(resultsQuerySchema, {
           since,

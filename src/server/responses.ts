@@ -22,6 +22,28 @@ const encoder = new TextEncoder();
  */
 const STREAM_ABOVE_BYTES = 64 * 1024;
 
+/** Bodies up to this many UTF-16 code units are sent as text ({@linkcode sized}). */
+const SHORT_CHARS = 1024;
+
+/** The size of `text` in UTF-8, bytes (an unpaired surrogate counts as U+FFFD: 3). */
+export function utf8Length(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) continue;
+    if (code < 0x800) {
+      bytes += 1;
+    } else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 2; // a pair: 4 bytes for 2 code units
+        i++;
+      } else bytes += 2;
+    } else bytes += 2;
+  }
+  return bytes;
+}
+
 /** `bytes` as a stream that gives the next piece only when the previous one was taken. */
 function piecewise(bytes: Uint8Array): ReadableStream<Uint8Array> {
   let offset = 0;
@@ -43,6 +65,18 @@ function piecewise(bytes: Uint8Array): ReadableStream<Uint8Array> {
  * @param type The `Content-Type`.
  */
 function sized(body: string, status: number, type: string): Response {
+  if (body.length <= SHORT_CHARS) {
+    // Short answers ("OK (qa)", a small JSON) go as text: the runtime encodes them as it
+    // writes, and their length is counted here without encoding them twice.
+    const length = utf8Length(body);
+    return withSize(
+      new Response(body, {
+        status,
+        headers: { "content-type": type, "content-length": String(length) },
+      }),
+      length,
+    );
+  }
   const bytes = encoder.encode(body);
   return withSize(
     new Response(bytes.byteLength > STREAM_ABOVE_BYTES ? piecewise(bytes) : bytes, {

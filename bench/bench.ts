@@ -15,13 +15,16 @@
  * Options: `--duration <s>` per load (default 5), `--rounds <n>` (default 3), `--idle <s>`
  * for the idle-write figure (default 60; 0 skips it), `--connections <n>` (default 64),
  * `--only <a,b>` (figures: peek, results, submit, push, health, pull), `--keep` (no
- * `/clear` between rounds: the duplicate records and the database grow round by round).
+ * `/clear` between rounds: the duplicate records and the database grow round by round),
+ * `--profile <figure>` (only that figure, with the relay under V8's CPU profiler; prints
+ * where its JavaScript thread's time went, from bench/profile.ts).
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
+import { profileTable } from "./profile.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const KEY = "bench-key-0123456789abcdef";
@@ -34,10 +37,12 @@ const { values } = parseArgs({
     connections: { type: "string", default: "64" },
     only: { type: "string", default: "peek,results,submit,push,health,pull" },
     keep: { type: "boolean", default: false },
+    profile: { type: "string" },
   },
 });
 const ROUNDS = Number(values.rounds);
-const ONLY = new Set(values.only.split(","));
+const PROFILE = values.profile;
+const ONLY = new Set(PROFILE === undefined ? values.only.split(",") : [PROFILE]);
 const DURATION = Number(values.duration);
 const IDLE = Number(values.idle);
 const CONNECTIONS = Number(values.connections);
@@ -436,6 +441,7 @@ async function main(): Promise<void> {
       "-P=relay",
       "--quiet",
       ...(Deno.env.get("BENCH_V8_FLAGS") ? [`--v8-flags=${Deno.env.get("BENCH_V8_FLAGS")}`] : []),
+      ...(PROFILE === undefined ? [] : [`--cpu-prof-dir=${dir}/profile`]),
       "main.ts",
       "serve",
       "--hostname",
@@ -491,7 +497,10 @@ async function main(): Promise<void> {
       );
     }
   }
-  const delivery = await deliveryLatency(base, 500);
+  // A profile is of the load alone (and the seeding), not of the delivery test.
+  const delivery = PROFILE === undefined
+    ? await deliveryLatency(base, 500)
+    : { longPoll: [], stream: [] };
   const loadedRss = rssMb(relay.child.pid);
 
   // Idle: no requests at all for IDLE seconds.
@@ -507,6 +516,14 @@ async function main(): Promise<void> {
   await relay.child.status;
   bare.child.kill("SIGTERM");
   await bare.child.status;
+  let profile = "";
+  if (PROFILE !== undefined) {
+    for await (const entry of Deno.readDir(`${dir}/profile`)) {
+      if (entry.name.endsWith(".cpuprofile")) {
+        profile = profileTable(`${dir}/profile/${entry.name}`);
+      }
+    }
+  }
   const dataBytes = await dirSize(dir);
   await Deno.remove(dir, { recursive: true });
 
@@ -571,6 +588,7 @@ async function main(): Promise<void> {
     firstHealth <= 300,
   );
   for (const [reader, ms] of Object.entries(delivery)) {
+    if (ms.length === 0) continue;
     const p50 = quantile(ms, 0.5);
     const p99 = quantile(ms, 0.99);
     figure(
@@ -599,6 +617,7 @@ async function main(): Promise<void> {
   console.log(
     misses.length === 0 ? "every target met" : `short of target:\n- ${misses.join("\n- ")}`,
   );
+  if (PROFILE !== undefined) console.log(`\nprofile of the relay under ${PROFILE}:\n${profile}`);
 }
 
 await main();

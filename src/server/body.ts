@@ -10,8 +10,8 @@
  */
 
 import { errorMessage, HttpError } from "../errors.ts";
-import { Deadlines } from "../util/deadlines.ts";
-import { readAtMost, untilAborted } from "../util/streams.ts";
+import { type Deadline, Deadlines } from "../util/deadlines.ts";
+import { readAtMost } from "../util/streams.ts";
 
 /** The body formats the relay accepts (C5). */
 export const ACCEPTED_TYPES = [
@@ -100,18 +100,23 @@ export async function readLimited(
   let bytes: Uint8Array | undefined;
   // A deadline cleared as soon as the body is read: AbortSignal.timeout() would keep every
   // request's reader alive for the whole 90 s (measured: 3 KB a request, 700 MB under load).
-  const late = new AbortController();
-  const deadline = bodyDeadlines.add(
-    timeoutMs,
-    () => late.abort(new DOMException("body too late", "TimeoutError")),
-  );
+  const tooLate = () => new DOMException("body too late", "TimeoutError");
+  let deadline: Deadline | undefined;
   try {
-    // Without Transfer-Encoding, Deno's HTTP parser reads exactly Content-Length bytes, so
-    // a declared length within the limit bounds the body: read it in one step (fewer async
-    // hops than the stream). Anything else is counted chunk by chunk.
-    bytes = declared !== null && request.headers.get("transfer-encoding") === null
-      ? new Uint8Array(await untilAborted(request.arrayBuffer(), late.signal))
-      : await readAtMost(request.body, limit, late.signal);
+    if (declared !== null && request.headers.get("transfer-encoding") === null) {
+      // Without Transfer-Encoding, Deno's HTTP parser reads exactly Content-Length bytes, so
+      // a declared length within the limit bounds the body: read it in one step (fewer async
+      // hops than the stream), raced against the deadline (the connection is closed after a
+      // 408, which ends the read).
+      const late = Promise.withResolvers<never>();
+      deadline = bodyDeadlines.add(timeoutMs, () => late.reject(tooLate()));
+      bytes = await Promise.race([request.bytes(), late.promise]);
+    } else {
+      // Anything else is counted chunk by chunk, and the stream cancelled when late.
+      const late = new AbortController();
+      deadline = bodyDeadlines.add(timeoutMs, () => late.abort(tooLate()));
+      bytes = await readAtMost(request.body, limit, late.signal);
+    }
   } catch (error) {
     if (error instanceof DOMException && error.name === "TimeoutError") {
       throw new HttpError(
@@ -122,7 +127,7 @@ export async function readLimited(
     }
     throw new HttpError(400, "Cannot read body: the client stopped sending it");
   } finally {
-    deadline.clear();
+    deadline?.clear();
   }
   if (bytes === undefined) throw tooLarge(`more than ${limit}`);
   return bytes;

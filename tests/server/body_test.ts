@@ -24,6 +24,25 @@ Deno.test("readLimited() answers 408 when the body stalls past the timeout", asy
   });
 });
 
+Deno.test("readLimited() answers 408 when a body with a Content-Length stalls past the timeout", async () => {
+  const stalled = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new Uint8Array([0x61])); // 1 of the 10 bytes declared, then nothing
+    },
+  });
+  const request = new Request("http://relay/submit", {
+    method: "POST",
+    body: stalled,
+    headers: { "content-length": "10" },
+  });
+  await assert.rejects(readLimited(request, 1024, 50), (error: unknown) => {
+    assert.ok(error instanceof HttpError);
+    assert.equal(error.status, 408);
+    assert.match(error.message, /did not arrive within 0.05 s/);
+    return true;
+  });
+});
+
 Deno.test("readLimited() C5 refuses a declared Content-Length over the limit without reading", async () => {
   let pulled = 0;
   const body = new ReadableStream<Uint8Array>({

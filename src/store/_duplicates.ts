@@ -67,17 +67,33 @@ export function recordAccepted(
   windowMs: number,
 ): void {
   draft.see(hash, draft.now);
+  // The relay deletes the record itself once the window has passed (SeenPruner.sweep); KV's
+  // own expiry is only a backstop for records it could not (see EXPIRY_BACKSTOP_MS).
   mutations.set(submissionKey(hash), { last_seen_at: draft.now } satisfies SubmissionRecord, {
-    expireIn: windowMs,
+    expireIn: windowMs + EXPIRY_BACKSTOP_MS,
   });
 }
 
 /**
+ * How long past its window a duplicate record may stay before Deno KV deletes it itself,
+ * ms. The relay's commits delete records as their window ends (a few hundred per commit,
+ * {@linkcode SWEEP_PER_COMMIT}); KV's own expiry deletes whatever has piled up in one go, on
+ * the connection the commits use, which stalled commits for up to 100 ms
+ * (docs/benchmarks.md, "Push p99 over successive rounds"). It is left for records dropped
+ * from memory under a burst, and for a relay stopped for longer than this.
+ */
+export const EXPIRY_BACKSTOP_MS = 60 * 60_000;
+
+/** Expired duplicate records one commit deletes at most. */
+export const SWEEP_PER_COMMIT = 256;
+
+/**
  * Reads the duplicate records still inside the window at `now` (epoch ms), at most
- * `limit` of them.
+ * `limit` of them, and the hashes of those past it (at most `limit`, to be deleted).
  *
- * @returns `seen`: SHA-256 hex → last accepted, epoch ms; `incompleteUntil`: 0 when every
- *   record in force was read, else until when one left in KV may be in force.
+ * @returns `seen`: SHA-256 hex → last accepted, epoch ms, oldest first; `incompleteUntil`:
+ *   0 when every record in force was read, else until when one left in KV may be in force;
+ *   `expired`: hashes of records past the window.
  * @throws KV errors.
  */
 export async function readSeen(
@@ -85,28 +101,33 @@ export async function readSeen(
   now: number,
   windowMs: number,
   limit: number,
-): Promise<{ seen: Map<string, number>; incompleteUntil: number }> {
-  const seen = new Map<string, number>();
+): Promise<{ seen: Map<string, number>; incompleteUntil: number; expired: string[] }> {
+  const inForce: Array<[string, number]> = [];
+  const expired: string[] = [];
   let incompleteUntil = 0;
   for await (const entry of kv.list<SubmissionRecord>({ prefix: submissionsPrefix() })) {
     const at = entry.value.last_seen_at;
-    if (now - at >= windowMs) continue;
-    if (seen.size < limit) seen.set(entry.key[1] as string, at);
+    const hash = entry.key[1] as string;
+    if (now - at >= windowMs) {
+      if (expired.length < limit) expired.push(hash);
+    } else if (inForce.length < limit) inForce.push([hash, at]);
     else incompleteUntil = Math.max(incompleteUntil, at + windowMs);
   }
-  return { seen, incompleteUntil };
+  // In the order of acceptance, which SeenPruner.sweep relies on (KV lists by hash).
+  inForce.sort((a, b) => a[1] - b[1]);
+  return { seen: new Map(inForce), incompleteUntil, expired };
 }
 
 /**
- * Forgets in-memory records older than the window, at most twice per window, and keeps
- * at most `limit` in memory: past it, the oldest recorded are dropped from memory (down to
- * nine tenths of `limit`, so that this happens once per many commits) and
- * `state.seenIncompleteUntil` says until when KV must be asked.
+ * Deletes duplicate records whose window has passed, in KV and in memory, a few hundred
+ * per commit ({@linkcode SeenPruner.sweep}), and keeps at most `limit` records in memory:
+ * past it, the oldest are dropped from memory only (down to nine tenths of `limit`, so that
+ * this happens once per many commits) and `state.seenIncompleteUntil` says until when KV
+ * must be asked.
  */
 export class SeenPruner {
   #windowMs: number;
   #limit: number;
-  #prunedAt = 0;
 
   /**
    * @param windowMs The duplicate window, ms.
@@ -117,15 +138,44 @@ export class SeenPruner {
     this.#limit = limit;
   }
 
-  /** Drops records from `state.seen` as described above, at `now` (epoch ms). */
-  prune(state: State, now: number): void {
-    const seen = state.seen;
-    if (now - this.#prunedAt >= this.#windowMs / 2) {
-      this.#prunedAt = now;
-      for (const [hash, at] of seen) {
-        if (now - at >= this.#windowMs) seen.delete(hash);
-      }
+  /**
+   * Adds to `mutations` the deletion of at most {@linkcode SWEEP_PER_COMMIT} records past
+   * their window at `now` (epoch ms): first those found so when the state was loaded, then
+   * the oldest in memory (`state.seen` is in the order of acceptance, so the walk stops at
+   * the first record still in force). Called before a batch's writes are applied, so that
+   * a content accepted again in the same commit is recorded again (the last mutation of a
+   * key wins).
+   *
+   * @returns What to run once the commit holding `mutations` has succeeded: it forgets the
+   *   deleted records (not one accepted again meanwhile). Until then memory is unchanged,
+   *   so a batch that commits nothing loses nothing.
+   */
+  sweep(state: State, now: number, mutations: Mutations): () => void {
+    let left = SWEEP_PER_COMMIT;
+    const expired = state.expiredInKv;
+    const fromLoad = Math.min(left, expired.length);
+    for (let i = expired.length - fromLoad; i < expired.length; i++) {
+      mutations.delete(submissionKey(expired[i]!));
     }
+    left -= fromLoad;
+    const swept: Array<[string, number]> = [];
+    for (const entry of state.seen) {
+      if (left-- <= 0 || now - entry[1] < this.#windowMs) break;
+      mutations.delete(submissionKey(entry[0]));
+      swept.push(entry);
+    }
+    if (fromLoad === 0 && swept.length === 0) return () => {};
+    return () => {
+      expired.length -= Math.min(fromLoad, expired.length);
+      for (const [hash, at] of swept) {
+        if (state.seen.get(hash) === at) state.seen.delete(hash);
+      }
+    };
+  }
+
+  /** Drops the oldest records from memory (not from KV) past the limit. */
+  prune(state: State): void {
+    const seen = state.seen;
     if (seen.size <= this.#limit) return;
     let excess = seen.size - Math.floor(this.#limit * 0.9);
     // A Map iterates in insertion order: the oldest recorded first.

@@ -93,11 +93,18 @@ export async function loadState(
     items,
     counters: meta?.counters ?? { pushed: items.length, evicted: 0, cleared: 0 },
   };
-  const { seen, incompleteUntil } = await readSeen(
+  const { seen, incompleteUntil, expired } = await readSeen(
     kv,
     Math.floor(clock()),
     dedupeWindowMs,
     seenInMemory,
   );
-  return { queues, feed, seen, seenIncompleteUntil: incompleteUntil, stamps };
+  return {
+    queues,
+    feed,
+    seen,
+    expiredInKv: expired,
+    seenIncompleteUntil: incompleteUntil,
+    stamps,
+  };
 }

@@ -88,10 +88,15 @@ export interface State {
   queues: Record<QueueName, QueueState>;
   feed: FeedState;
   /**
-   * Duplicate records: SHA-256 hex → last accepted, epoch ms (C13). At most a bounded
-   * number are kept in memory (`_duplicates.ts`); the rest are only in KV.
+   * Duplicate records: SHA-256 hex → last accepted, epoch ms (C13), oldest accepted first.
+   * At most a bounded number are kept in memory (`_duplicates.ts`); the rest are only in KV.
    */
   seen: Map<string, number>;
+  /**
+   * Hashes of records found in KV past their window when the state was loaded: the
+   * relay's commits delete them (`_duplicates.ts`, `SeenPruner.sweep`).
+   */
+  expiredInKv: string[];
   /**
    * Until when, epoch ms, a duplicate record missing from `seen` may still be in force in
    * KV (records were left out of memory); 0 when `seen` holds every record in force.
@@ -212,9 +217,14 @@ export class Draft {
     }
     if (this.#forgetAll) {
       state.seen.clear();
+      state.expiredInKv = [];
       state.seenIncompleteUntil = 0;
     }
-    for (const [hash, at] of this.#seen) state.seen.set(hash, at);
+    // Taken out and put back, so that the map stays in the order of acceptance.
+    for (const [hash, at] of this.#seen) {
+      state.seen.delete(hash);
+      state.seen.set(hash, at);
+    }
   }
 }
 

@@ -262,6 +262,8 @@ export class Writer {
       }
       const draft = new Draft(state, Math.floor(this.#clock()));
       const mutations = new Mutations();
+      // Duplicate records whose window has passed go with the batch (before its writes).
+      const swept = this.#pruner.sweep(state, draft.now, mutations);
       const results: unknown[] = [];
       const applied: Pending[] = [];
       // On a retry, the same batch again; otherwise every waiting write that fits.
@@ -299,7 +301,7 @@ export class Writer {
       if (applied.length === 0) return;
       let ok: boolean;
       try {
-        ok = await this.#commit(state, draft, mutations);
+        ok = await this.#commit(state, draft, mutations, swept);
       } catch (error) {
         if (
           error instanceof StorageError && error.kind === "full" && this.#health.releaseReserve()
@@ -333,11 +335,18 @@ export class Writer {
    * waiters of what changed. A change with nothing to store (an empty pull) commits
    * nothing, so workers polling an empty queue cause no disk writes.
    *
+   * @param committed Runs once the commit has succeeded and the draft is the state (the
+   *   duplicate records it deleted are then forgotten).
    * @returns `false` when a check failed (the file changed under us; state reloaded).
    * @throws {StorageError} for a storage fault (its `operation` is `"commit"`); other KV
    *   errors. The state is then reloaded before the next write.
    */
-  async #commit(state: State, draft: Draft, mutations: Mutations): Promise<boolean> {
+  async #commit(
+    state: State,
+    draft: Draft,
+    mutations: Mutations,
+    committed?: () => void,
+  ): Promise<boolean> {
     if (mutations.entries.size === 0 && mutations.touched.size === 0) {
       // Nothing to store; a draft may still forget records that KV no longer holds.
       draft.settle(mutations, null);
@@ -374,8 +383,9 @@ export class Writer {
     // Committed: the changed collections of the draft become the state (every change
     // touches its collection).
     draft.settle(mutations, res.versionstamp);
+    committed?.();
     this.#changed(mutations.touched);
-    this.#pruner.prune(state, draft.now);
+    this.#pruner.prune(state);
     this.#changes.notify(mutations.touched);
     return true;
   }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { clear, createStore, submit } from "../../src/store/store.ts";
+import { submissionsPrefix } from "../../src/store/kv_keys.ts";
 import { makeStore } from "../_helpers.ts";
 
 // Duplicate records past the in-memory bound are looked up in KV: the window stays exact
@@ -53,4 +54,34 @@ Deno.test("clear() forgets the records left in KV too", async () => {
   for (const c of contents) {
     assert.equal((await submit(t.store, c, "general")).accepted, true, c);
   }
+});
+
+/** The hashes of the duplicate records KV holds. */
+async function recordsInKv(kv: Deno.Kv): Promise<number> {
+  let n = 0;
+  for await (const _ of kv.list({ prefix: submissionsPrefix() })) n++;
+  return n;
+}
+
+Deno.test("the relay deletes duplicate records once their window has passed, in its own commits", async () => {
+  await using t = await makeStore({ dedupeWindowMs: 10_000 });
+  for (const c of contents) await submit(t.store, c, "general");
+  assert.equal(await recordsInKv(t.temp.kv), contents.length);
+  t.clock.advance(10_000);
+  // The next write's commit deletes the expired records; KV's own expiry is not waited for.
+  await submit(t.store, "a later link", "qa");
+  assert.equal(await recordsInKv(t.temp.kv), 1);
+  // Each deleted record's content is accepted again, and recorded again.
+  for (const c of contents) assert.equal((await submit(t.store, c, "general")).accepted, true);
+  assert.equal(await recordsInKv(t.temp.kv), contents.length + 1);
+});
+
+Deno.test("records past their window found when the store is opened are deleted by its next commit", async () => {
+  await using t = await makeStore({ dedupeWindowMs: 10_000 });
+  for (const c of contents) await submit(t.store, c, "general");
+  t.clock.advance(10_000);
+  const reopened = createStore(t.temp.kv, { clock: t.clock.read, dedupeWindowMs: 10_000 });
+  assert.equal((await submit(reopened, contents[0]!, "general")).accepted, true);
+  // The one just accepted is the only record left.
+  assert.equal(await recordsInKv(t.temp.kv), 1);
 });

@@ -124,7 +124,11 @@ export class Mutations {
   set(key: Deno.KvKey, value: unknown, options: { expireIn?: number } = {}): void {
     this.bytes += MUTATION_OVERHEAD_BYTES + (value instanceof Uint8Array ? value.length : 0) +
       (isHead(value) ? value.data.length : 0);
-    this.entries.set(JSON.stringify(key), { key, value, ...options });
+    const expireIn = options.expireIn;
+    this.entries.set(
+      JSON.stringify(key),
+      expireIn === undefined ? { key, value } : { key, value, expireIn },
+    );
   }
 
   /** Deletes `key`. */

@@ -71,7 +71,10 @@ export class Deadlines {
     const buckets = this.#buckets;
     return {
       clear() {
-        if (bucket.delete(callback) && bucket.size === 0) buckets.delete(tick);
+        // The bucket may have fired (and left the map) already: then there is nothing to do.
+        if (bucket.delete(callback) && bucket.size === 0 && buckets.get(tick) === bucket) {
+          buckets.delete(tick);
+        }
       },
     };
   }

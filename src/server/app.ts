@@ -109,9 +109,10 @@ const CONCURRENT_BULK_READS = 4;
 
 /**
  * The size of the body a response sends, bytes, for the access log: 0 for HEAD, the size
- * its maker recorded ({@linkcode sizeOf}), its `Content-Length` when it has one, else measured on a copy (problem documents, web app
- * files: bodies already in memory); `undefined` for an event stream, whose size is not
- * known when it starts. Synchronous unless it has to be measured.
+ * its maker recorded ({@linkcode sizeOf}), its `Content-Length` when it has one, else
+ * measured on a copy (problem documents, web app files: bodies already in memory);
+ * `undefined` for an event stream, whose size is not known when it starts. Synchronous
+ * unless it has to be measured.
  */
 function bodyBytes(
   method: string,
@@ -248,12 +249,9 @@ export function createApp(options: AppOptions): RelayApp {
       if (!methods.includes(method)) {
         throw new HttpError(405, `Cannot ${method} ${path}: use ${allow}`, { allow });
       }
-      const { url } = c.env as RequestEnv;
+      const { url, remoteAddr } = c.env as RequestEnv;
       if (scope !== undefined) {
-        c.set(
-          KEY_ID,
-          authorize(c.req.raw, url, (c.env as RequestEnv).remoteAddr?.hostname, scope, path),
-        );
+        c.set(KEY_ID, authorize(c.req.raw, url, remoteAddr?.hostname, scope, path));
       }
       return handler(c, url);
     });

@@ -306,9 +306,10 @@ export interface AuthorizeOptions {
 }
 
 /**
- * Makes `authorize(request, url, address, scope, path)`: the check, in C3's order after the method, that
- * lets a request through only with the main key or a named key that has `scope`. It runs
- * inside each route's one handler (no middleware chain), synchronously.
+ * Makes `authorize(request, url, address, scope, path)`: the check, in C3's order after
+ * the method, that lets a request through only with the main key or a named key that has
+ * `scope`. It runs synchronously, inside each endpoint's one handler and before a cached
+ * read is answered.
  *
  * A request from another web page's origin ({@linkcode foreignOrigin}) is refused first and
  * not counted as a failed authentication, so that a page a household member visits cannot
@@ -374,7 +375,8 @@ export function createAuthorize(
 
 /**
  * The name under which the app leaves, in the Hono context, which key a request presented
- * ({@linkcode createAuthorize}'s answer): {@linkcode MAIN_KEY_ID} or `named:<name>` (for per-key limits).
+ * ({@linkcode createAuthorize}'s answer): {@linkcode MAIN_KEY_ID} or `named:<name>` (for
+ * per-key limits).
  */
 export const KEY_ID = "relayKeyId";
 

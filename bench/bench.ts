@@ -12,6 +12,11 @@
  * ticks of 10 ms, over the whole load), the figure least disturbed by other processes.
  * Also: p99 latencies, idle RSS after start, push-to-delivery latency, idle writes.
  *
+ * A third server, the floor (bench/floor.ts), runs in the same rounds: the least any relay
+ * on this stack must do per request (read the key, log the request, commit a write to KV
+ * before answering) and nothing else. Its ratio to the reference shows how far a target
+ * is reachable at all; its idle RSS is the memory of Deno, KV, Hono and zod alone.
+ *
  * Options: `--duration <s>` per load (default 5), `--rounds <n>` (default 3), `--idle <s>`
  * for the idle-write figure (default 60; 0 skips it), `--connections <n>` (default 64),
  * `--only <a,b>` (figures: peek, results, submit, push, health, pull), `--keep` (no
@@ -435,6 +440,13 @@ async function main(): Promise<void> {
     ["run", "--allow-net=127.0.0.1", "bench/bare.ts"],
     /^listening (\d+)$/,
   );
+  // The floor's database grows by every write of every round: kept apart from the relay's,
+  // whose size is a figure.
+  const floorDir = await Deno.makeTempDir({ prefix: "relay-bench-floor-" });
+  const floor = await startServer(
+    ["run", "-A", "bench/floor.ts", `${floorDir}/floor.kv`],
+    /^listening (\d+)$/,
+  );
   const relay = await startServer(
     [
       "run",
@@ -455,6 +467,7 @@ async function main(): Promise<void> {
   );
   const base = `http://127.0.0.1:${relay.port}`;
   const bareBase = `http://127.0.0.1:${bare.port}`;
+  const floorBase = `http://127.0.0.1:${floor.port}`;
   // Start to first /health 200 (the process was started, then polled every 2 ms).
   let firstHealth = NaN;
   for (;;) {
@@ -474,8 +487,9 @@ async function main(): Promise<void> {
   await new Promise((r) => setTimeout(r, 5000));
   const idleRss = rssMb(relay.child.pid);
   const bareIdleRss = rssMb(bare.child.pid);
+  const floorIdleRss = rssMb(floor.child.pid);
 
-  const measured = new Map<string, Array<{ relay: Load; reference: Load }>>();
+  const measured = new Map<string, Array<{ relay: Load; reference: Load; floor: Load }>>();
   const sizes: Record<string, number> = {};
   for (let round = 1; round <= ROUNDS; round++) {
     await seed(base, round, round === 1 || !values.keep);
@@ -483,17 +497,21 @@ async function main(): Promise<void> {
       if (!ONLY.has(id)) continue;
       if (figure.reference !== "/") {
         sizes[id] = await copyBody(base, bareBase, figure.relayPath, figure.reference);
+        await copyBody(base, floorBase, figure.relayPath, figure.reference);
       }
       const reference = await wrk(bareBase + figure.reference, figure.script, bare.child.pid);
+      const least = await wrk(floorBase + figure.reference, figure.script, floor.child.pid);
       const load = await wrk(base + figure.relayPath, figure.script, relay.child.pid);
       if (!measured.has(id)) measured.set(id, []);
-      measured.get(id)!.push({ relay: load, reference });
+      measured.get(id)!.push({ relay: load, reference, floor: least });
       console.error(
         `round ${round} ${id}: ${Math.round(load.rps)}/s vs ${Math.round(reference.rps)}/s = ${
           (load.rps / reference.rps).toFixed(2)
         }×, ${load.cpuUs.toFixed(1)} µs/req (reference ${reference.cpuUs.toFixed(1)}), p99 ${
           load.p99.toFixed(1)
-        } ms`,
+        } ms; floor ${(least.rps / reference.rps).toFixed(2)}×, ${
+          least.cpuUs.toFixed(1)
+        } µs/req, p99 ${least.p99.toFixed(1)} ms`,
       );
     }
   }
@@ -514,8 +532,10 @@ async function main(): Promise<void> {
 
   relay.child.kill("SIGTERM");
   await relay.child.status;
-  bare.child.kill("SIGTERM");
-  await bare.child.status;
+  for (const server of [bare, floor]) {
+    server.child.kill("SIGTERM");
+    await server.child.status;
+  }
   let profile = "";
   if (PROFILE !== undefined) {
     for await (const entry of Deno.readDir(`${dir}/profile`)) {
@@ -526,32 +546,43 @@ async function main(): Promise<void> {
   }
   const dataBytes = await dirSize(dir);
   await Deno.remove(dir, { recursive: true });
+  await Deno.remove(floorDir, { recursive: true });
 
   const misses: string[] = [];
   const out: string[] = [];
   out.push(
-    `| figure (${CONNECTIONS} connections, ${DURATION} s, median of ${ROUNDS} rounds) | × reference | rounds | relay req/s | relay µs/req | reference req/s | reference µs/req | relay p50 ms | relay p99 ms | non-2xx | target |`,
+    `| figure (${CONNECTIONS} connections, ${DURATION} s, median of ${ROUNDS} rounds) | × reference | rounds | relay req/s | relay µs/req | reference req/s | reference µs/req | relay p50 ms | relay p99 ms | non-2xx | floor × reference | floor µs/req | floor p99 ms | target |`,
   );
-  out.push("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|");
+  out.push("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
   for (const [id, runs] of measured) {
     const figure = FIGURES[id]!;
     const ratios = runs.map((r) => r.relay.rps / r.reference.rps);
     const ratio = median(ratios);
     const p99 = median(runs.map((r) => r.relay.p99));
+    const floorRatio = median(runs.map((r) => r.floor.rps / r.reference.rps));
+    const floorP99 = median(runs.map((r) => r.floor.p99));
     const goals: string[] = [];
     let ok = true;
     if (figure.target !== undefined) {
       goals.push(`≥ ${figure.target}×`);
       if (ratio < figure.target) {
         ok = false;
-        misses.push(`${figure.name}: ${ratio.toFixed(2)}× < ${figure.target}×`);
+        misses.push(
+          `${figure.name}: ${ratio.toFixed(2)}× < ${figure.target}× (the floor: ${
+            floorRatio.toFixed(2)
+          }×)`,
+        );
       }
     }
     if (figure.p99Target !== undefined) {
       goals.push(`p99 ≤ ${figure.p99Target} ms`);
       if (p99 > figure.p99Target) {
         ok = false;
-        misses.push(`${figure.name}: p99 ${p99.toFixed(1)} ms > ${figure.p99Target} ms`);
+        misses.push(
+          `${figure.name}: p99 ${p99.toFixed(1)} ms > ${figure.p99Target} ms (the floor: ${
+            floorP99.toFixed(1)
+          } ms)`,
+        );
       }
     }
     const size = sizes[id] === undefined ? "" : ` (${(sizes[id]! / 1024).toFixed(1)} KB)`;
@@ -567,6 +598,9 @@ async function main(): Promise<void> {
         median(runs.map((r) => r.relay.p50)).toFixed(2),
         p99.toFixed(2),
         runs.map((r) => r.relay.statuses).join("/"),
+        floorRatio.toFixed(2),
+        median(runs.map((r) => r.floor.cpuUs)).toFixed(1),
+        floorP99.toFixed(2),
         `${goals.join(", ")} ${goals.length === 0 ? "" : ok ? "met" : "**missed**"} |`,
       ].join(" | "),
     );
@@ -580,6 +614,12 @@ async function main(): Promise<void> {
   out.push("|---|---:|---|---|");
   figure("idle RSS, 5 s after start", `${idleRss.toFixed(1)} MB`, "≤ 50 MB", idleRss <= 50);
   figure("idle RSS of the bare server", `${bareIdleRss.toFixed(1)} MB`, "—", true);
+  figure(
+    "idle RSS of the floor (Deno.serve, KV, Hono, zod)",
+    `${floorIdleRss.toFixed(1)} MB`,
+    "—",
+    true,
+  );
   figure("RSS after the loads", `${loadedRss.toFixed(1)} MB`, "—", true);
   figure(
     "start to first /health 200",

@@ -1,0 +1,128 @@
+/**
+ * The floor: the least work any relay on this stack must do per request, measured in the
+ * same rounds as the relay and the bare reference (docs/benchmarks.md, "The floor").
+ *
+ * It is not a relay. It has no queues, no validation, no duplicate check, no limits; it
+ * only does what the relay cannot skip:
+ *
+ * - every request: reads the `X-Auth-Key` and `Origin` headers and compares the key, parses
+ *   the URL, and queues one access-log line (batched to stdout every 50 ms, as the relay's
+ *   log is);
+ * - `GET <path>` whose body was set with `PUT <path>`: answers that body as
+ *   `application/json; charset=utf-8` with its `Content-Length`, as the relay's reads do;
+ * - `POST <path>`: reads the body as text and answers "OK" only after a Deno KV commit that
+ *   holds it is durable. Commits are grouped (one in flight; what arrives meanwhile waits
+ *   for the next), one `set` per request: the relay's group commit with nothing else in it.
+ *
+ * At start it opens a Deno KV file (the first argument) and loads Hono and zod, the stack's
+ * libraries that the relay loads at start, so its idle RSS is the stack's own memory.
+ * Neither is used per request: the throughput it measures stays the floor's.
+ *
+ * Prints `listening <port>` once it listens on 127.0.0.1.
+ *
+ * @module
+ */
+
+import { Hono } from "hono";
+import { z } from "zod";
+
+const KEY = Deno.env.get("RELAY_API_KEY") ?? "";
+const kv = await Deno.openKv(Deno.args[0]);
+
+// Loaded, not used per request (see the module doc).
+const stack = { app: new Hono(), schema: z.object({ content: z.string() }) };
+stack.app.get("/", (c) => c.text(stack.schema.parse({ content: "OK" }).content));
+
+/** Bodies set with `PUT`, with their UTF-8 length in bytes (measured once, at `PUT`). */
+const bodies = new Map<string, { text: string; bytes: string }>();
+const encoder = new TextEncoder();
+
+let lines: string[] = [];
+let flushing: ReturnType<typeof setTimeout> | undefined;
+let written: Promise<unknown> = Promise.resolve();
+
+let second = -1;
+let secondText = "";
+
+/** The time for a log line, formatted once per second (as the relay's log does). */
+function isoTime(): string {
+  const now = Date.now();
+  if (Math.floor(now / 1000) !== second) {
+    second = Math.floor(now / 1000);
+    secondText = new Date(second * 1000).toISOString();
+  }
+  return secondText;
+}
+
+/** Queues one access-log line; the batch goes to stdout within 50 ms. */
+function log(line: string): void {
+  lines.push(line);
+  flushing ??= setTimeout(() => {
+    flushing = undefined;
+    const data = encoder.encode(lines.join("\n") + "\n");
+    lines = [];
+    written = written.then(() => Deno.stdout.write(data)).catch(() => {});
+  }, 50);
+}
+
+let waiting: Array<{ content: string; done: () => void; failed: (e: unknown) => void }> = [];
+let inFlight = false;
+let sequence = 0;
+
+/** Commits what waits, one commit in flight at a time. */
+async function commit(): Promise<void> {
+  if (inFlight || waiting.length === 0) return;
+  inFlight = true;
+  const batch = waiting;
+  waiting = [];
+  const atomic = kv.atomic();
+  const now = Date.now();
+  for (const item of batch) atomic.set(["item", ++sequence], { content: item.content, at: now });
+  try {
+    await atomic.commit();
+    for (const item of batch) item.done();
+  } catch (error) {
+    for (const item of batch) item.failed(error);
+  }
+  inFlight = false;
+  void commit();
+}
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+Deno.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  onListen: ({ port }) => console.log(`listening ${port}`),
+}, async (req) => {
+  const started = performance.now();
+  const key = req.headers.get("x-auth-key");
+  const origin = req.headers.get("origin");
+  const path = new URL(req.url).pathname;
+  let res: Response;
+  if (req.method === "PUT") {
+    const text = await req.text();
+    bodies.set(path, { text, bytes: String(encoder.encode(text).length) });
+    res = new Response(null, { status: 204 });
+  } else if (key !== KEY || origin !== null) {
+    res = new Response("unauthorized", { status: 401 });
+  } else if (req.method === "POST") {
+    const content = await req.text();
+    await new Promise<void>((done, failed) => {
+      waiting.push({ content, done, failed });
+      void commit();
+    });
+    res = new Response("OK");
+  } else {
+    const body = bodies.get(path) ?? { text: "OK", bytes: "2" };
+    res = new Response(body.text, {
+      headers: { "content-type": JSON_TYPE, "content-length": body.bytes },
+    });
+  }
+  log(
+    `${isoTime()} INFO 127.0.0.1 ${req.method} ${path} ${res.status} ${
+      (performance.now() - started).toFixed(1)
+    }ms key=main`,
+  );
+  return res;
+});

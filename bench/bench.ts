@@ -22,7 +22,9 @@
  * `--only <a,b>` (figures: peek, results, submit, push, health, pull), `--keep` (no
  * `/clear` between rounds: the duplicate records and the database grow round by round),
  * `--profile <figure>` (only that figure, with the relay under V8's CPU profiler; prints
- * where its JavaScript thread's time went, from bench/profile.ts).
+ * where its JavaScript thread's time went, from bench/profile.ts), `--doc` (also writes the
+ * report into docs/benchmarks.md, between the markers of its section "The latest run", and
+ * formats that file with `deno fmt`).
  *
  * @module
  */
@@ -43,6 +45,7 @@ const { values } = parseArgs({
     only: { type: "string", default: "peek,results,submit,push,health,pull" },
     keep: { type: "boolean", default: false },
     profile: { type: "string" },
+    doc: { type: "boolean", default: false },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -642,22 +645,67 @@ async function main(): Promise<void> {
   if (IDLE > 0) {
     figure(`disk writes in ${IDLE} idle s`, `${idleWrites} bytes`, "0 bytes", idleWrites === 0);
   }
-  console.log(out.join("\n"));
-  console.log("");
   const cpus =
     Deno.readTextFileSync("/proc/cpuinfo").split("\n").filter((l) => l.startsWith("processor"))
       .length;
   const mem = Number(/MemTotal:\s+(\d+)/.exec(Deno.readTextFileSync("/proc/meminfo"))?.[1]) / 1024 /
     1024;
-  console.log(
+  out.push("");
+  out.push(
     `machine: ${cpus} cores, ${mem.toFixed(0)} GiB; deno ${Deno.version.deno}; ${
       new Date().toISOString().slice(0, 10)
     }; wrk -t1 -c${CONNECTIONS} -d${DURATION}s, ${ROUNDS} interleaved rounds`,
   );
-  console.log(
-    misses.length === 0 ? "every target met" : `short of target:\n- ${misses.join("\n- ")}`,
+  out.push("");
+  out.push(
+    misses.length === 0 ? "every target met" : `short of target:\n\n- ${misses.join("\n- ")}`,
   );
-  if (PROFILE !== undefined) console.log(`\nprofile of the relay under ${PROFILE}:\n${profile}`);
+  if (PROFILE !== undefined) out.push("", `profile of the relay under ${PROFILE}:`, "", profile);
+  const report = out.join("\n");
+  console.log(report);
+  if (values.doc) await writeDoc(report);
+}
+
+const DOC = `${ROOT}docs/benchmarks.md`;
+const DOC_START = "<!-- bench --doc: start of the latest run -->";
+const DOC_END = "<!-- bench --doc: end of the latest run -->";
+
+/**
+ * Puts `report` into docs/benchmarks.md between {@linkcode DOC_START} and
+ * {@linkcode DOC_END}, after a line naming the command, the date and the commit, then
+ * formats the file with `deno fmt` (the report's tables are not aligned).
+ *
+ * @throws {Error} when the file lacks the markers, or `deno fmt` fails.
+ */
+async function writeDoc(report: string): Promise<void> {
+  const text = await Deno.readTextFile(DOC);
+  const start = text.indexOf(DOC_START);
+  const end = text.indexOf(DOC_END);
+  if (start < 0 || end < start) {
+    throw new Error(`${DOC} lacks the markers ${DOC_START} … ${DOC_END}`);
+  }
+  const git = await new Deno.Command("git", {
+    args: ["describe", "--always", "--dirty"],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "null",
+  }).output().catch(() => undefined);
+  const commit = git?.success ? new TextDecoder().decode(git.stdout).trim() : "unknown";
+  const command = ["deno task bench", ...Deno.args].join(" ");
+  const written = [
+    DOC_START,
+    "",
+    `Written by \`${command}\` on ${new Date().toISOString().slice(0, 10)}, at commit ${commit}.`,
+    "",
+    report,
+    "",
+    DOC_END,
+  ].join("\n");
+  await Deno.writeTextFile(DOC, text.slice(0, start) + written + text.slice(end + DOC_END.length));
+  const fmt = await new Deno.Command(Deno.execPath(), { args: ["fmt", "--quiet", DOC], cwd: ROOT })
+    .output();
+  if (!fmt.success) throw new Error(`deno fmt ${DOC} failed`);
+  console.error(`bench: wrote the report into ${DOC}`);
 }
 
 await main();

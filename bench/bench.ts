@@ -4,9 +4,10 @@
  *
  * Each figure is a ratio: the relay's requests/s over a bare `Deno.serve` (bench/bare.ts)
  * answering the same body (`GET /peek`, `GET /results?since=0`, copied from the relay just
- * before) or "OK" (for writes), measured right after it in the same round. Rounds are
- * interleaved (reference, relay, reference, relay, …) and each figure is the median of
- * the rounds' ratios, because this machine is shared and noisy. Beside each ratio: the CPU
+ * before) or "OK" (for writes), measured in the same round. Rounds are interleaved: each
+ * round loads the reference, the floor (below) and the relay one after another, in an order
+ * that turns by one each round, and each figure is the median of the rounds' ratios,
+ * because this machine is shared and noisy. Beside each ratio: the CPU
  * time of the relay's main thread (the JavaScript thread, which also runs Deno's HTTP
  * server) per request, in µs, from `/proc/<pid>/task/<pid>/stat` (utime + stime, in clock
  * ticks of 10 ms, over the whole load), the figure least disturbed by other processes.
@@ -57,12 +58,16 @@ const CONNECTIONS = Number(values.connections);
 
 /** One wrk run's figures. */
 interface Load {
+  /** Requests answered per second. */
   rps: number;
   /** CPU time of the server's main thread per request, µs. */
   cpuUs: number;
+  /** Latency percentiles, ms. */
   p50: number;
   p99: number;
+  /** Socket errors and timeouts, counted by wrk. */
   errors: number;
+  /** Answers with a status of 400 or more (wrk's "Non-2xx or 3xx"), as a decimal string. */
   statuses: string;
 }
 
@@ -436,20 +441,49 @@ async function copyBody(base: string, bareBase: string, relayPath: string, refer
   return body.length;
 }
 
+/**
+ * Runs the bench; whatever happens, the servers it started are killed and its temporary
+ * directories removed.
+ */
 async function main(): Promise<void> {
   await ensureWrk();
+  const servers: Server[] = [];
+  const dirs: string[] = [];
+  try {
+    await measure(servers, dirs);
+  } finally {
+    for (const server of servers) {
+      try {
+        server.child.kill("SIGKILL");
+      } catch {
+        // already exited
+      }
+    }
+    for (const dir of dirs) await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+/**
+ * Starts the three servers (recorded in `servers`, their temporary directories in `dirs`,
+ * for {@linkcode main} to clean up), measures, and prints the report.
+ */
+async function measure(servers: Server[], dirs: string[]): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "relay-bench-" });
+  dirs.push(dir);
   const bare = await startServer(
     ["run", "--allow-net=127.0.0.1", "bench/bare.ts"],
     /^listening (\d+)$/,
   );
+  servers.push(bare);
   // The floor's database grows by every write of every round: kept apart from the relay's,
   // whose size is a figure.
   const floorDir = await Deno.makeTempDir({ prefix: "relay-bench-floor-" });
+  dirs.push(floorDir);
   const floor = await startServer(
     ["run", "-A", "bench/floor.ts", `${floorDir}/floor.kv`],
     /^listening (\d+)$/,
   );
+  servers.push(floor);
   const relay = await startServer(
     [
       "run",
@@ -468,6 +502,7 @@ async function main(): Promise<void> {
     ],
     /^relay listening on http:\/\/127\.0\.0\.1:(\d+)$/,
   );
+  servers.push(relay);
   const base = `http://127.0.0.1:${relay.port}`;
   const bareBase = `http://127.0.0.1:${bare.port}`;
   const floorBase = `http://127.0.0.1:${floor.port}`;
@@ -502,9 +537,23 @@ async function main(): Promise<void> {
         sizes[id] = await copyBody(base, bareBase, figure.relayPath, figure.reference);
         await copyBody(base, floorBase, figure.relayPath, figure.reference);
       }
-      const reference = await wrk(bareBase + figure.reference, figure.script, bare.child.pid);
-      const least = await wrk(floorBase + figure.reference, figure.script, floor.child.pid);
-      const load = await wrk(base + figure.relayPath, figure.script, relay.child.pid);
+      // The order turns each round, so that none always follows another's disk work.
+      const loads = [
+        () => wrk(bareBase + figure.reference, figure.script, bare.child.pid),
+        () => wrk(floorBase + figure.reference, figure.script, floor.child.pid),
+        () => wrk(base + figure.relayPath, figure.script, relay.child.pid),
+      ];
+      const results: Load[] = [];
+      for (let i = 0; i < loads.length; i++) {
+        const which = (i + round - 1) % loads.length;
+        results[which] = await loads[which]!();
+      }
+      const [reference, least, load] = results as [Load, Load, Load];
+      if (reference.statuses !== "0" || least.statuses !== "0") {
+        throw new Error(
+          `round ${round} ${id}: the reference answered ${reference.statuses} and the floor ${least.statuses} requests with an error status`,
+        );
+      }
       if (!measured.has(id)) measured.set(id, []);
       measured.get(id)!.push({ relay: load, reference, floor: least });
       console.error(
@@ -548,8 +597,6 @@ async function main(): Promise<void> {
     }
   }
   const dataBytes = await dirSize(dir);
-  await Deno.remove(dir, { recursive: true });
-  await Deno.remove(floorDir, { recursive: true });
 
   const misses: string[] = [];
   const out: string[] = [];

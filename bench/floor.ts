@@ -5,14 +5,16 @@
  * It is not a relay. It has no queues, no validation, no duplicate check, no limits; it
  * only does what the relay cannot skip:
  *
- * - every request: reads the `X-Auth-Key` and `Origin` headers and compares the key, parses
- *   the URL, and queues one access-log line (batched to stdout every 50 ms, as the relay's
- *   log is);
+ * - every request: reads the `X-Auth-Key` and `Origin` headers and compares the key, takes
+ *   the path out of the URL with string slicing (no `URL` object), and queues one access-log
+ *   line (batched to stdout every 50 ms, as the relay's log is);
  * - `GET <path>` whose body was set with `PUT <path>`: answers that body as
- *   `application/json; charset=utf-8` with its `Content-Length`, as the relay's reads do;
+ *   `application/json; charset=utf-8`, as the relay's reads do;
  * - `POST <path>`: reads the body as text and answers "OK" only after a Deno KV commit that
  *   holds it is durable. Commits are grouped (one in flight; what arrives meanwhile waits
- *   for the next), one `set` per request: the relay's group commit with nothing else in it.
+ *   for the next), one `set` per request: the relay's group commit with nothing else in it;
+ * - `GET /pull`: answers only after a grouped commit that deletes one key (a pull takes an
+ *   item: a write, as in the relay).
  *
  * At start it opens a Deno KV file (the first argument) and loads Hono and zod, the stack's
  * libraries that the relay loads at start, so its idle RSS is the stack's own memory.
@@ -33,8 +35,8 @@ const kv = await Deno.openKv(Deno.args[0]);
 const stack = { app: new Hono(), schema: z.object({ content: z.string() }) };
 stack.app.get("/", (c) => c.text(stack.schema.parse({ content: "OK" }).content));
 
-/** Bodies set with `PUT`, with their UTF-8 length in bytes (measured once, at `PUT`). */
-const bodies = new Map<string, { text: string; bytes: string }>();
+/** Bodies set with `PUT`, by path. */
+const bodies = new Map<string, string>();
 const encoder = new TextEncoder();
 
 let lines: string[] = [];
@@ -65,9 +67,17 @@ function log(line: string): void {
   }, 50);
 }
 
-let waiting: Array<{ content: string; done: () => void; failed: (e: unknown) => void }> = [];
+/** A write waiting for a commit: `content` to store, or `undefined` to delete one item. */
+interface Write {
+  content: string | undefined;
+  done: () => void;
+  failed: (e: unknown) => void;
+}
+
+let waiting: Write[] = [];
 let inFlight = false;
 let sequence = 0;
+let taken = 0;
 
 /** Commits what waits, one commit in flight at a time. */
 async function commit(): Promise<void> {
@@ -75,10 +85,13 @@ async function commit(): Promise<void> {
   inFlight = true;
   const batch = waiting;
   waiting = [];
-  const atomic = kv.atomic();
-  const now = Date.now();
-  for (const item of batch) atomic.set(["item", ++sequence], { content: item.content, at: now });
   try {
+    const atomic = kv.atomic();
+    const now = Date.now();
+    for (const { content } of batch) {
+      if (content === undefined) atomic.delete(["item", ++taken]);
+      else atomic.set(["item", ++sequence], { content, at: now });
+    }
     await atomic.commit();
     for (const item of batch) item.done();
   } catch (error) {
@@ -98,26 +111,28 @@ Deno.serve({
   const started = performance.now();
   const key = req.headers.get("x-auth-key");
   const origin = req.headers.get("origin");
-  const path = new URL(req.url).pathname;
+  const url = req.url;
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const end = url.indexOf("?", start);
+  const path = end < 0 ? url.slice(start) : url.slice(start, end);
   let res: Response;
   if (req.method === "PUT") {
-    const text = await req.text();
-    bodies.set(path, { text, bytes: String(encoder.encode(text).length) });
+    bodies.set(path, await req.text());
     res = new Response(null, { status: 204 });
   } else if (key !== KEY || origin !== null) {
     res = new Response("unauthorized", { status: 401 });
-  } else if (req.method === "POST") {
-    const content = await req.text();
+  } else if (req.method === "POST" || path === "/pull") {
+    const content = req.method === "POST" ? await req.text() : undefined;
     await new Promise<void>((done, failed) => {
       waiting.push({ content, done, failed });
       void commit();
     });
     res = new Response("OK");
   } else {
-    const body = bodies.get(path) ?? { text: "OK", bytes: "2" };
-    res = new Response(body.text, {
-      headers: { "content-type": JSON_TYPE, "content-length": body.bytes },
-    });
+    const body = bodies.get(path);
+    res = body === undefined
+      ? new Response("OK")
+      : new Response(body, { headers: { "content-type": JSON_TYPE } });
   }
   log(
     `${isoTime()} INFO 127.0.0.1 ${req.method} ${path} ${res.status} ${

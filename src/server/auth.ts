@@ -95,6 +95,9 @@ function holdsKey(text: string, secrets: Secrets): boolean {
   return false;
 }
 
+/** What a query holds if one of its parameter names, decoded, may hold `key`. */
+const MAY_NAME_KEY = /%|key/i;
+
 /**
  * The request target (path and query) of a request URL for the access log, with what could
  * be a key replaced by `REDACTED` (C4; docs/api.md, "Access log"):
@@ -119,7 +122,9 @@ export function redactedTarget(rawUrl: string, secrets?: Secrets): string {
   // Enough beyond the part shown that a key crossing its end is still found whole.
   let shown = target.slice(0, 2 * LOGGED_TARGET_CHARS);
   const question = shown.indexOf("?");
-  if (question >= 0) {
+  // A query without `%` and without `key` in any case has no parameter whose decoded name
+  // holds `key`: the common case, spared the split.
+  if (question >= 0 && MAY_NAME_KEY.test(shown.slice(question + 1))) {
     const parts = shown.slice(question + 1).split(/([&;])/);
     for (let i = 0; i < parts.length; i += 2) {
       const part = parts[i]!;

@@ -225,22 +225,29 @@ Deno.test("relay serve C7 shows created_at in UTC whatever the machine's time zo
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay serve answers a cached read with its JSON type and its length in bytes", async () => {
+Deno.test("relay serve answers a cached read, and HEAD of it, with its JSON type and its length in bytes", async () => {
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const call = client(relay.url);
   await call("/submit?queue=general", { method: "POST", body: "https://example.com/é/日本" });
   await call("/push", { method: "POST", body: "# Résumé" });
   for (const path of ["/peek", "/results?since=0"]) {
-    // The second answer of each comes from the read cache.
+    // The first answer is built and kept; the second and the HEAD come from the read cache.
+    const lengths: string[] = [];
     for (const round of [1, 2]) {
-      const res = await call(path);
+      const res = await call(path, { headers: { "accept-encoding": "identity" } });
       const body = new Uint8Array(await res.arrayBuffer());
       assert.equal(res.status, 200);
       assert.equal(res.headers.get("content-type"), "application/json; charset=utf-8");
       assert.equal(res.headers.get("content-length"), String(body.byteLength), `${path} ${round}`);
       assert.ok(new TextDecoder().decode(body).includes(path === "/peek" ? "日本" : "Résumé"));
+      lengths.push(String(body.byteLength));
     }
+    const head = await call(path, { method: "HEAD" });
+    assert.equal(head.status, 200);
+    assert.equal(head.headers.get("content-type"), "application/json; charset=utf-8");
+    assert.equal(head.headers.get("content-length"), lengths[0], `HEAD ${path}`);
+    assert.equal((await head.arrayBuffer()).byteLength, 0);
   }
   await relay.stop();
   await Deno.remove(dir, { recursive: true });

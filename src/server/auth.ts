@@ -95,8 +95,12 @@ function holdsKey(text: string, secrets: Secrets): boolean {
   return false;
 }
 
-/** What a query holds if one of its parameter names, decoded, may hold `key`. */
-const MAY_NAME_KEY = /%|key/i;
+/**
+ * What a query holds if one of its parameter names, decoded and lower-cased, may hold
+ * `key`: a `%`, or `key` in any case, where the Kelvin sign (U+212A) counts as a `k`
+ * because `toLowerCase` makes it one.
+ */
+const MAY_NAME_KEY = /%|[k\u212A]ey/i;
 
 /**
  * The request target (path and query) of a request URL for the access log, with what could
@@ -122,8 +126,8 @@ export function redactedTarget(rawUrl: string, secrets?: Secrets): string {
   // Enough beyond the part shown that a key crossing its end is still found whole.
   let shown = target.slice(0, 2 * LOGGED_TARGET_CHARS);
   const question = shown.indexOf("?");
-  // A query without `%` and without `key` in any case has no parameter whose decoded name
-  // holds `key`: the common case, spared the split.
+  // A query without `%` and without `key` in any case (MAY_NAME_KEY) has no parameter whose
+  // decoded name holds `key`: the common case, spared the split.
   if (question >= 0 && MAY_NAME_KEY.test(shown.slice(question + 1))) {
     const parts = shown.slice(question + 1).split(/([&;])/);
     for (let i = 0; i < parts.length; i += 2) {

@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import { redactedTarget } from "../../src/server/auth.ts";
 
-const SECRETS = { mainKey: "main-key-0123456789" };
+// Neither key holds "key", so that the queries below without one take the short way.
+const MAIN = "main-secret-0123456789";
+const NAMED = "N".repeat(20) + "a1_-".repeat(5) + "xyz";
+const SECRETS = { mainKey: MAIN, isNamedKey: (text: string) => text === NAMED };
 
 Deno.test("redactedTarget() redacts every parameter whose decoded name holds `key`, in any case", () => {
   const cases: [string, string][] = [
@@ -11,22 +14,25 @@ Deno.test("redactedTarget() redacts every parameter whose decoded name holds `ke
     ["http://relay/peek?K%45Y=abc;queue=qa", "/peek?K%45Y=REDACTED;queue=qa"],
     ["http://relay/peek?api_key=abc", "/peek?api_key=REDACTED"],
     ["http://relay/peek?my+Key=abc", "/peek?my+Key=REDACTED"],
+    // The Kelvin sign is lower-cased to "k".
+    ["http://relay/peek?\u212Aey=abc", "/peek?\u212Aey=REDACTED"],
   ];
   for (const [url, target] of cases) assert.equal(redactedTarget(url, SECRETS), target, url);
 });
 
-Deno.test("redactedTarget() leaves a query without a key as it is, and finds the main key anywhere", () => {
+Deno.test("redactedTarget() leaves a query without a key as it is, and finds the keys anywhere", () => {
+  assert.equal(NAMED.length, 43);
   assert.equal(redactedTarget("http://relay/peek?queue=qa", SECRETS), "/peek?queue=qa");
   assert.equal(
     redactedTarget("http://relay/results?since=12&wait=30", SECRETS),
     "/results?since=12&wait=30",
   );
+  assert.equal(redactedTarget(`http://relay/peek?queue=${MAIN}`, SECRETS), "/peek?queue=REDACTED");
   assert.equal(
-    redactedTarget(`http://relay/peek?queue=${SECRETS.mainKey}`, SECRETS),
+    redactedTarget(`http://relay/peek?queue=${encodeURIComponent(MAIN)}`, SECRETS),
     "/peek?queue=REDACTED",
   );
-  assert.equal(
-    redactedTarget(`http://relay/${SECRETS.mainKey}/x?queue=qa`, SECRETS),
-    "/REDACTED/x?queue=qa",
-  );
+  assert.equal(redactedTarget(`http://relay/${MAIN}/x?queue=qa`, SECRETS), "/REDACTED/x?queue=qa");
+  assert.equal(redactedTarget(`http://relay/peek?q=${NAMED}`, SECRETS), "/peek?q=REDACTED");
+  assert.equal(redactedTarget(`http://relay/${NAMED}?queue=qa`, SECRETS), "/REDACTED?queue=qa");
 });

@@ -62,10 +62,11 @@ interface Load {
   rps: number;
   /** CPU time of the server's main thread per request, µs. */
   cpuUs: number;
-  /** Latency percentiles, ms. */
+  /** Median latency, ms. */
   p50: number;
+  /** 99th percentile of latency, ms. */
   p99: number;
-  /** Socket errors and timeouts, counted by wrk. */
+  /** Requests that failed, counted by wrk: error statuses, socket errors and timeouts. */
   errors: number;
   /** Answers with a status of 400 or more (wrk's "Non-2xx or 3xx"), as a decimal string. */
   statuses: string;
@@ -601,15 +602,16 @@ async function measure(servers: Server[], dirs: string[]): Promise<void> {
   const misses: string[] = [];
   const out: string[] = [];
   out.push(
-    `| figure (${CONNECTIONS} connections, ${DURATION} s, median of ${ROUNDS} rounds) | × reference | rounds | relay req/s | relay µs/req | reference req/s | reference µs/req | relay p50 ms | relay p99 ms | non-2xx | floor × reference | floor µs/req | floor p99 ms | target |`,
+    `| figure (${CONNECTIONS} connections, ${DURATION} s, median of ${ROUNDS} rounds) | × reference | rounds | relay req/s | relay µs/req | reference req/s | reference µs/req | relay p50 ms | relay p99 ms | non-2xx | floor × reference | floor rounds | floor µs/req | floor p99 ms | floor p99 rounds | target |`,
   );
-  out.push("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+  out.push("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---|");
   for (const [id, runs] of measured) {
     const figure = FIGURES[id]!;
     const ratios = runs.map((r) => r.relay.rps / r.reference.rps);
     const ratio = median(ratios);
     const p99 = median(runs.map((r) => r.relay.p99));
-    const floorRatio = median(runs.map((r) => r.floor.rps / r.reference.rps));
+    const floorRatios = runs.map((r) => r.floor.rps / r.reference.rps);
+    const floorRatio = median(floorRatios);
     const floorP99 = median(runs.map((r) => r.floor.p99));
     const goals: string[] = [];
     let ok = true;
@@ -649,8 +651,10 @@ async function measure(servers: Server[], dirs: string[]): Promise<void> {
         p99.toFixed(2),
         runs.map((r) => r.relay.statuses).join("/"),
         floorRatio.toFixed(2),
+        floorRatios.map((r) => r.toFixed(2)).join(" "),
         median(runs.map((r) => r.floor.cpuUs)).toFixed(1),
         floorP99.toFixed(2),
+        runs.map((r) => r.floor.p99.toFixed(1)).join(" "),
         `${goals.join(", ")} ${goals.length === 0 ? "" : ok ? "met" : "**missed**"} |`,
       ].join(" | "),
     );

@@ -96,13 +96,6 @@ function holdsKey(text: string, secrets: Secrets): boolean {
 }
 
 /**
- * What a query holds if one of its parameter names, decoded and lower-cased, may hold
- * `key`: a `%`, or `key` in any case, where the Kelvin sign (U+212A) counts as a `k`
- * because `toLowerCase` makes it one.
- */
-const MAY_NAME_KEY = /%|[k\u212A]ey/i;
-
-/**
  * The request target (path and query) of a request URL for the access log, with what could
  * be a key replaced by `REDACTED` (C4; docs/api.md, "Access log"):
  * - the value of every query parameter whose name, percent-decoded and in any case, holds
@@ -126,9 +119,7 @@ export function redactedTarget(rawUrl: string, secrets?: Secrets): string {
   // Enough beyond the part shown that a key crossing its end is still found whole.
   let shown = target.slice(0, 2 * LOGGED_TARGET_CHARS);
   const question = shown.indexOf("?");
-  // A query without `%` and without `key` in any case (MAY_NAME_KEY) has no parameter whose
-  // decoded name holds `key`: the common case, spared the split.
-  if (question >= 0 && MAY_NAME_KEY.test(shown.slice(question + 1))) {
+  if (question >= 0) {
     const parts = shown.slice(question + 1).split(/([&;])/);
     for (let i = 0; i < parts.length; i += 2) {
       const part = parts[i]!;

@@ -221,7 +221,7 @@ export class Logger {
 /** Longest time a line waits before it is written, ms. */
 const FLUSH_INTERVAL_MS = 20;
 
-/** Bytes gathered before a write is started early. */
+/** Bytes gathered before a write is started at once. */
 const FLUSH_BYTES = 64 * 1024;
 
 const encoder = new TextEncoder();
@@ -243,12 +243,17 @@ export class BatchedLog {
     this.#out = out;
   }
 
-  /** Queues one line (without its newline). */
+  /**
+   * Queues one line (without its newline). The batch is handed to the writer within
+   * {@linkcode FLUSH_INTERVAL_MS}, or at once when it reaches {@linkcode FLUSH_BYTES}: one
+   * timer per batch, never one per line (a timer per line cost a fifth of a cached read
+   * under load; docs/benchmarks.md, "Reads").
+   */
   readonly line = (text: string): void => {
     this.#lines.push(text);
     this.#bytes += text.length + 1;
-    if (this.#bytes >= FLUSH_BYTES) this.#flushSoon(0);
-    else this.#flushSoon(FLUSH_INTERVAL_MS);
+    if (this.#bytes >= FLUSH_BYTES) void this.flush();
+    else this.#timer ??= setTimeout(() => void this.flush(), FLUSH_INTERVAL_MS);
   };
 
   /** Writes every queued line; resolves once they are written. */
@@ -262,12 +267,6 @@ export class BatchedLog {
       this.#writing = this.#writing.then(() => writeAll(this.#out, data)).catch(() => {});
     }
     await this.#writing;
-  }
-
-  #flushSoon(ms: number): void {
-    if (this.#timer !== undefined && ms > 0) return;
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => void this.flush(), ms);
   }
 }
 

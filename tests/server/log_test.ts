@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { LOG_LEVELS } from "../../src/constants.ts";
-import { Logger, logSafe } from "../../src/server/log.ts";
+import { BatchedLog, Logger, logSafe } from "../../src/server/log.ts";
 
 const ENTRY = {
   method: "GET",
@@ -93,4 +93,50 @@ Deno.test("Logger access lines escape the method and path in both formats and cu
     const path = format === "json" ? JSON.parse(line!).path : line!.split(" ")[3];
     assert.match(path, /^\/x\\u\{202e\}y\\x0az{1000,}…\(\+\d+\)$/);
   }
+});
+
+/** A writer that keeps what it is given, as standard output would take it. */
+function collector(): {
+  out: { write(p: Uint8Array): Promise<number> };
+  text(): string;
+  writes: number;
+} {
+  const chunks: Uint8Array[] = [];
+  const sink = {
+    writes: 0,
+    out: {
+      write(p: Uint8Array): Promise<number> {
+        sink.writes++;
+        chunks.push(p.slice());
+        return Promise.resolve(p.length);
+      },
+    },
+    text: () => new TextDecoder().decode(new Uint8Array(chunks.flatMap((c) => [...c]))),
+  };
+  return sink;
+}
+
+Deno.test("BatchedLog hands 64 KiB of lines to its writer at once, in order, without waiting for a timer", async () => {
+  const sink = collector();
+  const log = new BatchedLog(sink.out);
+  const lines = Array.from({ length: 700 }, (_, i) => `line ${i} ${"x".repeat(100)}`);
+  for (const line of lines) log.line(line); // 700 × ~110 bytes: over 64 KiB
+  // A few turns of the microtask queue, no timer: the batch is already on its way.
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+  assert.ok(sink.writes >= 1, "the full batch waited for a timer");
+  log.line("last");
+  await log.flush();
+  assert.equal(sink.text(), [...lines, "last"].join("\n") + "\n");
+});
+
+Deno.test("BatchedLog writes a short batch once it is flushed, each line once", async () => {
+  const sink = collector();
+  const log = new BatchedLog(sink.out);
+  log.line("a");
+  log.line("b");
+  assert.equal(sink.writes, 0);
+  await log.flush();
+  await log.flush();
+  assert.equal(sink.text(), "a\nb\n");
+  assert.equal(sink.writes, 1);
 });

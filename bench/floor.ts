@@ -7,7 +7,7 @@
  *
  * - every request: reads the `X-Auth-Key` and `Origin` headers and compares the key, takes
  *   the path out of the URL with string slicing (no `URL` object), and queues one access-log
- *   line (batched to stdout within 20 ms, or at once at 64 KiB, as the relay's log is);
+ *   line, written by the relay's own batching writer and time format (`src/server/log.ts`);
  * - `GET <path>` whose body was set with `PUT <path>`: answers that body as
  *   `application/json; charset=utf-8`, as the relay's reads do;
  * - `POST <path>`: reads the body as text and answers "OK" only after a Deno KV commit that
@@ -27,6 +27,7 @@
 
 import { Hono } from "hono";
 import { z } from "zod";
+import { BatchedLog, isoTime } from "../src/server/log.ts";
 
 const KEY = Deno.env.get("RELAY_API_KEY") ?? "";
 const kv = await Deno.openKv(Deno.args[0]);
@@ -37,57 +38,9 @@ stack.app.get("/", (c) => c.text(stack.schema.parse({ content: "OK" }).content))
 
 /** Bodies set with `PUT`, by path. */
 const bodies = new Map<string, string>();
-const encoder = new TextEncoder();
 
-let lines: string[] = [];
-let flushing: ReturnType<typeof setTimeout> | undefined;
-let written: Promise<unknown> = Promise.resolve();
-
-let second = -1;
-let secondText = "";
-
-/**
- * The time for a log line with its milliseconds, the rest formatted once per second (as
- * the relay's log does).
- */
-function isoTime(): string {
-  const now = Date.now();
-  if (Math.floor(now / 1000) !== second) {
-    second = Math.floor(now / 1000);
-    secondText = new Date(second * 1000).toISOString().slice(0, 20);
-  }
-  const milli = now - second * 1000;
-  return `${secondText}${milli < 10 ? "00" : milli < 100 ? "0" : ""}${milli}Z`;
-}
-
-/** Longest time a line waits before it is written, ms (the relay's). */
-const FLUSH_INTERVAL_MS = 20;
-
-/** Bytes gathered before a write is started at once (the relay's). */
-const FLUSH_BYTES = 64 * 1024;
-
-let pending = 0;
-
-/** Writes the queued lines to stdout. */
-function flush(): void {
-  clearTimeout(flushing);
-  flushing = undefined;
-  const data = encoder.encode(lines.join("\n") + "\n");
-  lines = [];
-  pending = 0;
-  written = written.then(() => Deno.stdout.write(data)).catch(() => {});
-}
-
-/**
- * Queues one access-log line; the batch goes to stdout within 20 ms, or at once when 64 KiB
- * are waiting.
- */
-function log(line: string): void {
-  lines.push(line);
-  pending += line.length + 1;
-  if (pending >= FLUSH_BYTES) flush();
-  else flushing ??= setTimeout(flush, FLUSH_INTERVAL_MS);
-}
+/** The access log, batched by the relay's own writer (20 ms, or at once at 64 KiB). */
+const accessLog = new BatchedLog();
 
 /** A write waiting for a commit: `content` to store, or `undefined` to delete one item. */
 interface Write {
@@ -156,8 +109,8 @@ Deno.serve({
       ? new Response("OK")
       : new Response(body, { headers: { "content-type": JSON_TYPE } });
   }
-  log(
-    `${isoTime()} INFO 127.0.0.1 ${req.method} ${path} ${res.status} ${
+  accessLog.line(
+    `${isoTime(Date.now())} INFO 127.0.0.1 ${req.method} ${path} ${res.status} ${
       (performance.now() - started).toFixed(1)
     }ms key=main`,
   );

@@ -17,7 +17,8 @@
  *   item: a write, as in the relay).
  *
  * At start it opens a Deno KV file (the first argument) and loads Hono and zod, the stack's
- * libraries that the relay loads at start, so its idle RSS is the stack's own memory.
+ * libraries that the relay loads at start, so its idle RSS is the stack's own memory (with
+ * the relay's small log module, `src/server/log.ts`).
  * Neither is used per request: the throughput it measures stays the floor's.
  *
  * Prints `listening <port>` once it listens on 127.0.0.1.

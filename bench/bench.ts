@@ -66,8 +66,6 @@ interface Load {
   p50: number;
   /** 99th percentile of latency, ms. */
   p99: number;
-  /** Requests that failed, counted by wrk: error statuses, socket errors and timeouts. */
-  errors: number;
   /** Answers with a status of 400 or more (wrk's "Non-2xx or 3xx"), as a decimal string. */
   statuses: string;
 }
@@ -157,11 +155,8 @@ function writeBytes(pid: number): number {
 
 const LUA_REPORT = `
 done = function(summary, latency, requests)
-  local codes = ""
-  io.write(string.format("RESULT %d %d %d %d %d\\n",
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
-    summary.errors.status + summary.errors.connect + summary.errors.read +
-    summary.errors.write + summary.errors.timeout))
+  io.write(string.format("RESULT %d %d %d %d\\n",
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99)))
 end
 `;
 
@@ -232,12 +227,11 @@ async function wrk(url: string, script: string, pid: number): Promise<Load> {
   const cpu = mainThreadCpuUs(pid) - cpuBefore;
   await Deno.remove(file);
   const text = new TextDecoder().decode(out.stdout);
-  const m = /RESULT (\d+) (\d+) (\d+) (\d+) (\d+)/.exec(text);
+  const m = /RESULT (\d+) (\d+) (\d+) (\d+)/.exec(text);
   if (!m) {
     throw new Error(`wrk printed no result:\n${text}\n${new TextDecoder().decode(out.stderr)}`);
   }
-  const [requests, durationUs, p50, p99, errors] = m.slice(1).map(Number) as [
-    number,
+  const [requests, durationUs, p50, p99] = m.slice(1).map(Number) as [
     number,
     number,
     number,
@@ -249,7 +243,6 @@ async function wrk(url: string, script: string, pid: number): Promise<Load> {
     cpuUs: cpu / requests,
     p50: p50 / 1000,
     p99: p99 / 1000,
-    errors,
     statuses,
   };
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { redactedTarget } from "../../src/server/auth.ts";
 
-// Neither key holds "key", so that the queries below without one take the short way.
+// Neither key holds "key": the main and named keys are found as keys, not as a parameter name.
 const MAIN = "main-secret-0123456789";
 const NAMED = "N".repeat(20) + "a1_-".repeat(5) + "xyz";
 const SECRETS = { mainKey: MAIN, isNamedKey: (text: string) => text === NAMED };

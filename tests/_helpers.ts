@@ -254,7 +254,13 @@ export function freePort(): number {
   return port;
 }
 
-function relayCommand(
+/**
+ * The command that runs `main.ts` with `args` and the relay's permission set, in
+ * {@linkcode childEnv} plus `options.env`, with stdout and stderr piped (the caller reads
+ * them, or leaves them unread on purpose). With `umask` or `nofile`, under `sh` with that
+ * umask or open-file limit.
+ */
+export function relayCommand(
   args: string[],
   options: { env?: Record<string, string>; cwd?: string; umask?: string; nofile?: number },
   stdin: "piped" | "null",

@@ -104,6 +104,7 @@ async function serve(flags: Record<string, string | undefined>, io: CommandIo, v
   Deno.removeSignalListener("SIGHUP", ignoreHup);
   const stoppedLine = drained ? "relay: stopped" : "relay: stopped with requests still in flight";
   relay.logger.info(stoppedLine);
+  await relay.flushLog();
   return drained ? 0 : EXIT_FAILURE;
 }
 

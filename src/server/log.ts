@@ -4,7 +4,10 @@
  * configuration.md, "Logging"). Access lines are gathered and written to standard output
  * together, at most every {@linkcode FLUSH_INTERVAL_MS}, instead of one blocking write per
  * request (`console.log` writes synchronously; under load that was a large share of each
- * request).
+ * request). The running relay writes its messages through the same {@linkcode BatchedLog},
+ * at once, so that an output nobody reads (a stalled journal, a paused terminal) never
+ * stops it: lines wait up to {@linkcode MAX_WAITING_BYTES}, the rest are counted and
+ * reported once the output takes lines again.
  *
  * @module
  */
@@ -205,17 +208,29 @@ export class Logger {
       : cause instanceof Error
       ? cause.stack ?? String(cause)
       : Deno.inspect(cause);
-    if (this.format === "text") {
-      write(detail === undefined ? msg : `${msg}: ${detail}`);
-      return;
-    }
-    write(JSON.stringify({
-      time: new Date().toISOString(),
-      level,
-      msg,
-      ...(detail === undefined ? {} : { error: detail }),
-    }));
+    write(messageLine(this.format, level, msg, detail));
   }
+}
+
+/**
+ * One message line in `format`, as {@linkcode Logger} writes it: the text alone, or a JSON
+ * object with `time`, `level`, `msg` and, when there is a `detail`, `error`.
+ *
+ * @param detail What caused it (an error's stack), written after the message.
+ */
+export function messageLine(
+  format: LogFormat,
+  level: LogLevel,
+  msg: string,
+  detail?: string,
+): string {
+  if (format === "text") return detail === undefined ? msg : `${msg}: ${detail}`;
+  return JSON.stringify({
+    time: new Date().toISOString(),
+    level,
+    msg,
+    ...(detail === undefined ? {} : { error: detail }),
+  });
 }
 
 /** Longest time a line waits before it is written, ms. */
@@ -224,56 +239,169 @@ const FLUSH_INTERVAL_MS = 20;
 /** Bytes gathered before a write is started at once. */
 const FLUSH_BYTES = 64 * 1024;
 
+/**
+ * Most bytes of lines a {@linkcode BatchedLog} holds that its output has not taken yet
+ * (counted as UTF-16 code units plus the newline): about 10,000 access lines. Past it, new
+ * lines are dropped and counted, so that an output nobody reads cannot make the relay's
+ * memory grow with every request.
+ */
+export const MAX_WAITING_BYTES = 1024 * 1024;
+
 const encoder = new TextEncoder();
 
-/** Gathers lines and writes them in batches to a writer (default standard output). */
+/** Where a {@linkcode BatchedLog} writes: `Deno.stdout`, `Deno.stderr`, or alike. */
+export interface LogOutput {
+  /** Writes some of `p`; resolves with how many bytes it took. */
+  write(p: Uint8Array): Promise<number>;
+}
+
+/** Options of {@linkcode BatchedLog}. */
+export interface BatchedLogOptions {
+  /**
+   * The line written first once the output takes lines again after some were dropped,
+   * given how many were (lines past {@linkcode MAX_WAITING_BYTES}, and lines of writes that
+   * failed); default a plain sentence.
+   */
+  readonly notice?: (dropped: number) => string;
+  /** Most bytes waiting; default {@linkcode MAX_WAITING_BYTES}. */
+  readonly maxWaitingBytes?: number;
+}
+
+/**
+ * Gathers lines and writes them in batches to an output (default standard output), one
+ * write in flight at a time, in order. Lines that the output has not taken yet are held up
+ * to a bound; past it they are dropped and counted, and a notice with their number is
+ * written before the next lines the output takes. A write that fails loses its lines, which
+ * the next notice counts too.
+ */
 export class BatchedLog {
   #lines: string[] = [];
+  /** Bytes of `#lines`. */
   #bytes = 0;
+  /** Bytes of lines held: gathered, or handed to a write that has not finished. */
+  #waiting = 0;
+  /** Lines dropped and not yet reported. */
+  #dropped = 0;
+  #droppedInAll = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #writing: Promise<void> = Promise.resolve();
-  readonly #out: { write(p: Uint8Array): Promise<number> };
+  readonly #out: LogOutput;
+  readonly #notice: (dropped: number) => string;
+  readonly #max: number;
 
   /**
    * Makes an empty batch.
    *
    * @param out Where the lines go; default `Deno.stdout`.
+   * @param options The notice of dropped lines and the bound; see
+   *   {@linkcode BatchedLogOptions}.
    */
-  constructor(out: { write(p: Uint8Array): Promise<number> } = Deno.stdout) {
+  constructor(out: LogOutput = Deno.stdout, options: BatchedLogOptions = {}) {
     this.#out = out;
+    this.#notice = options.notice ??
+      ((n) => `relay: warning: ${n} log line(s) dropped: the output was not taking them`);
+    this.#max = options.maxWaitingBytes ?? MAX_WAITING_BYTES;
+  }
+
+  /** Bytes of lines held that the output has not taken yet (at most the bound). */
+  get waitingBytes(): number {
+    return this.#waiting;
+  }
+
+  /** Lines dropped since this log was made: past the bound, or lost to failed writes. */
+  get droppedLines(): number {
+    return this.#droppedInAll;
   }
 
   /**
    * Queues one line (without its newline). The batch is handed to the writer within
    * {@linkcode FLUSH_INTERVAL_MS}, or at once when it reaches {@linkcode FLUSH_BYTES}: one
    * timer per batch, never one per line (a timer per line cost about 3 µs of a 22 µs cached
-   * read under load; docs/benchmarks.md, "Reads").
+   * read under load; docs/benchmarks.md, "Reads"). Dropped when the bound is reached.
    */
   readonly line = (text: string): void => {
-    this.#lines.push(text);
-    this.#bytes += text.length + 1;
+    if (!this.#hold(text)) return;
     if (this.#bytes >= FLUSH_BYTES) void this.flush();
     else this.#timer ??= setTimeout(() => void this.flush(), FLUSH_INTERVAL_MS);
   };
 
-  /** Writes every queued line; resolves once they are written. */
-  async flush(): Promise<void> {
+  /**
+   * Queues one line (without its newline) and hands what is gathered to the writer at once,
+   * for messages (a start line, a warning); dropped when the bound is reached.
+   */
+  readonly lineNow = (text: string): void => {
+    if (this.#hold(text)) void this.flush();
+  };
+
+  /**
+   * Hands every gathered line to the writer; resolves once they are written, or after
+   * `maxWaitMs` when that comes first (the lines are still written when the output takes
+   * them).
+   *
+   * @param maxWaitMs Longest wait, ms; default no limit.
+   */
+  async flush(maxWaitMs = Infinity): Promise<void> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#lines.length > 0) {
-      const data = encoder.encode(this.#lines.join("\n") + "\n");
+    // Dropped lines are reported even when no line follows them (the relay stopping).
+    if (this.#lines.length > 0 || this.#dropped > 0) {
+      const lines = this.#lines;
+      const bytes = this.#bytes;
+      const dropped = this.#dropped;
       this.#lines = [];
       this.#bytes = 0;
-      this.#writing = this.#writing.then(() => writeAll(this.#out, data)).catch(() => {});
+      this.#dropped = 0;
+      this.#writing = this.#writing.then(() => this.#write(lines, bytes, dropped));
     }
-    await this.#writing;
+    if (maxWaitMs === Infinity) return await this.#writing;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      this.#writing,
+      new Promise<void>((done) => timer = setTimeout(done, maxWaitMs)),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /** Holds `text` when it fits under the bound; otherwise counts it as dropped. */
+  #hold(text: string): boolean {
+    const bytes = text.length + 1;
+    if (this.#waiting + bytes > this.#max) {
+      this.#dropped++;
+      this.#droppedInAll++;
+      return false;
+    }
+    this.#lines.push(text);
+    this.#bytes += bytes;
+    this.#waiting += bytes;
+    return true;
+  }
+
+  /** Writes `lines`, after a notice of `dropped` earlier lines; never rejects. */
+  async #write(lines: string[], bytes: number, dropped: number): Promise<void> {
+    const text = [...(dropped > 0 ? [this.#notice(dropped)] : []), ...lines].join("\n");
+    try {
+      await writeAll(this.#out, encoder.encode(`${text}\n`));
+    } catch {
+      // Lost: the next notice counts them, with the earlier ones it was to report.
+      this.#dropped += dropped + lines.length;
+      this.#droppedInAll += lines.length;
+    } finally {
+      this.#waiting -= bytes;
+    }
   }
 }
 
-async function writeAll(
-  out: { write(p: Uint8Array): Promise<number> },
-  data: Uint8Array,
-): Promise<void> {
+/**
+ * Writes all of `data` to `out`.
+ *
+ * @throws What `out.write` throws; an `Error` when a write takes no bytes (it would never
+ *   end otherwise).
+ */
+async function writeAll(out: LogOutput, data: Uint8Array): Promise<void> {
   let offset = 0;
-  while (offset < data.length) offset += await out.write(data.subarray(offset));
+  while (offset < data.length) {
+    const n = await out.write(data.subarray(offset));
+    if (!(n > 0)) throw new Error("the log's output took no bytes");
+    offset += n;
+  }
 }

@@ -26,7 +26,7 @@ import {
   type ServedConnections,
   type ServeOptions,
 } from "./connections.ts";
-import { BatchedLog, Logger } from "./log.ts";
+import { BatchedLog, Logger, messageLine } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { KeyRing } from "../access/named_keys.ts";
 import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
@@ -42,6 +42,12 @@ import { createBuiltinServices } from "./routes/builtin.ts";
  * that systemd's default 90 s stop timeout never has to SIGKILL.
  */
 export const SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * Longest wait for the log's last lines when the relay stops, ms: an output nobody reads
+ * (a stalled journal, a paused terminal) must not keep it from exiting.
+ */
+export const LOG_FLUSH_GRACE_MS = 2_000;
 
 /**
  * Reads a PEM file for TLS (issue 7).
@@ -93,6 +99,11 @@ export interface RunningRelay {
    * @returns `true` when every request finished in time.
    */
   shutdown(): Promise<boolean>;
+  /**
+   * Writes the lines the log still holds, waiting at most {@linkcode LOG_FLUSH_GRACE_MS}
+   * for an output that does not take them: the caller's last step after its last line.
+   */
+  flushLog(): Promise<void>;
 }
 
 /** A job that runs beside the server on its open store, e.g. scheduled backups. */
@@ -124,9 +135,9 @@ export interface StartOptions {
  *
  * @param config The validated configuration; its `logFormat` and `logLevel` shape every
  *   line written.
- * @param options.log Where every log line goes (errors too); default `console.log` for
- *   messages, `console.error` for errors, and batched writes to standard output for the
- *   access log ({@linkcode BatchedLog}).
+ * @param options.log Where every log line goes (errors too); default standard output for
+ *   messages and the access log, standard error for errors, each through a bounded
+ *   {@linkcode BatchedLog} (messages are written at once, access lines within 20 ms).
  * @param options.version The relay's version, for the start line.
  * @param options.pairing Print a QR code and link that pair a phone's web app with the
  *   main key (issue 7); the command line asks for it when standard output is a terminal,
@@ -143,14 +154,36 @@ export async function startRelay(
   config: Config,
   options: StartOptions = {},
 ): Promise<RunningRelay> {
-  // The access log is written in batches unless the caller collects lines itself.
-  const accessLog = options.log === undefined ? new BatchedLog() : undefined;
+  // Unless the caller collects lines itself, every line goes through a bounded batch: access
+  // lines within 20 ms, messages at once, errors to standard error (docs/configuration.md,
+  // "Logging"). A write to an output nobody reads then never stops the relay.
+  const notice = (n: number) =>
+    messageLine(
+      config.logFormat,
+      "warn",
+      `relay: warning: ${n} log line(s) dropped: the output was not taking them`,
+    );
+  const outputs = options.log === undefined
+    ? {
+      out: new BatchedLog(Deno.stdout, { notice }),
+      err: new BatchedLog(Deno.stderr, { notice }),
+    }
+    : undefined;
   const logger = new Logger({
     format: config.logFormat,
     level: config.logLevel,
-    ...(options.log === undefined ? {} : { write: options.log }),
-    ...(accessLog === undefined ? {} : { writeAccess: accessLog.line }),
+    ...(outputs === undefined ? { write: options.log! } : {
+      write: outputs.out.lineNow,
+      writeError: outputs.err.lineNow,
+      writeAccess: outputs.out.line,
+    }),
   });
+  const flushLog = async () => {
+    await Promise.all([
+      outputs?.out.flush(LOG_FLUSH_GRACE_MS),
+      outputs?.err.flush(LOG_FLUSH_GRACE_MS),
+    ]);
+  };
   const log = logger.info;
   const database = await openLockedDatabase(config.db);
   const { path: db, kv } = database;
@@ -346,14 +379,15 @@ export async function startRelay(
         ]);
         clearTimeout(timer);
         await builtin.stop();
-        await accessLog?.flush();
         await Promise.all(jobs.map((job) => job.stop()));
         await counters.stop();
         clearInterval(recordUses);
         keyRing.flush();
         database.close();
+        await flushLog();
         return drained;
       },
+      flushLog,
     };
   } catch (error) {
     database.close();

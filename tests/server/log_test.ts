@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { LOG_LEVELS } from "../../src/constants.ts";
-import { BatchedLog, Logger, logSafe } from "../../src/server/log.ts";
+import { BatchedLog, Logger, type LogOutput, logSafe } from "../../src/server/log.ts";
 
 const ENTRY = {
   method: "GET",
@@ -139,4 +139,98 @@ Deno.test("BatchedLog writes a short batch once it is flushed, each line once", 
   await log.flush();
   assert.equal(sink.text(), "a\nb\n");
   assert.equal(sink.writes, 1);
+});
+
+/**
+ * A real pipe into `cat`, whose own output is not read until `drain()`: once the pipes are
+ * full, every write waits, as on a stalled journal or a paused terminal.
+ */
+function stalledPipe(): { out: LogOutput; release(): void; close(): Promise<string> } {
+  const child = new Deno.Command("cat", { stdin: "piped", stdout: "piped" }).spawn();
+  const writer = child.stdin.getWriter();
+  let text: Promise<string> | undefined;
+  const release = () => void (text ??= new Response(child.stdout).text());
+  return {
+    out: {
+      async write(p: Uint8Array): Promise<number> {
+        await writer.write(p.slice());
+        return p.length;
+      },
+    },
+    release,
+    async close(): Promise<string> {
+      release();
+      await writer.close();
+      await child.status;
+      return await text!;
+    },
+  };
+}
+
+Deno.test("BatchedLog holds at most its bound while the output takes nothing, then reports what it dropped", async () => {
+  const pipe = stalledPipe();
+  const max = 64 * 1024;
+  const log = new BatchedLog(pipe.out, { maxWaitingBytes: max, notice: (n) => `dropped ${n}` });
+  const lines = Array.from({ length: 40_000 }, (_, i) => `line ${i} ${"x".repeat(90)}`);
+  let most = 0;
+  for (const [i, line] of lines.entries()) {
+    log.line(line);
+    most = Math.max(most, log.waitingBytes);
+    // Let the writes start, as requests arriving over time would.
+    if (i % 500 === 0) await new Promise((r) => setTimeout(r, 0));
+  }
+  // 4 MB sent against the pipes' few hundred KiB: the rest was dropped, not held.
+  assert.ok(most <= max, `held ${most} bytes`);
+  assert.ok(log.droppedLines > 30_000, `dropped only ${log.droppedLines}`);
+  // The output still takes nothing: a bounded flush returns all the same.
+  await log.flush(50);
+  // Once it takes lines again, the lines held and a notice of the rest are written.
+  pipe.release();
+  await log.flush();
+  assert.equal(log.waitingBytes, 0);
+  log.line("after");
+  await log.flush();
+  const out = (await pipe.close()).trimEnd().split("\n");
+  // Every line sent is written once, in order, or counted by a notice (the pipes took some
+  // lines now and then, so there may be several notices).
+  const notices = out.filter((l) => l.startsWith("dropped "));
+  const written = out.filter((l) => !l.startsWith("dropped "));
+  assert.ok(notices.length >= 1);
+  assert.equal(
+    notices.reduce((n, l) => n + Number(l.slice("dropped ".length)), 0),
+    log.droppedLines,
+  );
+  assert.equal(out.at(-1), "after");
+  assert.equal(written.length - 1 + log.droppedLines, lines.length);
+  const order = written.slice(0, -1).map((l) => lines.indexOf(l));
+  assert.ok(order.every((at, i) => at >= 0 && (i === 0 || at > order[i - 1]!)), "out of order");
+  assert.equal(order[0], 0);
+});
+
+Deno.test("BatchedLog counts the lines of a failed write, and of one that takes no bytes, in the next notice", async () => {
+  const chunks: string[] = [];
+  let answer: "fail" | "zero" | "take" = "fail";
+  const out: LogOutput = {
+    write(p: Uint8Array): Promise<number> {
+      if (answer === "fail") return Promise.reject(new Error("broken pipe"));
+      if (answer === "zero") return Promise.resolve(0);
+      chunks.push(new TextDecoder().decode(p));
+      return Promise.resolve(p.length);
+    },
+  };
+  const log = new BatchedLog(out, { notice: (n) => `dropped ${n}` });
+  log.line("a");
+  log.line("b");
+  await log.flush();
+  assert.equal(log.droppedLines, 2);
+  assert.equal(log.waitingBytes, 0);
+  answer = "zero"; // a writer that never ends its write would otherwise loop forever
+  log.lineNow("c");
+  await log.flush();
+  assert.equal(log.droppedLines, 3);
+  answer = "take";
+  log.lineNow("d");
+  await log.flush();
+  assert.equal(chunks.join(""), "dropped 3\nd\n");
+  assert.equal(log.droppedLines, 3);
 });

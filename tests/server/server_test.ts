@@ -4,6 +4,7 @@ import {
   childEnv,
   eventually,
   freePort,
+  relayCommand,
   ROOT,
   runRelay,
   spawnRelay,
@@ -691,4 +692,67 @@ Deno.test("relay serve exits 2 with one line for an invalid --log-format or RELA
       assert.ok(help.stdout.includes(name), name);
     }
   });
+});
+
+Deno.test("relay serve C72 exits 0 on SIGTERM while nothing reads its standard output, and keeps answering meanwhile", async () => {
+  const dir = await tempDir();
+  const port = freePort();
+  // Standard output is a pipe this test never reads: once its 64 KiB buffer is full, every
+  // write of the access log waits, as under a stalled journal or a paused terminal.
+  const child = relayCommand(
+    ["serve", "--hostname", "127.0.0.1", "--port", String(port), "--db", `${dir}/relay.kv`],
+    { env: { RELAY_API_KEY: KEY } },
+    "null",
+  ).spawn();
+  const stderr = new Response(child.stderr).text();
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    await eventually(async () => {
+      try {
+        const res = await fetch(`${base}/health`);
+        await res.body?.cancel();
+        return res.status === 200;
+      } catch {
+        return false;
+      }
+    }, "the relay answers /health");
+    // 4000 access lines of about 100 bytes: several times what the pipe holds.
+    const path = `/health?${"padding".repeat(5)}`;
+    for (let i = 0; i < 40; i++) {
+      const answers = await Promise.all(
+        Array.from({ length: 100 }, () =>
+          fetch(`${base}${path}`).then(async (res) => {
+            await res.body?.cancel();
+            return res.status;
+          })),
+      );
+      assert.deepEqual(new Set(answers), new Set([200]));
+    }
+    const res = await fetch(`${base}/submit`, {
+      method: "POST",
+      body: "still accepted",
+      headers: { "x-auth-key": KEY },
+    });
+    assert.equal(await res.text(), "OK (general)");
+    child.kill("SIGTERM");
+    // The relay gives up on the log after a grace; without one it would wait forever.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const status = await Promise.race([
+      child.status,
+      new Promise<undefined>((done) => timer = setTimeout(() => done(undefined), 60_000)),
+    ]);
+    clearTimeout(timer);
+    assert.ok(status !== undefined, "the relay did not exit within 60 s of SIGTERM");
+    assert.equal(status.code, 0, await stderr);
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // already gone
+    }
+    await child.stdout.cancel();
+    await child.status;
+    await stderr;
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -28,9 +28,16 @@ import {
 /** Most duplicate records kept in memory (~120 bytes each: about 12 MB). */
 export const SEEN_IN_MEMORY = 100_000;
 
-/** The SHA-256 of `content`'s UTF-8 bytes, as lowercase hex: a duplicate record's key. */
-export function sha256Hex(content: string): string {
-  return createHash("sha256").update(content, "utf8").digest("hex");
+/**
+ * The SHA-256 of a content's UTF-8 bytes, as lowercase hex: a duplicate record's key.
+ *
+ * @param parts The content's UTF-8 bytes, in one or more parts (as {@linkcode splitParts}
+ *   makes them, so that the content is encoded once).
+ */
+export function sha256Hex(parts: readonly Uint8Array[]): string {
+  const hash = createHash("sha256");
+  for (const part of parts) hash.update(part);
+  return hash.digest("hex");
 }
 
 /**

@@ -19,9 +19,15 @@ export const CHUNK_BYTES = 60_000;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Splits content into UTF-8 byte parts of at most CHUNK_BYTES; always at least one. */
+/**
+ * Splits content into UTF-8 byte parts of at most CHUNK_BYTES; always at least one. Content
+ * that fits one part is returned as its encoding, not a copy: every new byte buffer costs
+ * about 1.5 µs (docs/benchmarks.md, "Where a write's time goes").
+ */
 export function splitParts(content: string): Uint8Array[] {
   const bytes = encoder.encode(content);
+  // A view of a larger buffer would be stored whole (see below): use it only when it is not.
+  if (bytes.length <= CHUNK_BYTES && bytes.byteLength === bytes.buffer.byteLength) return [bytes];
   const parts: Uint8Array[] = [];
   for (let i = 0; i < bytes.length || parts.length === 0; i += CHUNK_BYTES) {
     // slice, not subarray: KV would serialise the whole underlying buffer of a view.

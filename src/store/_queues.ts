@@ -68,8 +68,8 @@ export function submitOp(
   options: { dedupe: boolean; dedupeWindowMs: number },
 ): WriteOp<SubmitOutcome> {
   const { dedupe, dedupeWindowMs } = options;
-  const hash = sha256Hex(content);
   const parts = splitParts(content);
+  const hash = sha256Hex(parts);
   let kvRead: { at: number | undefined } | { error: unknown } | undefined;
   return {
     name: "submit",

@@ -85,3 +85,22 @@ Deno.test("records past their window found when the store is opened are deleted 
   // The one just accepted is the only record left.
   assert.equal(await recordsInKv(t.temp.kv), 1);
 });
+
+Deno.test("a duplicate record is keyed by the SHA-256 of the content's UTF-8 bytes, for one part and for several", async () => {
+  await using t = await makeStore();
+  // Short ASCII, non-ASCII, and 140,000 bytes of "é" (three parts of at most 60,000 bytes).
+  const samples = ["https://example.com/a", "日本語のメモ 🚀", "é".repeat(70_000)];
+  for (const c of samples) assert.equal((await submit(t.store, c, "general")).accepted, true);
+  const hex = async (c: string) =>
+    Array.from(
+      new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(c))),
+      (b) => b.toString(16).padStart(2, "0"),
+    ).join("");
+  const keys: string[] = [];
+  for await (const e of t.temp.kv.list({ prefix: submissionsPrefix() })) {
+    keys.push(String(e.key.at(-1)));
+  }
+  assert.deepEqual(keys.sort(), (await Promise.all(samples.map(hex))).sort());
+  // The records written so keep deciding: each content is a duplicate now.
+  for (const c of samples) assert.equal((await submit(t.store, c, "qa")).accepted, false);
+});

@@ -234,6 +234,7 @@ export async function startRelay(
       appId: appId.appId,
       publicUrl: config.publicUrl,
       log,
+      logError: logger.error,
       ttsCommand: config.ttsCommand,
       privateBlog: config.privateBlog,
       privatePodcast: config.privatePodcast,

@@ -53,6 +53,11 @@ export interface BuiltinOptions {
   readonly clock?: () => number;
   /** Where the podcast worker's lines go; default `console.log`. */
   readonly log?: (line: string) => void;
+  /**
+   * Where an unexpected error of a service goes, with its cause; default `console.error`
+   * (the relay passes its logger's `error`, which never blocks).
+   */
+  readonly logError?: (msg: string, cause: unknown) => void;
   /** The speech engine; default {@linkcode EspeakWorker}, or `ttsCommand` when given. */
   readonly engine?: TtsEngine;
   /** An external speech command (`--tts-command`); see {@linkcode CommandEngine}. */
@@ -281,6 +286,8 @@ async function serveFile(c: Context, path: string, type: string): Promise<Respon
 export function createBuiltinServices(options: BuiltinOptions): BuiltinServices {
   const clock = options.clock ?? Date.now;
   const log = options.log ?? ((line: string) => console.log(line));
+  const logError = options.logError ??
+    ((msg: string, cause: unknown) => console.error(`${msg}:`, cause));
   const limit = options.maxBodyBytes ?? 768 * 1024;
   const notes = new NotesStore(options.dataDir, clock);
   const blog = new BlogStore(options.dataDir, clock);
@@ -375,7 +382,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
         if (error instanceof HttpError) {
           return problemResponse(error.status, error.message, error.headers);
         }
-        console.error("relay: built-in services: unexpected error:", error);
+        logError("relay: built-in services: unexpected error", error);
         return problemResponse(500, "Internal error: the relay logged the cause");
       }
     });

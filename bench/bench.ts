@@ -25,7 +25,8 @@
  * `--profile <figure>` (only that figure, with the relay under V8's CPU profiler; prints
  * where its JavaScript thread's time went, from bench/profile.ts), `--doc` (also writes the
  * report into docs/benchmarks.md, between the markers of its section "The latest run", and
- * formats that file with `deno fmt`).
+ * formats that file with `deno fmt`), `--help`. A wrong option or number ends it with exit
+ * code 2.
  *
  * @module
  */
@@ -37,24 +38,60 @@ import { profileTable } from "./profile.ts";
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const KEY = "bench-key-0123456789abcdef";
 
-const { values } = parseArgs({
-  options: {
-    duration: { type: "string", default: "5" },
-    rounds: { type: "string", default: "3" },
-    idle: { type: "string", default: "60" },
-    connections: { type: "string", default: "64" },
-    only: { type: "string", default: "peek,results,submit,push,health,pull" },
-    keep: { type: "boolean", default: false },
-    profile: { type: "string" },
-    doc: { type: "boolean", default: false },
-  },
-});
-const ROUNDS = Number(values.rounds);
+const USAGE = `usage: deno task bench [options]
+  --rounds <n>        interleaved rounds (default 3)
+  --duration <s>      seconds of each load (default 5)
+  --connections <n>   wrk connections (default 64)
+  --only <a,b>        figures: peek, results, submit, push, health, pull (default all)
+  --idle <s>          seconds of the idle-write check; 0 skips it (default 60)
+  --keep              no /clear between rounds
+  --profile <figure>  that figure alone, with the relay under V8's CPU profiler
+  --doc               also write the report into docs/benchmarks.md
+  --help              this text`;
+
+const { values } = parseOptions(() =>
+  parseArgs({
+    options: {
+      duration: { type: "string", default: "5" },
+      rounds: { type: "string", default: "3" },
+      idle: { type: "string", default: "60" },
+      connections: { type: "string", default: "64" },
+      only: { type: "string", default: "peek,results,submit,push,health,pull" },
+      keep: { type: "boolean", default: false },
+      profile: { type: "string" },
+      doc: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  })
+);
+if (values.help) {
+  console.log(USAGE);
+  Deno.exit(0);
+}
+const ROUNDS = count("--rounds", values.rounds, 1);
 const PROFILE = values.profile;
 const ONLY = new Set(PROFILE === undefined ? values.only.split(",") : [PROFILE]);
-const DURATION = Number(values.duration);
-const IDLE = Number(values.idle);
-const CONNECTIONS = Number(values.connections);
+const DURATION = count("--duration", values.duration, 1);
+const IDLE = count("--idle", values.idle, 0);
+const CONNECTIONS = count("--connections", values.connections, 1);
+
+/** Runs `parse`; a wrong option ends the bench with its message and the usage, exit 2. */
+function parseOptions<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    console.error(`bench: ${error instanceof Error ? error.message : error}\n${USAGE}`);
+    Deno.exit(2);
+  }
+}
+
+/** `text` as a whole number of at least `least`; otherwise ends the bench, exit 2. */
+function count(option: string, text: string, least: number): number {
+  const n = Number(text);
+  if (Number.isInteger(n) && n >= least) return n;
+  console.error(`bench: ${option} ${text}: give a whole number of at least ${least}\n${USAGE}`);
+  Deno.exit(2);
+}
 
 /** One wrk run's figures. */
 interface Load {

@@ -27,20 +27,47 @@
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 
-const { values } = parseArgs({
-  options: {
-    write: { type: "string", default: "submit" },
-    rounds: { type: "string", default: "6" },
-    writes: { type: "string", default: "30000" },
-    against: { type: "string" },
-  },
-});
+const USAGE = `usage: deno task bench:store [options]
+  --write <w>       submit, push or submit-no-dedupe (default submit)
+  --rounds <n>      interleaved rounds (default 6)
+  --writes <n>      writes a round (default 30000)
+  --against <dir>   another checkout, measured in the same rounds
+  --help            this text`;
+
+/** Ends the bench with `message` and the usage, exit 2. */
+function usageError(message: string): never {
+  console.error(`bench:store: ${message}\n${USAGE}`);
+  Deno.exit(2);
+}
+
+let parsed;
+try {
+  parsed = parseArgs({
+    options: {
+      write: { type: "string", default: "submit" },
+      rounds: { type: "string", default: "6" },
+      writes: { type: "string", default: "30000" },
+      against: { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+} catch (error) {
+  usageError(error instanceof Error ? error.message : String(error));
+}
+const { values } = parsed;
+if (values.help) {
+  console.log(USAGE);
+  Deno.exit(0);
+}
 const WRITE = values.write;
 if (!["submit", "push", "submit-no-dedupe"].includes(WRITE)) {
-  throw new Error(`--write ${WRITE}: use submit, push or submit-no-dedupe`);
+  usageError(`--write ${WRITE}: use submit, push or submit-no-dedupe`);
 }
 const ROUNDS = Number(values.rounds);
 const WRITES = Number(values.writes);
+for (const [option, n] of [["--rounds", ROUNDS], ["--writes", WRITES]] as const) {
+  if (!Number.isInteger(n) || n < 1) usageError(`${option}: give a whole number of at least 1`);
+}
 /** Writes in flight at once, as `wrk -c64` keeps requests in flight. */
 const IN_FLIGHT = 64;
 

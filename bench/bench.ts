@@ -444,6 +444,13 @@ const FIGURES: Record<string, Figure> = {
   },
 };
 
+for (const id of ONLY) {
+  if (!(id in FIGURES)) {
+    console.error(`bench: no figure "${id}": use ${Object.keys(FIGURES).join(", ")}\n${USAGE}`);
+    Deno.exit(2);
+  }
+}
+
 function median(values: number[]): number {
   return quantile(values, 0.5);
 }

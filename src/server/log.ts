@@ -270,9 +270,9 @@ export interface BatchedLogOptions {
 /**
  * Gathers lines and writes them in batches to an output (default standard output), one
  * write in flight at a time, in order. Lines that the output has not taken yet are held up
- * to a bound; past it they are dropped and counted, and a notice with their number is
- * written before the next lines the output takes. A write that fails loses its lines, which
- * the next notice counts too.
+ * to a bound; past it they are dropped and counted, and a notice with their number goes
+ * first in the next batch (made by the next flush, which a stop makes too). A write that
+ * fails loses the lines it did not write whole, which the next notice counts too.
  */
 export class BatchedLog {
   #lines: string[] = [];
@@ -282,6 +282,8 @@ export class BatchedLog {
   #waiting = 0;
   /** Lines dropped and not yet reported. */
   #dropped = 0;
+  /** Whether the last write was cut off inside a line. */
+  #cut = false;
   #droppedInAll = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #writing: Promise<void> = Promise.resolve();
@@ -298,8 +300,7 @@ export class BatchedLog {
    */
   constructor(out: LogOutput = Deno.stdout, options: BatchedLogOptions = {}) {
     this.#out = out;
-    this.#notice = options.notice ??
-      ((n) => `relay: warning: ${n} log line(s) dropped: the output was not taking them`);
+    this.#notice = options.notice ?? defaultNotice;
     this.#max = options.maxWaitingBytes ?? MAX_WAITING_BYTES;
   }
 
@@ -376,32 +377,50 @@ export class BatchedLog {
     return true;
   }
 
-  /** Writes `lines`, after a notice of `dropped` earlier lines; never rejects. */
+  /**
+   * Writes `lines`, after a notice of `dropped` earlier lines; never rejects. When a write
+   * fails, the lines it wrote whole stay written; the rest, and the notice if it was not
+   * written, go to the next notice. A write cut off inside a line makes the next one start on
+   * a line of its own.
+   */
   async #write(lines: string[], bytes: number, dropped: number): Promise<void> {
-    const text = [...(dropped > 0 ? [this.#notice(dropped)] : []), ...lines].join("\n");
+    const entries = dropped > 0 ? [this.#noticeLine(dropped), ...lines] : lines;
+    const lead = this.#cut ? "\n" : "";
+    const data = encoder.encode(`${lead}${entries.join("\n")}\n`);
+    let offset = 0;
     try {
-      await writeAll(this.#out, encoder.encode(`${text}\n`));
+      while (offset < data.length) {
+        const n = await this.#out.write(data.subarray(offset));
+        // A writer that takes nothing would keep this loop going forever.
+        if (!(n > 0)) throw new Error("the log's output took no bytes");
+        offset += n;
+      }
+      this.#cut = false;
     } catch {
-      // Lost: the next notice counts them, with the earlier ones it was to report.
-      this.#dropped += dropped + lines.length;
-      this.#droppedInAll += lines.length;
+      let newlines = 0;
+      for (let i = 0; i < offset; i++) if (data[i] === 0x0a) newlines++;
+      const whole = newlines - (lead !== "" && offset > 0 ? 1 : 0);
+      const lost = entries.length - whole;
+      const noticeLost = dropped > 0 && whole === 0;
+      this.#dropped += lost - (noticeLost ? 1 : 0) + (noticeLost ? dropped : 0);
+      this.#droppedInAll += lost - (noticeLost ? 1 : 0);
+      if (offset > 0) this.#cut = data[offset - 1] !== 0x0a;
     } finally {
       this.#waiting -= bytes;
     }
   }
+
+  /** The notice of `dropped` lines; the default sentence when the given one throws. */
+  #noticeLine(dropped: number): string {
+    try {
+      return this.#notice(dropped);
+    } catch {
+      return defaultNotice(dropped);
+    }
+  }
 }
 
-/**
- * Writes all of `data` to `out`.
- *
- * @throws What `out.write` throws; an `Error` when a write takes no bytes (it would never
- *   end otherwise).
- */
-async function writeAll(out: LogOutput, data: Uint8Array): Promise<void> {
-  let offset = 0;
-  while (offset < data.length) {
-    const n = await out.write(data.subarray(offset));
-    if (!(n > 0)) throw new Error("the log's output took no bytes");
-    offset += n;
-  }
+/** The notice of dropped lines when {@linkcode BatchedLogOptions.notice} is not given. */
+function defaultNotice(dropped: number): string {
+  return `relay: warning: ${dropped} log line(s) dropped: the output was not taking them`;
 }

@@ -100,8 +100,10 @@ export interface RunningRelay {
    */
   shutdown(): Promise<boolean>;
   /**
-   * Writes the lines the log still holds, waiting at most {@linkcode LOG_FLUSH_GRACE_MS}
-   * for an output that does not take them: the caller's last step after its last line.
+   * Writes the lines the log still holds: the caller's last step after its last line. It
+   * waits for an output that does not take them at most what is left of
+   * {@linkcode LOG_FLUSH_GRACE_MS}, counted from the first wait of the stop (in
+   * {@linkcode RunningRelay.shutdown}), so that a stop waits for its log that long in all.
    */
   flushLog(): Promise<void>;
 }
@@ -178,11 +180,12 @@ export async function startRelay(
       writeAccess: outputs.out.line,
     }),
   });
+  // One grace for all the waits of a stop (or of a failed start), counted from the first.
+  let flushDeadline: number | undefined;
   const flushLog = async () => {
-    await Promise.all([
-      outputs?.out.flush(LOG_FLUSH_GRACE_MS),
-      outputs?.err.flush(LOG_FLUSH_GRACE_MS),
-    ]);
+    flushDeadline ??= performance.now() + LOG_FLUSH_GRACE_MS;
+    const left = Math.max(0, flushDeadline - performance.now());
+    await Promise.all([outputs?.out.flush(left), outputs?.err.flush(left)]);
   };
   const log = logger.info;
   const database = await openLockedDatabase(config.db);
@@ -392,6 +395,9 @@ export async function startRelay(
     };
   } catch (error) {
     database.close();
+    // What it logged before failing (a warning, the key's source) is written before the
+    // caller reports the failure and the process exits.
+    await flushLog();
     throw error;
   }
 }

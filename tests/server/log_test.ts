@@ -234,3 +234,54 @@ Deno.test("BatchedLog counts the lines of a failed write, and of one that takes 
   assert.equal(chunks.join(""), "dropped 3\nd\n");
   assert.equal(log.droppedLines, 3);
 });
+
+Deno.test("BatchedLog keeps what a failing write wrote whole, counts the rest, and starts the next write on a new line", async () => {
+  let text = "";
+  const answers: Array<number | "fail"> = [4, "fail"]; // "ab\nc", then an error
+  const out: LogOutput = {
+    write(p: Uint8Array): Promise<number> {
+      const answer = answers.shift() ?? p.length;
+      if (answer === "fail") return Promise.reject(new Error("broken pipe"));
+      text += new TextDecoder().decode(p.subarray(0, answer));
+      return Promise.resolve(answer);
+    },
+  };
+  const log = new BatchedLog(out, { notice: (n) => `dropped ${n}` });
+  for (const line of ["ab", "cd", "ef"]) log.line(line);
+  await log.flush();
+  assert.equal(log.droppedLines, 2); // "cd" (cut) and "ef"; "ab" was written whole
+  log.lineNow("gh");
+  await log.flush();
+  assert.equal(text, "ab\nc\ndropped 2\ngh\n");
+});
+
+Deno.test("BatchedLog writes its own notice when the given one throws, and goes on", async () => {
+  const sink = collector();
+  let fail = true;
+  const log = new BatchedLog(sink.out, {
+    maxWaitingBytes: 4,
+    notice: (n) => {
+      if (fail) throw new Error("no notice");
+      return `dropped ${n}`;
+    },
+  });
+  log.line("abc"); // 4 bytes with its newline: the bound
+  log.line("d"); // dropped
+  await log.flush();
+  log.line("e");
+  await log.flush();
+  fail = false;
+  log.line("f");
+  log.line("g"); // with "f", the bound
+  log.line("x"); // dropped
+  await log.flush();
+  log.line("h");
+  await log.flush();
+  // A notice goes first in the batch that follows the drops.
+  assert.equal(
+    sink.text(),
+    "relay: warning: 1 log line(s) dropped: the output was not taking them\nabc\ne\n" +
+      "dropped 1\nf\ng\nh\n",
+  );
+  assert.equal(log.droppedLines, 2);
+});

@@ -387,6 +387,35 @@ Deno.test("relay serve warns at start when the configured API key is shorter tha
   });
 });
 
+Deno.test("relay serve that cannot listen still prints what it logged before it failed", async () => {
+  await withTempDir(async (dir) => {
+    // The port is taken once the key's warning is logged: the relay exits 1 at once after.
+    const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    try {
+      for (let run = 0; run < 3; run++) {
+        const out = await runRelay(
+          [
+            "serve",
+            "--hostname",
+            "127.0.0.1",
+            "--port",
+            String((taken.addr as Deno.NetAddr).port),
+            "--db",
+            `${dir}/relay.kv`,
+          ],
+          { env: { RELAY_API_KEY: "short-key" } },
+        );
+        assert.equal(out.code, 1, out.stderr);
+        assert.match(out.stderr, /address in use/);
+        assert.match(out.stdout, /relay: API key from RELAY_API_KEY/);
+        assert.match(out.stdout, /warning: the API key is 9 characters long/);
+      }
+    } finally {
+      taken.close();
+    }
+  });
+});
+
 Deno.test("relay serve writes nothing to disk while clients poll empty queues and read", async () => {
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
@@ -694,65 +723,109 @@ Deno.test("relay serve exits 2 with one line for an invalid --log-format or RELA
   });
 });
 
-Deno.test("relay serve C72 exits 0 on SIGTERM while nothing reads its standard output, and keeps answering meanwhile", async () => {
-  const dir = await tempDir();
+/**
+ * A relay whose standard output is a pipe nothing reads until the test calls `read()`: once
+ * its 64 KiB buffer is full, every write of the log waits, as under a stalled journal or a
+ * paused terminal.
+ */
+async function relayWithUnreadOutput(dir: string) {
   const port = freePort();
-  // Standard output is a pipe this test never reads: once its 64 KiB buffer is full, every
-  // write of the access log waits, as under a stalled journal or a paused terminal.
   const child = relayCommand(
     ["serve", "--hostname", "127.0.0.1", "--port", String(port), "--db", `${dir}/relay.kv`],
     { env: { RELAY_API_KEY: KEY } },
     "null",
   ).spawn();
   const stderr = new Response(child.stderr).text();
-  try {
-    const base = `http://127.0.0.1:${port}`;
-    await eventually(async () => {
-      try {
-        const res = await fetch(`${base}/health`);
-        await res.body?.cancel();
-        return res.status === 200;
-      } catch {
-        return false;
-      }
-    }, "the relay answers /health");
-    // 4000 access lines of about 100 bytes: several times what the pipe holds.
-    const path = `/health?${"padding".repeat(5)}`;
-    for (let i = 0; i < 40; i++) {
-      const answers = await Promise.all(
-        Array.from({ length: 100 }, () =>
-          fetch(`${base}${path}`).then(async (res) => {
-            await res.body?.cancel();
-            return res.status;
-          })),
-      );
-      assert.deepEqual(new Set(answers), new Set([200]));
-    }
-    const res = await fetch(`${base}/submit`, {
-      method: "POST",
-      body: "still accepted",
-      headers: { "x-auth-key": KEY },
-    });
-    assert.equal(await res.text(), "OK (general)");
-    child.kill("SIGTERM");
-    // The relay gives up on the log after a grace; without one it would wait forever.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const status = await Promise.race([
-      child.status,
-      new Promise<undefined>((done) => timer = setTimeout(() => done(undefined), 60_000)),
-    ]);
-    clearTimeout(timer);
-    assert.ok(status !== undefined, "the relay did not exit within 60 s of SIGTERM");
-    assert.equal(status.code, 0, await stderr);
-  } finally {
+  let stdout: Promise<string> | undefined;
+  const base = `http://127.0.0.1:${port}`;
+  await eventually(async () => {
     try {
-      child.kill("SIGKILL");
+      const res = await fetch(`${base}/health`);
+      await res.body?.cancel();
+      return res.status === 200;
     } catch {
-      // already gone
+      return false;
     }
-    await child.stdout.cancel();
-    await child.status;
-    await stderr;
-    await Deno.remove(dir, { recursive: true });
-  }
+  }, "the relay answers /health");
+  return {
+    base,
+    stderr,
+    /** Starts reading standard output; resolves with all of it once the relay exits. */
+    read: () => stdout ??= new Response(child.stdout).text(),
+    /** Sends `count` requests for `path`, 100 at a time; every answer must be 200. */
+    async load(path: string, count: number) {
+      for (let sent = 0; sent < count; sent += 100) {
+        const answers = await Promise.all(
+          Array.from({ length: 100 }, () =>
+            fetch(`${base}${path}`).then(async (res) => {
+              await res.body?.cancel();
+              return res.status;
+            })),
+        );
+        assert.deepEqual(new Set(answers), new Set([200]));
+      }
+    },
+    /** SIGTERM, then the exit status, or `undefined` when it has not exited within 60 s. */
+    async stop(): Promise<Deno.CommandStatus | undefined> {
+      child.kill("SIGTERM");
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const status = await Promise.race([
+        child.status,
+        new Promise<undefined>((done) => timer = setTimeout(() => done(undefined), 60_000)),
+      ]);
+      clearTimeout(timer);
+      return status;
+    },
+    async [Symbol.asyncDispose]() {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // already gone
+      }
+      if (stdout === undefined) await child.stdout.cancel();
+      await child.status;
+      await stderr;
+      await stdout;
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+Deno.test("relay serve C72 exits 0 on SIGTERM while nothing reads its standard output, and keeps answering meanwhile", async () => {
+  await using relay = await relayWithUnreadOutput(await tempDir());
+  // 4000 access lines of about 100 bytes: several times what the pipe holds.
+  await relay.load(`/health?${"padding".repeat(5)}`, 4000);
+  const res = await fetch(`${relay.base}/submit`, {
+    method: "POST",
+    body: "still accepted",
+    headers: { "x-auth-key": KEY },
+  });
+  assert.equal(await res.text(), "OK (general)");
+  // The relay gives up on its log after a grace; it used to wait for it forever.
+  const status = await relay.stop();
+  assert.ok(status !== undefined, "the relay did not exit within 60 s of SIGTERM");
+  assert.equal(status.code, 0, await relay.stderr);
+});
+
+Deno.test("relay serve holds at most 1 MiB of log lines nobody reads, and reports how many it dropped", async () => {
+  await using relay = await relayWithUnreadOutput(await tempDir());
+  // 4000 access lines of about 570 bytes (the path is cut at 512 characters): 2.3 MB.
+  const sent = 4000;
+  await relay.load(`/health?${"p".repeat(600)}`, sent);
+  const output = relay.read();
+  const status = await relay.stop();
+  assert.equal(status?.code, 0, await relay.stderr);
+  const lines = (await output).split("\n");
+  const notices = lines.flatMap((line) => {
+    const match = /^relay: warning: (\d+) log line\(s\) dropped: the output was not taking/
+      .exec(line);
+    return match ? [Number(match[1])] : [];
+  });
+  const dropped = notices.reduce((a, b) => a + b, 0);
+  const written = lines.filter((line) => line.includes(" GET /health?ppp")).length;
+  // Every line either written or counted; about 1 MiB of them (1,840 lines) was held while
+  // nobody read, plus what the pipe took (64 KiB).
+  assert.ok(notices.length >= 1, "no notice of dropped lines");
+  assert.equal(written + dropped, sent);
+  assert.ok(written < 2500, `${written} of ${sent} lines written: too few were dropped`);
 });

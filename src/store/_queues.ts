@@ -69,7 +69,8 @@ export function submitOp(
 ): WriteOp<SubmitOutcome> {
   const { dedupe, dedupeWindowMs } = options;
   const parts = splitParts(content);
-  const hash = sha256Hex(parts);
+  // Only the duplicate check reads the hash.
+  const hash = dedupe ? sha256Hex(parts) : "";
   let kvRead: { at: number | undefined } | { error: unknown } | undefined;
   return {
     name: "submit",

@@ -13,6 +13,7 @@
  */
 
 import { LOG_LEVELS, type LogFormat, type LogLevel } from "../constants.ts";
+import { utf8Length } from "./responses.ts";
 
 /**
  * Characters a logged field never shows as they are: control characters (C0, DEL, C1), the
@@ -260,7 +261,7 @@ export interface BatchedLogOptions {
   /**
    * The line written first once the output takes lines again after some were dropped,
    * given how many were (lines past {@linkcode MAX_WAITING_BYTES}, and lines of writes that
-   * failed); default a plain sentence.
+   * failed); default a plain sentence, which is also used when this one throws.
    */
   readonly notice?: (dropped: number) => string;
   /** Most bytes waiting; default {@linkcode MAX_WAITING_BYTES}. */
@@ -315,10 +316,11 @@ export class BatchedLog {
   }
 
   /**
-   * Queues one line (without its newline). The batch is handed to the writer within
-   * {@linkcode FLUSH_INTERVAL_MS}, or at once when it reaches {@linkcode FLUSH_BYTES}: one
-   * timer per batch, never one per line (a timer per line cost about 3 µs of a 22 µs cached
-   * read under load; docs/benchmarks.md, "Reads"). Dropped when the bound is reached.
+   * Queues one entry: a line without its newline (an error's stack makes it several). The
+   * batch is handed to the writer within {@linkcode FLUSH_INTERVAL_MS}, or at once when it
+   * reaches {@linkcode FLUSH_BYTES}: one timer per batch, never one per line (a timer per
+   * line cost about 3 µs of a 22 µs cached read under load; docs/benchmarks.md, "Reads").
+   * Dropped when the bound is reached.
    */
   readonly line = (text: string): void => {
     if (!this.#hold(text)) return;
@@ -327,8 +329,8 @@ export class BatchedLog {
   };
 
   /**
-   * Queues one line (without its newline) and hands what is gathered to the writer at once,
-   * for messages (a start line, a warning); dropped when the bound is reached.
+   * Queues one entry, as {@linkcode BatchedLog.line} does, and hands what is gathered to the
+   * writer at once, for messages (a start line, a warning); dropped when the bound is reached.
    */
   readonly lineNow = (text: string): void => {
     if (this.#hold(text)) void this.flush();
@@ -397,9 +399,17 @@ export class BatchedLog {
       }
       this.#cut = false;
     } catch {
-      let newlines = 0;
-      for (let i = 0; i < offset; i++) if (data[i] === 0x0a) newlines++;
-      const whole = newlines - (lead !== "" && offset > 0 ? 1 : 0);
+      // An entry counts as written when all its text was (its newline may be missing: the next
+      // write then starts with one). Entries may hold newlines (an error's stack), so count
+      // by their lengths in bytes.
+      let whole = 0;
+      let end = lead.length;
+      for (const entry of entries) {
+        end += utf8Length(entry);
+        if (end > offset) break;
+        whole++;
+        end += 1;
+      }
       const lost = entries.length - whole;
       const noticeLost = dropped > 0 && whole === 0;
       this.#dropped += lost - (noticeLost ? 1 : 0) + (noticeLost ? dropped : 0);

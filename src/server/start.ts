@@ -102,8 +102,9 @@ export interface RunningRelay {
   /**
    * Writes the lines the log still holds: the caller's last step after its last line. It
    * waits for an output that does not take them at most what is left of
-   * {@linkcode LOG_FLUSH_GRACE_MS}, counted from the first wait of the stop (in
-   * {@linkcode RunningRelay.shutdown}), so that a stop waits for its log that long in all.
+   * {@linkcode LOG_FLUSH_GRACE_MS}, counted from its first call, so that a stop (whose
+   * {@linkcode RunningRelay.shutdown} calls it first) waits for its log that long in all.
+   * Call it only to stop: after its grace is spent, it no longer waits.
    */
   flushLog(): Promise<void>;
 }

@@ -236,23 +236,14 @@ Deno.test("BatchedLog counts the lines of a failed write, and of one that takes 
 });
 
 Deno.test("BatchedLog keeps what a failing write wrote whole, counts the rest, and starts the next write on a new line", async () => {
-  let text = "";
-  const answers: Array<number | "fail"> = [4, "fail"]; // "ab\nc", then an error
-  const out: LogOutput = {
-    write(p: Uint8Array): Promise<number> {
-      const answer = answers.shift() ?? p.length;
-      if (answer === "fail") return Promise.reject(new Error("broken pipe"));
-      text += new TextDecoder().decode(p.subarray(0, answer));
-      return Promise.resolve(answer);
-    },
-  };
-  const log = new BatchedLog(out, { notice: (n) => `dropped ${n}` });
+  const output = scripted([4, "fail"]); // "ab\nc", then an error
+  const log = new BatchedLog(output.out, { notice: (n) => `dropped ${n}` });
   for (const line of ["ab", "cd", "ef"]) log.line(line);
   await log.flush();
   assert.equal(log.droppedLines, 2); // "cd" (cut) and "ef"; "ab" was written whole
   log.lineNow("gh");
   await log.flush();
-  assert.equal(text, "ab\nc\ndropped 2\ngh\n");
+  assert.equal(output.text(), "ab\nc\ndropped 2\ngh\n");
 });
 
 Deno.test("BatchedLog writes its own notice when the given one throws, and goes on", async () => {
@@ -284,4 +275,44 @@ Deno.test("BatchedLog writes its own notice when the given one throws, and goes 
       "dropped 1\nf\ng\nh\n",
   );
   assert.equal(log.droppedLines, 2);
+});
+
+/** An output that takes what `answers` say (bytes, or "fail") one write after another, then all. */
+function scripted(answers: Array<number | "fail">): { out: LogOutput; text(): string } {
+  let text = "";
+  return {
+    out: {
+      write(p: Uint8Array): Promise<number> {
+        const answer = answers.shift() ?? p.length;
+        if (answer === "fail") return Promise.reject(new Error("broken pipe"));
+        text += new TextDecoder().decode(p.subarray(0, answer));
+        return Promise.resolve(answer);
+      },
+    },
+    text: () => text,
+  };
+}
+
+Deno.test("BatchedLog counts an entry of several lines (an error's stack) cut by a failing write as one line lost", async () => {
+  const output = scripted([12, "fail"]); // "e: Error\n  a", then an error
+  const log = new BatchedLog(output.out, { notice: (n) => `dropped ${n}` });
+  log.line("e: Error\n  at a\n  at b");
+  log.line("next");
+  await log.flush();
+  assert.equal(log.droppedLines, 2);
+  log.lineNow("z");
+  await log.flush();
+  assert.equal(output.text(), "e: Error\n  a\ndropped 2\nz\n");
+});
+
+Deno.test("BatchedLog counts an entry written but for its newline as written, and ends its line first", async () => {
+  const output = scripted([5, "fail"]); // "ab\ncd" of "ab\ncd\n", then an error
+  const log = new BatchedLog(output.out, { notice: (n) => `dropped ${n}` });
+  log.line("ab");
+  log.line("cd");
+  await log.flush();
+  assert.equal(log.droppedLines, 0);
+  log.lineNow("ef");
+  await log.flush();
+  assert.equal(output.text(), "ab\ncd\nef\n");
 });

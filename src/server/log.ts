@@ -7,7 +7,7 @@
  * request). The running relay writes its messages through the same {@linkcode BatchedLog},
  * at once, so that an output nobody reads (a stalled journal, a paused terminal) never
  * stops it: lines wait up to {@linkcode MAX_WAITING_BYTES}, the rest are counted and
- * reported once the output takes lines again.
+ * reported first in the next batch written.
  *
  * @module
  */
@@ -301,7 +301,7 @@ export class BatchedLog {
    */
   constructor(out: LogOutput = Deno.stdout, options: BatchedLogOptions = {}) {
     this.#out = out;
-    this.#notice = options.notice ?? defaultNotice;
+    this.#notice = options.notice ?? droppedLinesNotice;
     this.#max = options.maxWaitingBytes ?? MAX_WAITING_BYTES;
   }
 
@@ -410,10 +410,11 @@ export class BatchedLog {
         whole++;
         end += 1;
       }
-      const lost = entries.length - whole;
+      // The notice, when there is one, is the first entry.
       const noticeLost = dropped > 0 && whole === 0;
-      this.#dropped += lost - (noticeLost ? 1 : 0) + (noticeLost ? dropped : 0);
-      this.#droppedInAll += lost - (noticeLost ? 1 : 0);
+      const linesLost = entries.length - whole - (noticeLost ? 1 : 0);
+      this.#dropped += linesLost + (noticeLost ? dropped : 0);
+      this.#droppedInAll += linesLost;
       if (offset > 0) this.#cut = data[offset - 1] !== 0x0a;
     } finally {
       this.#waiting -= bytes;
@@ -425,12 +426,15 @@ export class BatchedLog {
     try {
       return this.#notice(dropped);
     } catch {
-      return defaultNotice(dropped);
+      return droppedLinesNotice(dropped);
     }
   }
 }
 
-/** The notice of dropped lines when {@linkcode BatchedLogOptions.notice} is not given. */
-function defaultNotice(dropped: number): string {
+/**
+ * The notice of `dropped` lines, as a plain sentence: what {@linkcode BatchedLog} writes when
+ * {@linkcode BatchedLogOptions.notice} is not given (or throws).
+ */
+export function droppedLinesNotice(dropped: number): string {
   return `relay: warning: ${dropped} log line(s) dropped: the output was not taking them`;
 }

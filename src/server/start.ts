@@ -26,7 +26,7 @@ import {
   type ServedConnections,
   type ServeOptions,
 } from "./connections.ts";
-import { BatchedLog, Logger, messageLine } from "./log.ts";
+import { BatchedLog, droppedLinesNotice, Logger, messageLine } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { KeyRing } from "../access/named_keys.ts";
 import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
@@ -160,12 +160,7 @@ export async function startRelay(
   // Unless the caller collects lines itself, every line goes through a bounded batch: access
   // lines within 20 ms, messages at once, errors to standard error (docs/configuration.md,
   // "Logging"). A write to an output nobody reads then never stops the relay.
-  const notice = (n: number) =>
-    messageLine(
-      config.logFormat,
-      "warn",
-      `relay: warning: ${n} log line(s) dropped: the output was not taking them`,
-    );
+  const notice = (n: number) => messageLine(config.logFormat, "warn", droppedLinesNotice(n));
   const outputs = options.log === undefined
     ? {
       out: new BatchedLog(Deno.stdout, { notice }),

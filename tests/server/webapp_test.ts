@@ -734,6 +734,9 @@ Deno.test("issue 7 web app: on plain http (not localhost) the app works as an or
     assert.equal(await textOf(page, "#submit-status", /^OK/), "OK (general)");
     assert.deepEqual(await queued(call), { general: ["Sent over plain http"] });
     await page.getByRole("link", { name: "Key" }).click();
+    // isVisible() looks once: wait for the Key screen first, as the other tests do (without
+    // the wait, this failed once in three CI runs).
+    await page.locator("#screen-settings").waitFor({ state: "visible" });
     assert.equal(await page.locator("#insecure-note").isVisible(), true);
   });
 });

@@ -33,12 +33,15 @@
 
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
+import { mainThreadCpuUs, parseOrExit, type Usage, usageError, wholeNumber } from "./_common.ts";
 import { profileTable } from "./profile.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const KEY = "bench-key-0123456789abcdef";
 
-const USAGE = `usage: deno task bench [options]
+const USAGE: Usage = {
+  program: "bench",
+  text: `usage: deno task bench [options]
   --rounds <n>        interleaved rounds (default 3)
   --duration <s>      seconds of each load (default 5)
   --connections <n>   wrk connections (default 64)
@@ -47,9 +50,10 @@ const USAGE = `usage: deno task bench [options]
   --keep              no /clear between rounds
   --profile <figure>  that figure alone, with the relay under V8's CPU profiler
   --doc               also write the report into docs/benchmarks.md
-  --help              this text`;
+  --help              this text`,
+};
 
-const { values } = parseOptions(() =>
+const { values } = parseOrExit(USAGE, () =>
   parseArgs({
     options: {
       duration: { type: "string", default: "5" },
@@ -62,36 +66,17 @@ const { values } = parseOptions(() =>
       doc: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
-  })
-);
+  }));
 if (values.help) {
-  console.log(USAGE);
+  console.log(USAGE.text);
   Deno.exit(0);
 }
-const ROUNDS = count("--rounds", values.rounds, 1);
+const ROUNDS = wholeNumber(USAGE, "--rounds", values.rounds, 1);
 const PROFILE = values.profile;
 const ONLY = new Set(PROFILE === undefined ? values.only.split(",") : [PROFILE]);
-const DURATION = count("--duration", values.duration, 1);
-const IDLE = count("--idle", values.idle, 0);
-const CONNECTIONS = count("--connections", values.connections, 1);
-
-/** Runs `parse`; a wrong option ends the bench with its message and the usage, exit 2. */
-function parseOptions<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (error) {
-    console.error(`bench: ${error instanceof Error ? error.message : error}\n${USAGE}`);
-    Deno.exit(2);
-  }
-}
-
-/** `text` as a whole number of at least `least`; otherwise ends the bench, exit 2. */
-function count(option: string, text: string, least: number): number {
-  const n = Number(text);
-  if (Number.isInteger(n) && n >= least) return n;
-  console.error(`bench: ${option} ${text}: give a whole number of at least ${least}\n${USAGE}`);
-  Deno.exit(2);
-}
+const DURATION = wholeNumber(USAGE, "--duration", values.duration, 1);
+const IDLE = wholeNumber(USAGE, "--idle", values.idle, 0);
+const CONNECTIONS = wholeNumber(USAGE, "--connections", values.connections, 1);
 
 /** One wrk run's figures. */
 interface Load {
@@ -242,15 +227,6 @@ request = function()
   return wrk.format("GET", "/pull?queue=article", { ["X-Auth-Key"] = "${KEY}" })
 end`),
 };
-
-/** CPU time of the main thread of `pid` (utime + stime), µs. */
-function mainThreadCpuUs(pid: number): number {
-  const stat = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/stat`);
-  // Fields after the command name (which may hold spaces): state is field 3.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14, 15)
-  return ticks * 10_000; // CLK_TCK is 100 on Linux
-}
 
 async function wrk(url: string, script: string, pid: number): Promise<Load> {
   const file = await Deno.makeTempFile({ suffix: ".lua" });
@@ -446,8 +422,7 @@ const FIGURES: Record<string, Figure> = {
 
 for (const id of ONLY) {
   if (!(id in FIGURES)) {
-    console.error(`bench: no figure "${id}": use ${Object.keys(FIGURES).join(", ")}\n${USAGE}`);
-    Deno.exit(2);
+    usageError(USAGE, `no figure "${id}": use ${Object.keys(FIGURES).join(", ")}`);
   }
 }
 

@@ -26,23 +26,20 @@
 
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
+import { mainThreadCpuUs, parseOrExit, type Usage, usageError, wholeNumber } from "./_common.ts";
 
-const USAGE = `usage: deno task bench:store [options]
+const USAGE: Usage = {
+  program: "bench:store",
+  text: `usage: deno task bench:store [options]
   --write <w>       submit, push or submit-no-dedupe (default submit)
   --rounds <n>      interleaved rounds (default 6)
   --writes <n>      writes a round (default 30000)
   --against <dir>   another checkout, measured in the same rounds
-  --help            this text`;
+  --help            this text`,
+};
 
-/** Ends the bench with `message` and the usage, exit 2. */
-function usageError(message: string): never {
-  console.error(`bench:store: ${message}\n${USAGE}`);
-  Deno.exit(2);
-}
-
-let parsed;
-try {
-  parsed = parseArgs({
+const { values } = parseOrExit(USAGE, () =>
+  parseArgs({
     options: {
       write: { type: "string", default: "submit" },
       rounds: { type: "string", default: "6" },
@@ -50,24 +47,17 @@ try {
       against: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
-  });
-} catch (error) {
-  usageError(error instanceof Error ? error.message : String(error));
-}
-const { values } = parsed;
+  }));
 if (values.help) {
-  console.log(USAGE);
+  console.log(USAGE.text);
   Deno.exit(0);
 }
 const WRITE = values.write;
 if (!["submit", "push", "submit-no-dedupe"].includes(WRITE)) {
-  usageError(`--write ${WRITE}: use submit, push or submit-no-dedupe`);
+  usageError(USAGE, `--write ${WRITE}: use submit, push or submit-no-dedupe`);
 }
-const ROUNDS = Number(values.rounds);
-const WRITES = Number(values.writes);
-for (const [option, n] of [["--rounds", ROUNDS], ["--writes", WRITES]] as const) {
-  if (!Number.isInteger(n) || n < 1) usageError(`${option}: give a whole number of at least 1`);
-}
+const ROUNDS = wholeNumber(USAGE, "--rounds", values.rounds, 1);
+const WRITES = wholeNumber(USAGE, "--writes", values.writes, 1);
 /** Writes in flight at once, as `wrk -c64` keeps requests in flight. */
 const IN_FLIGHT = 64;
 
@@ -87,14 +77,6 @@ interface StoreModule {
 interface Subject {
   name: string;
   store: StoreModule;
-}
-
-/** CPU time of this process's main thread so far, µs (utime + stime, ticks of 10 ms). */
-function mainThreadUs(): number {
-  const stat = Deno.readTextFileSync(`/proc/self/task/${Deno.pid}/stat`);
-  // Fields after the command name, which is in parentheses and may hold spaces.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 let sequence = 0;
@@ -121,14 +103,14 @@ async function round(subject: Subject): Promise<number> {
           dedupe: WRITE === "submit",
         });
     let started = 0;
-    const before = mainThreadUs();
+    const before = mainThreadCpuUs(Deno.pid);
     await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
       while (started < WRITES) {
         started++;
         await write(++sequence);
       }
     }));
-    return (mainThreadUs() - before) / WRITES;
+    return (mainThreadCpuUs(Deno.pid) - before) / WRITES;
   } finally {
     kv.close();
     await Deno.remove(dir, { recursive: true });

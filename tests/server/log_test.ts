@@ -208,30 +208,20 @@ Deno.test("BatchedLog holds at most its bound while the output takes nothing, th
 });
 
 Deno.test("BatchedLog counts the lines of a failed write, and of one that takes no bytes, in the next notice", async () => {
-  const chunks: string[] = [];
-  let answer: "fail" | "zero" | "take" = "fail";
-  const out: LogOutput = {
-    write(p: Uint8Array): Promise<number> {
-      if (answer === "fail") return Promise.reject(new Error("broken pipe"));
-      if (answer === "zero") return Promise.resolve(0);
-      chunks.push(new TextDecoder().decode(p));
-      return Promise.resolve(p.length);
-    },
-  };
-  const log = new BatchedLog(out, { notice: (n) => `dropped ${n}` });
+  // An error, then a write that takes no bytes (it would otherwise loop forever), then all.
+  const output = scripted(["fail", 0]);
+  const log = new BatchedLog(output.out, { notice: (n) => `dropped ${n}` });
   log.line("a");
   log.line("b");
   await log.flush();
   assert.equal(log.droppedLines, 2);
   assert.equal(log.waitingBytes, 0);
-  answer = "zero"; // a writer that never ends its write would otherwise loop forever
   log.lineNow("c");
   await log.flush();
   assert.equal(log.droppedLines, 3);
-  answer = "take";
   log.lineNow("d");
   await log.flush();
-  assert.equal(chunks.join(""), "dropped 3\nd\n");
+  assert.equal(output.text(), "dropped 3\nd\n");
   assert.equal(log.droppedLines, 3);
 });
 

@@ -17,6 +17,19 @@ async function tempDir(): Promise<string> {
   return await Deno.makeTempDir({ prefix: "relay-server-test-" });
 }
 
+/** Waits until the relay at `base` answers `GET /health` with 200. */
+async function answering(base: string): Promise<void> {
+  await eventually(async () => {
+    try {
+      const res = await fetch(`${base}/health`);
+      await res.body?.cancel();
+      return res.status === 200;
+    } catch {
+      return false;
+    }
+  }, `${base}/health to answer 200`);
+}
+
 const KEY = "server-test-key-0123456789";
 
 function client(url: string, key = KEY) {
@@ -669,15 +682,7 @@ Deno.test("relay serve RELAY_LOG_LEVEL=warn leaves out access lines and keeps wa
       { env: { RELAY_API_KEY: "short-key", RELAY_LOG_LEVEL: "warn" } },
     );
     const url = `http://127.0.0.1:${port}`;
-    await eventually(async () => {
-      try {
-        const res = await fetch(`${url}/health`);
-        await res.body?.cancel();
-        return res.status === 200;
-      } catch {
-        return false;
-      }
-    }, "the relay to answer");
+    await answering(url);
     const res = await fetch(`${url}/submit`, {
       method: "POST",
       body: "x",
@@ -739,15 +744,7 @@ async function relayWithUnreadOutput(dir: string) {
   let stdout = "";
   let reading: Promise<void> | undefined;
   const base = `http://127.0.0.1:${port}`;
-  await eventually(async () => {
-    try {
-      const res = await fetch(`${base}/health`);
-      await res.body?.cancel();
-      return res.status === 200;
-    } catch {
-      return false;
-    }
-  }, "the relay answers /health");
+  await answering(base);
   return {
     base,
     stderr,

@@ -1,22 +1,36 @@
 /**
  * Duplicate records (C13): for each content accepted within the duplicate window, the
  * time it was last accepted, keyed by the SHA-256 of the content. The committed state keeps
- * them in memory (`State.seen`); each also has a KV record that expires after the window
- * (`expireIn` is only a garbage-collection hint, so decisions compare the stored time).
+ * them in memory (`State.seen`), and KV holds them in one of two ways:
  *
- * **Bounded memory, exact window.** Memory holds at most {@linkcode SEEN_IN_MEMORY}
- * records (about 120 bytes each). Past that, the oldest are dropped from memory only, and
- * the state remembers until when a dropped record could still be in force
- * (`seenIncompleteUntil`: its acceptance time plus the window). Until then, a content not
- * found in memory is looked up in KV before it is accepted, so a burst of millions of
- * unique contents costs one KV read per submit instead of memory, and the window stays
- * exact. docs/benchmarks.md, "Memory under load".
+ * - **One entry per commit** (`["accepted", n, at]`): the hashes of every content one commit
+ *   accepted, all at the commit's time `at`. A submit so adds no KV mutation of its own: a
+ *   commit of 25 submits writes one entry, not 25 (each mutation costs the main thread about
+ *   5 µs; docs/benchmarks.md, "Where a write's time goes, the store apart"). KV cannot find
+ *   such a record by its hash, so memory holds every one of them.
+ * - **One entry per content** (`["submissions", hash]`), when memory is full: past
+ *   {@linkcode SEEN_IN_MEMORY} records (about 120 bytes each), a content accepted is
+ *   recorded in its own entry instead, and memory does not hold it. The state remembers until
+ *   when such a record is in force (`seenIncompleteUntil`: its acceptance plus the window);
+ *   until then, a content not found in memory is looked up in KV before it is accepted. A
+ *   burst of millions of unique contents so costs a KV read and write per submit instead of
+ *   memory, and the window stays exact. Files written before the per-commit entries hold
+ *   only these.
+ *
+ * Both kinds expire with KV's `expireIn` only as a backstop: decisions compare the stored
+ * time with the clock, and the relay's own commits delete entries as their window ends.
  *
  * @module
  */
 
 import { createHash } from "node:crypto";
-import { submissionKey, type SubmissionRecord, submissionsPrefix } from "./kv_keys.ts";
+import {
+  acceptedKey,
+  acceptedPrefix,
+  submissionKey,
+  type SubmissionRecord,
+  submissionsPrefix,
+} from "./kv_keys.ts";
 import {
   BATCH_MAX_MUTATIONS,
   type Change,
@@ -24,6 +38,9 @@ import {
   type Mutations,
   type State,
 } from "./_state.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
 /** Most duplicate records kept in memory (~120 bytes each: about 12 MB). */
 export const SEEN_IN_MEMORY = 100_000;
@@ -41,13 +58,19 @@ export function sha256Hex(parts: readonly Uint8Array[]): string {
 }
 
 /**
- * When content with `hash` was last accepted, epoch ms, as far as memory knows: `undefined`
- * when it is not in memory; `"ask KV"` when it is not in memory but records were left out
- * of memory (see the module doc).
+ * When content with `hash` was last accepted, epoch ms, as far as memory knows: that time
+ * when it is inside the window at `draft.now`; `"ask KV"` when it is not, but a
+ * `["submissions", hash]` record may be in force (see the module doc); else the time memory
+ * holds, if any.
  */
-export function lastAccepted(draft: Draft, hash: string): number | undefined | "ask KV" {
+export function lastAccepted(
+  draft: Draft,
+  hash: string,
+  windowMs: number,
+): number | undefined | "ask KV" {
   const seen = draft.seen(hash);
-  return seen === undefined && draft.seenMayBeInKv() ? "ask KV" : seen;
+  if (seen !== undefined && inWindow(draft, seen, windowMs)) return seen;
+  return draft.seenMayBeInKv() ? "ask KV" : seen;
 }
 
 /**
@@ -66,19 +89,57 @@ export function inWindow(draft: Draft, at: number | undefined, windowMs: number)
   return at !== undefined && draft.now - at < windowMs;
 }
 
-/** Records content with `hash` as accepted at `draft.now`, in the draft and in KV. */
+/**
+ * Records content with `hash` as accepted at `draft.now`: in memory and the commit's
+ * `["accepted", …]` entry ({@linkcode writeAcceptedBatch}) while memory holds fewer than
+ * `seenInMemory` records, else in a `["submissions", hash]` record of its own.
+ */
 export function recordAccepted(
   draft: Draft,
   mutations: Mutations,
   hash: string,
-  windowMs: number,
+  options: { windowMs: number; seenInMemory: number },
 ): void {
-  draft.see(hash, draft.now);
-  // The relay deletes the record itself once the window has passed (SeenPruner.sweep); KV's
-  // own expiry is only a backstop for records it could not (see EXPIRY_BACKSTOP_MS).
+  if (draft.seenInMemory() < options.seenInMemory) {
+    draft.see(hash, draft.now);
+    return;
+  }
+  draft.see(hash, draft.now, draft.now + options.windowMs);
   mutations.set(submissionKey(hash), { last_seen_at: draft.now } satisfies SubmissionRecord, {
-    expireIn: windowMs + EXPIRY_BACKSTOP_MS,
+    expireIn: options.windowMs + EXPIRY_BACKSTOP_MS,
   });
+}
+
+/** Hashes one `["accepted", …]` entry holds at most: 64 bytes each, 32 KiB in all. */
+export const HASHES_PER_BATCH_ENTRY = 512;
+
+/**
+ * Adds to `mutations` the `["accepted", n, draft.now]` entries of the contents the draft
+ * accepted into memory since the last call (none when it accepted none), at most
+ * {@linkcode HASHES_PER_BATCH_ENTRY} hashes each. The writer calls it once per commit.
+ *
+ * @param windowMs The duplicate window, ms: the entries' KV expiry backstop follows it.
+ */
+export function writeAcceptedBatch(draft: Draft, mutations: Mutations, windowMs: number): void {
+  const hashes = draft.takeBatch();
+  for (let i = 0; i < hashes.length; i += HASHES_PER_BATCH_ENTRY) {
+    const key = acceptedKey(draft.nextBatch(), draft.now);
+    const chunk = i === 0 && hashes.length <= HASHES_PER_BATCH_ENTRY
+      ? hashes
+      : hashes.slice(i, i + HASHES_PER_BATCH_ENTRY);
+    mutations.set(key, encoder.encode(chunk.join("")), {
+      expireIn: windowMs + EXPIRY_BACKSTOP_MS,
+    });
+    draft.addBatch(key);
+  }
+}
+
+/** The hashes an `["accepted", …]` entry's value holds. */
+export function batchHashes(value: Uint8Array): string[] {
+  const text = decoder.decode(value);
+  const hashes: string[] = [];
+  for (let i = 0; i + 64 <= text.length; i += 64) hashes.push(text.slice(i, i + 64));
+  return hashes;
 }
 
 /**
@@ -86,21 +147,37 @@ export function recordAccepted(
  * ms. The relay's commits delete records as their window ends (a few hundred per commit,
  * {@linkcode SWEEP_PER_COMMIT}); KV's own expiry deletes whatever has piled up in one go, on
  * the connection the commits use, which stalled commits for up to 100 ms
- * (docs/benchmarks.md, "Push p99 over successive rounds"). It is left for records dropped
- * from memory under a burst, and for a relay stopped for longer than this.
+ * (docs/benchmarks.md, "Push p99 over successive rounds"). It is left for the records of
+ * one content (written while memory is full, or by an older version), and for a relay
+ * stopped for longer than this.
  */
 export const EXPIRY_BACKSTOP_MS = 60 * 60_000;
 
-/** Expired duplicate records one commit deletes at most. */
+/** Expired duplicate entries one commit deletes at most. */
 export const SWEEP_PER_COMMIT = 256;
 
+/** Records past their window memory forgets at most per commit (no KV work). */
+const FORGET_PER_COMMIT = 4096;
+
+/** The duplicate records {@linkcode readSeen} found. */
+export interface SeenRecords {
+  /** SHA-256 hex → last accepted, epoch ms, oldest first: what memory holds. */
+  seen: Map<string, number>;
+  /** The `["accepted", …]` entries still in force, oldest first. */
+  batches: Array<{ key: Deno.KvKey; at: number }>;
+  /** The `n` the next `["accepted", n, at]` entry gets. */
+  nextBatch: number;
+  /** 0 when memory holds every record in force, else until when one left in KV may be. */
+  incompleteUntil: number;
+  /** Keys of entries past the window (at most `limit`), for the relay to delete. */
+  expired: Deno.KvKey[];
+}
+
 /**
- * Reads the duplicate records still inside the window at `now` (epoch ms), at most
- * `limit` of them, and the hashes of those past it (at most `limit`, to be deleted).
+ * Reads the duplicate records still inside the window at `now` (epoch ms): every one of
+ * the `["accepted", …]` entries (KV cannot find them by hash), and of the
+ * `["submissions", hash]` records as many as memory has room for within `limit`.
  *
- * @returns `seen`: SHA-256 hex → last accepted, epoch ms, oldest first; `incompleteUntil`:
- *   0 when every record in force was read, else until when one left in KV may be in force;
- *   `expired`: hashes of records past the window.
  * @throws KV errors.
  */
 export async function readSeen(
@@ -108,89 +185,89 @@ export async function readSeen(
   now: number,
   windowMs: number,
   limit: number,
-): Promise<{ seen: Map<string, number>; incompleteUntil: number; expired: string[] }> {
+): Promise<SeenRecords> {
   const inForce: Array<[string, number]> = [];
-  const expired: string[] = [];
+  const batches: Array<{ key: Deno.KvKey; at: number }> = [];
+  const expired: Deno.KvKey[] = [];
+  let nextBatch = 1;
+  for await (const entry of kv.list<Uint8Array>({ prefix: acceptedPrefix() })) {
+    const n = entry.key[1] as number;
+    const at = entry.key[2] as number;
+    nextBatch = Math.max(nextBatch, n + 1);
+    if (now - at >= windowMs) {
+      if (expired.length < limit) expired.push(entry.key);
+      continue;
+    }
+    batches.push({ key: entry.key, at });
+    for (const hash of batchHashes(entry.value)) inForce.push([hash, at]);
+  }
+  const room = Math.max(0, limit - inForce.length);
+  const single: Array<[string, number]> = [];
   let incompleteUntil = 0;
   for await (const entry of kv.list<SubmissionRecord>({ prefix: submissionsPrefix() })) {
     const at = entry.value.last_seen_at;
-    const hash = entry.key[1] as string;
     if (now - at >= windowMs) {
-      if (expired.length < limit) expired.push(hash);
-    } else if (inForce.length < limit) inForce.push([hash, at]);
+      if (expired.length < limit) expired.push(entry.key);
+    } else if (single.length < room) single.push([entry.key[1] as string, at]);
     else incompleteUntil = Math.max(incompleteUntil, at + windowMs);
   }
-  // In the order of acceptance, which SeenPruner.sweep relies on (KV lists by hash).
-  inForce.sort((a, b) => a[1] - b[1]);
-  return { seen: new Map(inForce), incompleteUntil, expired };
+  // In the order of acceptance, which SeenPruner.sweep relies on (KV lists by key).
+  const all = [...inForce, ...single].sort((a, b) => a[1] - b[1]);
+  const seen = new Map<string, number>();
+  for (const [hash, at] of all) {
+    seen.delete(hash);
+    seen.set(hash, at);
+  }
+  return { seen, batches, nextBatch, incompleteUntil, expired };
 }
 
 /**
- * Deletes duplicate records whose window has passed, in KV and in memory, a few hundred
- * per commit ({@linkcode SeenPruner.sweep}), and keeps at most `limit` records in memory:
- * past it, the oldest are dropped from memory only (down to nine tenths of `limit`, so that
- * this happens once per many commits) and `state.seenIncompleteUntil` says until when KV
- * must be asked.
+ * Deletes duplicate records whose window has passed, a few hundred per commit
+ * ({@linkcode SeenPruner.sweep}): the `["accepted", …]` entries and those found past their
+ * window when the state was loaded; memory forgets its records as their window passes.
  */
 export class SeenPruner {
   #windowMs: number;
-  #limit: number;
 
-  /**
-   * @param windowMs The duplicate window, ms.
-   * @param limit Most records kept in memory, ≥ 1.
-   */
-  constructor(windowMs: number, limit: number) {
+  /** @param windowMs The duplicate window, ms. */
+  constructor(windowMs: number) {
     this.#windowMs = windowMs;
-    this.#limit = limit;
   }
 
   /**
-   * Adds to `mutations` the deletion of at most {@linkcode SWEEP_PER_COMMIT} records past
+   * Adds to `mutations` the deletion of at most {@linkcode SWEEP_PER_COMMIT} entries past
    * their window at `now` (epoch ms): first those found so when the state was loaded, then
-   * the oldest in memory (`state.seen` is in the order of acceptance, so the walk stops at
-   * the first record still in force). Called before a batch's writes are applied, so that
-   * a content accepted again in the same commit is recorded again (the last mutation of a
-   * key wins).
+   * the oldest `["accepted", …]` entries (the walk stops at the first still in force).
+   * Called before a batch's writes are applied. Memory forgets its records past the window
+   * at once: a record past its window decides nothing ({@linkcode lastAccepted}).
    *
    * @returns What to run once the commit holding `mutations` has succeeded: it forgets the
-   *   deleted records (not one accepted again meanwhile). Until then memory is unchanged,
-   *   so a batch that commits nothing loses nothing.
+   *   deleted entries. Until then they stay listed, so a batch that commits nothing loses
+   *   nothing.
    */
   sweep(state: State, now: number, mutations: Mutations): () => void {
+    const windowMs = this.#windowMs;
+    let forget = FORGET_PER_COMMIT;
+    for (const [hash, at] of state.seen) {
+      if (forget-- <= 0 || now - at < windowMs) break;
+      state.seen.delete(hash);
+    }
     let left = SWEEP_PER_COMMIT;
     const expired = state.expiredInKv;
     const fromLoad = Math.min(left, expired.length);
-    for (let i = expired.length - fromLoad; i < expired.length; i++) {
-      mutations.delete(submissionKey(expired[i]!));
-    }
+    for (let i = expired.length - fromLoad; i < expired.length; i++) mutations.delete(expired[i]!);
     left -= fromLoad;
-    const swept: Array<[string, number]> = [];
-    for (const entry of state.seen) {
-      if (left-- <= 0 || now - entry[1] < this.#windowMs) break;
-      mutations.delete(submissionKey(entry[0]));
-      swept.push(entry);
+    let batches = 0;
+    for (const batch of state.batches) {
+      if (left-- <= 0 || now - batch.at < windowMs) break;
+      mutations.delete(batch.key);
+      batches++;
     }
-    if (fromLoad === 0 && swept.length === 0) return () => {};
+    if (fromLoad === 0 && batches === 0) return () => {};
     return () => {
       expired.length -= Math.min(fromLoad, expired.length);
-      for (const [hash, at] of swept) {
-        if (state.seen.get(hash) === at) state.seen.delete(hash);
-      }
+      state.batches.splice(0, batches);
     };
-  }
-
-  /** Drops the oldest records from memory (not from KV) past the limit. */
-  prune(state: State): void {
-    const seen = state.seen;
-    if (seen.size <= this.#limit) return;
-    let excess = seen.size - Math.floor(this.#limit * 0.9);
-    // A Map iterates in insertion order: the oldest recorded first.
-    for (const [hash, at] of seen) {
-      if (excess-- <= 0) break;
-      seen.delete(hash);
-      state.seenIncompleteUntil = Math.max(state.seenIncompleteUntil, at + this.#windowMs);
-    }
   }
 }
 
@@ -206,6 +283,7 @@ export async function dropSubmissionRecords(
   commitAlone: (change: Change) => Promise<void>,
 ): Promise<void> {
   const keys: Deno.KvKey[] = [];
+  for await (const entry of kv.list({ prefix: acceptedPrefix() })) keys.push(entry.key);
   for await (const entry of kv.list({ prefix: submissionsPrefix() })) keys.push(entry.key);
   for (let i = 0; i === 0 || i < keys.length; i += BATCH_MAX_MUTATIONS) {
     const batch = keys.slice(i, i + BATCH_MAX_MUTATIONS);

@@ -93,7 +93,7 @@ export async function loadState(
     items,
     counters: meta?.counters ?? { pushed: items.length, evicted: 0, cleared: 0 },
   };
-  const { seen, incompleteUntil, expired } = await readSeen(
+  const { seen, batches, nextBatch, incompleteUntil, expired } = await readSeen(
     kv,
     Math.floor(clock()),
     dedupeWindowMs,
@@ -103,6 +103,8 @@ export async function loadState(
     queues,
     feed,
     seen,
+    batches,
+    nextBatch,
     expiredInKv: expired,
     seenIncompleteUntil: incompleteUntil,
     stamps,

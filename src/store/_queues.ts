@@ -65,9 +65,9 @@ export function submitOp(
   kv: Deno.Kv,
   content: string,
   queue: QueueName,
-  options: { dedupe: boolean; dedupeWindowMs: number },
+  options: { dedupe: boolean; dedupeWindowMs: number; seenInMemory: number },
 ): WriteOp<SubmitOutcome> {
-  const { dedupe, dedupeWindowMs } = options;
+  const { dedupe, dedupeWindowMs, seenInMemory } = options;
   const parts = splitParts(content);
   // Only the duplicate check reads the hash.
   const hash = dedupe ? sha256Hex(parts) : "";
@@ -81,7 +81,7 @@ export function submitOp(
     // batch's at once); what this batch accepts before it is in the draft's memory.
     prepare(draft) {
       kvRead = undefined;
-      if (!dedupe || lastAccepted(draft, hash) !== "ask KV") return undefined;
+      if (!dedupe || lastAccepted(draft, hash, dedupeWindowMs) !== "ask KV") return undefined;
       return lastAcceptedInKv(kv, hash).then(
         (at) => void (kvRead = { at }),
         (error) => void (kvRead = { error }),
@@ -97,11 +97,13 @@ export function submitOp(
         }
         const id = appendItem(mutations, q, queue, parts, content, draft.now);
         q.counters.accepted++;
-        if (dedupe) recordAccepted(draft, mutations, hash, dedupeWindowMs);
+        if (dedupe) {
+          recordAccepted(draft, mutations, hash, { windowMs: dedupeWindowMs, seenInMemory });
+        }
         return { accepted: true, queue, id };
       };
       if (!dedupe) return decide(false);
-      const known = lastAccepted(draft, hash);
+      const known = lastAccepted(draft, hash, dedupeWindowMs);
       if (known !== "ask KV") return decide(inWindow(draft, known, dedupeWindowMs));
       const read = kvRead;
       if (read === undefined) {

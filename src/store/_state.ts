@@ -89,17 +89,22 @@ export interface State {
   feed: FeedState;
   /**
    * Duplicate records: SHA-256 hex → last accepted, epoch ms (C13), oldest accepted first.
-   * At most a bounded number are kept in memory (`_duplicates.ts`); the rest are only in KV.
+   * Every record held only in `["accepted", …]` entries is here; records held in
+   * `["submissions", hash]` entries may be missing (`_duplicates.ts`).
    */
   seen: Map<string, number>;
+  /** The `["accepted", n, at]` entries in KV, oldest first, with their time (epoch ms). */
+  batches: Array<{ key: Deno.KvKey; at: number }>;
+  /** The `n` of the next `["accepted", n, at]` entry. */
+  nextBatch: number;
   /**
-   * Hashes of records found in KV past their window when the state was loaded: the
+   * Keys of duplicate records found in KV past their window when the state was loaded: the
    * relay's commits delete them (`_duplicates.ts`, `SeenPruner.sweep`).
    */
-  expiredInKv: string[];
+  expiredInKv: Deno.KvKey[];
   /**
-   * Until when, epoch ms, a duplicate record missing from `seen` may still be in force in
-   * KV (records were left out of memory); 0 when `seen` holds every record in force.
+   * Until when, epoch ms, a `["submissions", hash]` record missing from `seen` may still be
+   * in force; 0 when `seen` holds every record in force.
    */
   seenIncompleteUntil: number;
   /** Versionstamps of the metadata entries as last read or written. */
@@ -154,6 +159,14 @@ export class Draft {
   #state: State;
   /** Duplicate records added by this draft: SHA-256 hex → accepted at, epoch ms. */
   #seen = new Map<string, number>();
+  /** Hashes of `#seen` that go to an `["accepted", …]` entry, and so to memory. */
+  #toBatch: string[] = [];
+  /** Hashes taken by {@linkcode Draft.takeBatch}: memory holds them once settled. */
+  #batched: string[] = [];
+  /** Until when, epoch ms, the `["submissions", hash]` records this draft wrote are in force. */
+  #inKvUntil = 0;
+  /** `["accepted", …]` entries this draft writes. */
+  #batches: Array<{ key: Deno.KvKey; at: number }> = [];
   /** Whether every duplicate record of the state is forgotten. */
   #forgetAll = false;
 
@@ -178,28 +191,65 @@ export class Draft {
     this.#state = state;
   }
 
-  /** When `hash` was last accepted, epoch ms, or `undefined`. */
+  /** When `hash` was last accepted, epoch ms, as far as memory knows, or `undefined`. */
   seen(hash: string): number | undefined {
     return this.#seen.get(hash) ?? (this.#forgetAll ? undefined : this.#state.seen.get(hash));
   }
 
   /**
-   * Whether a record missing from {@linkcode Draft.seen} may still be in force in KV (some
-   * were left out of memory), so that KV must be asked.
+   * Whether a record missing from {@linkcode Draft.seen}, or older there, may still be in
+   * force in a `["submissions", hash]` entry, so that KV must be asked.
    */
   seenMayBeInKv(): boolean {
-    return !this.#forgetAll && this.now < this.#state.seenIncompleteUntil;
+    const until = Math.max(this.#inKvUntil, this.#forgetAll ? 0 : this.#state.seenIncompleteUntil);
+    return this.now < until;
   }
 
-  /** Records `hash` as accepted at `at`. */
-  see(hash: string, at: number): void {
+  /** How many duplicate records memory will hold once this draft is settled. */
+  seenInMemory(): number {
+    return (this.#forgetAll ? 0 : this.#state.seen.size) + this.#toBatch.length;
+  }
+
+  /**
+   * Records `hash` as accepted at `at`: in memory and in this commit's `["accepted", …]`
+   * entry when `inKvUntil` is undefined; else its `["submissions", hash]` record, in force
+   * until `inKvUntil` (epoch ms), holds it and memory forgets it.
+   */
+  see(hash: string, at: number, inKvUntil?: number): void {
     this.#seen.set(hash, at);
+    if (inKvUntil === undefined) this.#toBatch.push(hash);
+    else this.#inKvUntil = Math.max(this.#inKvUntil, inKvUntil);
+  }
+
+  /**
+   * Takes the hashes accepted into memory since the last call, for the commit's
+   * `["accepted", …]` entries (`_duplicates.ts`, `writeAcceptedBatch`): memory holds them
+   * once the draft is settled.
+   */
+  takeBatch(): string[] {
+    const hashes = this.#toBatch;
+    this.#toBatch = [];
+    for (const hash of hashes) this.#batched.push(hash);
+    return hashes;
+  }
+
+  /** The `n` the next `["accepted", n, at]` entry of this draft gets. */
+  nextBatch(): number {
+    return this.#state.nextBatch + this.#batches.length;
+  }
+
+  /** Notes an `["accepted", …]` entry this draft's commit writes. */
+  addBatch(key: Deno.KvKey): void {
+    this.#batches.push({ key, at: this.now });
   }
 
   /** Forgets every duplicate record (their KV records are deleted by the same change). */
   forgetAll(): void {
     this.#forgetAll = true;
     this.#seen.clear();
+    this.#toBatch = [];
+    this.#batched = [];
+    this.#inKvUntil = 0;
   }
 
   /**
@@ -221,14 +271,18 @@ export class Draft {
     }
     if (this.#forgetAll) {
       state.seen.clear();
+      state.batches = [];
       state.expiredInKv = [];
       state.seenIncompleteUntil = 0;
     }
-    // Taken out and put back, so that the map stays in the order of acceptance.
-    for (const [hash, at] of this.#seen) {
-      state.seen.delete(hash);
-      state.seen.set(hash, at);
-    }
+    // Records held by `["submissions", hash]` entries leave memory (an older time kept there
+    // would be outdated); those of an `["accepted", …]` entry are taken out and put back, so
+    // that the map stays in the order of acceptance.
+    for (const hash of this.#seen.keys()) state.seen.delete(hash);
+    for (const hash of this.#batched) state.seen.set(hash, this.now);
+    state.seenIncompleteUntil = Math.max(state.seenIncompleteUntil, this.#inKvUntil);
+    for (const batch of this.#batches) state.batches.push(batch);
+    state.nextBatch += this.#batches.length;
   }
 }
 

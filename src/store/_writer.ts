@@ -27,7 +27,7 @@
 
 import type { Clock } from "../clock.ts";
 import type { Changes } from "./_changes.ts";
-import { SeenPruner } from "./_duplicates.ts";
+import { SeenPruner, writeAcceptedBatch } from "./_duplicates.ts";
 import { StorageError } from "./_faults.ts";
 import type { StoreHealth } from "./_health.ts";
 import { loadState } from "./_load.ts";
@@ -116,7 +116,7 @@ export class Writer {
     this.#onCommit = options.onCommit;
     this.#health = options.health;
     this.#seenInMemory = options.seenInMemory;
-    this.#pruner = new SeenPruner(options.dedupeWindowMs, options.seenInMemory);
+    this.#pruner = new SeenPruner(options.dedupeWindowMs);
   }
 
   /**
@@ -347,6 +347,8 @@ export class Writer {
     mutations: Mutations,
     committed?: () => void,
   ): Promise<boolean> {
+    // The duplicate records of the contents this commit accepts: one entry for them all.
+    writeAcceptedBatch(draft, mutations, this.#dedupeWindowMs);
     if (mutations.entries.size === 0 && mutations.touched.size === 0) {
       // Nothing to store; a draft may still forget records that KV no longer holds.
       draft.settle(mutations, null);
@@ -385,7 +387,6 @@ export class Writer {
     draft.settle(mutations, res.versionstamp);
     committed?.();
     this.#changed(mutations.touched);
-    this.#pruner.prune(state);
     this.#changes.notify(mutations.touched);
     return true;
   }

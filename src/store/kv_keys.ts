@@ -12,7 +12,8 @@
  * | `["results_meta"]` | {@linkcode ResultsMeta} | the feed's order and the `t` high-water mark (C40) |
  * | `["results", t, 0]` | {@linkcode ResultHead} | a result: part count, first ≤ 60,000 bytes |
  * | `["results", t, n]` | `Uint8Array` | part `n` of a long result |
- * | `["submissions", sha256]` | {@linkcode SubmissionRecord} | last accepted time of a content (C13) |
+ * | `["accepted", n, at]` | `Uint8Array` | the duplicate records of one commit: the SHA-256 (hex, ASCII) of each content it accepted at `at` (C13) |
+ * | `["submissions", sha256]` | {@linkcode SubmissionRecord} | last accepted time of one content (C13), when memory held no room for it |
  * | `["health_probe"]` | `number` | when `/health` last had to commit to learn whether the store can (epoch ms) |
  *
  * The parts of one item sit next to each other, so one `list()` reads whole items in order.
@@ -142,7 +143,25 @@ export function resultPartKey(t: number, part: number): Deno.KvKey {
   return ["results", t, part];
 }
 
-/** `["submissions"]`: prefix of every duplicate-check record. */
+/**
+ * `["accepted"]`: prefix of the duplicate records written one entry per commit (C13; see
+ * `_duplicates.ts`).
+ */
+export function acceptedPrefix(): Deno.KvKey {
+  return ["accepted"];
+}
+
+/**
+ * `["accepted", n, at]`: the duplicate records of one commit. Its value is the SHA-256 of
+ * each content the commit accepted, as lowercase hex, concatenated (64 ASCII bytes each),
+ * all accepted at `at` (epoch ms). `n` numbers these entries in the order they were written,
+ * from 1.
+ */
+export function acceptedKey(n: number, at: number): Deno.KvKey {
+  return ["accepted", n, at];
+}
+
+/** `["submissions"]`: prefix of every duplicate-check record of one content. */
 export function submissionsPrefix(): Deno.KvKey {
   return ["submissions"];
 }

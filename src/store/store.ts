@@ -98,7 +98,8 @@ export interface StoreOptions {
   dedupeWindowMs?: number;
   /**
    * Most duplicate records kept in memory, ≥ 1; default {@linkcode SEEN_IN_MEMORY}. Past
-   * it, records are looked up in KV (the window stays exact; docs/benchmarks.md).
+   * it, each content accepted gets a KV record of its own, looked up in KV (the window
+   * stays exact; docs/benchmarks.md, "Memory under load").
    */
   seenInMemory?: number;
   /**
@@ -122,7 +123,7 @@ export interface StoreOptions {
 /** What {@linkcode createStore} keeps of each store, out of the callers' sight. */
 const INTERNALS = new WeakMap<
   Store,
-  { writer: Writer; changes: Changes; health: StoreHealth }
+  { writer: Writer; changes: Changes; health: StoreHealth; seenInMemory: number }
 >();
 
 /**
@@ -157,7 +158,7 @@ export function createStore(kv: Deno.Kv, options: StoreOptions = {}): Store {
     health,
   });
   const store: Store = { kv, clock, dedupeWindowMs };
-  INTERNALS.set(store, { writer, changes, health });
+  INTERNALS.set(store, { writer, changes, health, seenInMemory });
   return store;
 }
 
@@ -166,7 +167,9 @@ function writerOf(store: Store): Writer {
   return internals(store).writer;
 }
 
-function internals(store: Store): { writer: Writer; changes: Changes; health: StoreHealth } {
+function internals(
+  store: Store,
+): { writer: Writer; changes: Changes; health: StoreHealth; seenInMemory: number } {
   const found = INTERNALS.get(store);
   if (found === undefined) throw new TypeError("Cannot use the store: not made by createStore()");
   return found;
@@ -193,8 +196,13 @@ export async function submit(
   options: { dedupe?: boolean } = {},
 ): Promise<SubmitOutcome> {
   const dedupe = options.dedupe ?? true;
-  return await writerOf(store).write(
-    submitOp(store.kv, content, queue, { dedupe, dedupeWindowMs: store.dedupeWindowMs }),
+  const { writer, seenInMemory } = internals(store);
+  return await writer.write(
+    submitOp(store.kv, content, queue, {
+      dedupe,
+      dedupeWindowMs: store.dedupeWindowMs,
+      seenInMemory,
+    }),
   );
 }
 

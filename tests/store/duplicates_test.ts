@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { clear, createStore, submit } from "../../src/store/store.ts";
-import { submissionsPrefix } from "../../src/store/kv_keys.ts";
+import { batchHashes } from "../../src/store/_duplicates.ts";
+import { acceptedPrefix, submissionsPrefix } from "../../src/store/kv_keys.ts";
 import { makeStore } from "../_helpers.ts";
 
 // Duplicate records past the in-memory bound are looked up in KV: the window stays exact
@@ -56,11 +57,19 @@ Deno.test("clear() forgets the records left in KV too", async () => {
   }
 });
 
-/** The hashes of the duplicate records KV holds. */
+/** The hashes of the duplicate records KV holds, of both kinds (`_duplicates.ts`). */
+async function hashesInKv(kv: Deno.Kv): Promise<string[]> {
+  const hashes: string[] = [];
+  for await (const e of kv.list<Uint8Array>({ prefix: acceptedPrefix() })) {
+    hashes.push(...batchHashes(e.value));
+  }
+  for await (const e of kv.list({ prefix: submissionsPrefix() })) hashes.push(String(e.key[1]));
+  return hashes;
+}
+
+/** How many duplicate records KV holds. */
 async function recordsInKv(kv: Deno.Kv): Promise<number> {
-  let n = 0;
-  for await (const _ of kv.list({ prefix: submissionsPrefix() })) n++;
-  return n;
+  return (await hashesInKv(kv)).length;
 }
 
 Deno.test("the relay deletes duplicate records once their window has passed, in its own commits", async () => {
@@ -96,11 +105,59 @@ Deno.test("a duplicate record is keyed by the SHA-256 of the content's UTF-8 byt
       new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(c))),
       (b) => b.toString(16).padStart(2, "0"),
     ).join("");
-  const keys: string[] = [];
-  for await (const e of t.temp.kv.list({ prefix: submissionsPrefix() })) {
-    keys.push(String(e.key.at(-1)));
-  }
+  const keys = await hashesInKv(t.temp.kv);
   assert.deepEqual(keys.sort(), (await Promise.all(samples.map(hex))).sort());
   // The records written so keep deciding: each content is a duplicate now.
   for (const c of samples) assert.equal((await submit(t.store, c, "qa")).accepted, false);
+});
+
+Deno.test("one commit of many submits writes one duplicate entry for all of them, which decides after a restart", async () => {
+  await using t = await makeStore({ dedupeWindowMs: 10_000 });
+  const many = Array.from({ length: 40 }, (_, i) => `https://example.com/many/${i}`);
+  await submit(t.store, "first, alone", "qa");
+  // Forty submits waiting while the first commit ran: applied and committed together.
+  const outcomes = await Promise.all(many.map((c) => submit(t.store, c, "general")));
+  assert.ok(outcomes.every((o) => o.accepted));
+  const entries: Deno.KvKey[] = [];
+  for await (const e of t.temp.kv.list({ prefix: acceptedPrefix() })) entries.push(e.key);
+  assert.ok(entries.length <= 3, `${entries.length} entries for 41 contents`);
+  let single = 0;
+  for await (const _ of t.temp.kv.list({ prefix: submissionsPrefix() })) single++;
+  assert.equal(single, 0);
+  assert.equal(await recordsInKv(t.temp.kv), 41);
+  const reopened = createStore(t.temp.kv, { clock: t.clock.read, dedupeWindowMs: 10_000 });
+  for (const c of many) assert.equal((await submit(reopened, c, "qa")).accepted, false, c);
+  t.clock.advance(10_000);
+  for (const c of many) assert.equal((await submit(reopened, c, "qa")).accepted, true, c);
+});
+
+Deno.test("records of one content each, as a file written before the per-commit entries holds, still decide", async () => {
+  await using t = await makeStore({ dedupeWindowMs: 10_000 });
+  const hash = async (c: string) =>
+    Array.from(
+      new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(c))),
+      (b) => b.toString(16).padStart(2, "0"),
+    ).join("");
+  // Written as the older versions wrote every record, 2 s and 12 s ago.
+  const now = t.clock.read();
+  await t.temp.kv.set(["submissions", await hash("recent")], { last_seen_at: now - 2_000 });
+  await t.temp.kv.set(["submissions", await hash("old")], { last_seen_at: now - 12_000 });
+  for (const memory of [100, 1]) {
+    const store = createStore(t.temp.kv, {
+      clock: t.clock.read,
+      dedupeWindowMs: 10_000,
+      seenInMemory: memory,
+    });
+    assert.equal((await submit(store, "recent", "qa")).accepted, false, `memory ${memory}`);
+  }
+  const store = createStore(t.temp.kv, { clock: t.clock.read, dedupeWindowMs: 10_000 });
+  assert.equal((await submit(store, "old", "qa")).accepted, true);
+  // That commit deleted the record past its window; the one in force stays.
+  const left: string[] = [];
+  for await (const e of t.temp.kv.list({ prefix: submissionsPrefix() })) {
+    left.push(String(e.key[1]));
+  }
+  assert.deepEqual(left, [await hash("recent")]);
+  t.clock.advance(8_000);
+  assert.equal((await submit(store, "recent", "qa")).accepted, true);
 });

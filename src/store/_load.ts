@@ -51,13 +51,14 @@ export async function loadState(
     const found = await collectParts(
       kv.list<ItemHead | Uint8Array>({ prefix: queueItemsPrefix(queue) }),
     );
-    const items: ItemState[] = (meta?.items ?? []).map(([id, parts, leaseUntil]) => {
+    const items: ItemState[] = (meta?.items ?? []).map(([id, parts, leaseUntil], i) => {
       const slot = found.get(id);
+      // Older files keep the time in each item's head record.
       const head = slot?.head as ItemHead | undefined;
       return {
         id,
         parts,
-        created_at: head?.created_at ?? 0,
+        created_at: meta?.created_at?.[i] ?? head?.created_at ?? 0,
         content: parts === 1 && slot !== undefined ? decodeSlot(slot, 1) : undefined,
         ...(leaseUntil === undefined ? {} : { lease_until: leaseUntil }),
       };

@@ -1,8 +1,10 @@
 /**
  * Content chunking. Content is stored as UTF-8 bytes in parts of at most
- * {@linkcode CHUNK_BYTES}: part 0 is a head record (a few fields plus the first bytes), the
- * others raw bytes, all under keys ending in `[…, id, part]` so that one `list()` reads whole
- * items in order (C8). This module splits content and reads it back; writing and deleting
+ * {@linkcode CHUNK_BYTES}, each a raw `Uint8Array` value, under keys ending in `[…, id, part]`
+ * so that one `list()` reads whole items in order (C8); how many parts an item has, and when
+ * it was submitted, are in its queue's metadata. (Files written before that hold a head
+ * record as part 0: a few fields plus the first bytes. They are still read.) Bytes are not
+ * V8-serialised as an object would be, which costs the main thread about 5 µs a value. This module splits content and reads it back; writing and deleting
  * parts are mutations of a commit (`setParts`, `deleteParts` in `_state.ts`).
  *
  * @module
@@ -11,8 +13,8 @@
 import type { ItemHead, ResultHead } from "./kv_keys.ts";
 
 /**
- * Bytes of content per KV value. A KV value holds at most 65,536 bytes; the head part
- * also carries a few fields and V8 serialisation framing, so stay well below.
+ * Bytes of content per KV value. A KV value holds at most 65,536 bytes; an older file's
+ * head part also carries a few fields and V8 serialisation framing, so stay well below.
  */
 export const CHUNK_BYTES = 60_000;
 
@@ -36,7 +38,10 @@ export function splitParts(content: string): Uint8Array[] {
   return parts;
 }
 
-/** Parts of one item or result as listed: its head (part 0) and every part's bytes. */
+/**
+ * Parts of one item or result as listed: every part's bytes, and part 0's head record when
+ * an older file stored one.
+ */
 export interface PartSlot {
   head: ItemHead | ResultHead | undefined;
   data: Uint8Array[];
@@ -51,7 +56,7 @@ export async function collectParts(
     const id = entry.key.at(-2) as number;
     const part = entry.key.at(-1) as number;
     const slot = found.get(id) ?? { head: undefined, data: [] };
-    if (part === 0) {
+    if (part === 0 && !(entry.value instanceof Uint8Array)) {
       const head = entry.value as ItemHead | ResultHead;
       slot.head = head;
       slot.data[0] = head.data;
@@ -70,16 +75,20 @@ export function decodeSlot(slot: PartSlot, parts: number): string | undefined {
 }
 
 /**
- * Reads and joins the parts stored under `prefix` (`[…, id]`).
+ * Reads and joins the `parts` parts stored under `prefix` (`[…, id]`).
  *
  * @returns The content, or `undefined` when parts are missing.
  * @throws KV errors.
  */
-export async function readParts(kv: Deno.Kv, prefix: Deno.KvKey): Promise<string | undefined> {
+export async function readParts(
+  kv: Deno.Kv,
+  prefix: Deno.KvKey,
+  parts: number,
+): Promise<string | undefined> {
   const found = await collectParts(kv.list<ItemHead | Uint8Array>({ prefix }));
   const slot = found.values().next().value;
-  if (slot === undefined || slot.head === undefined) return undefined;
-  return decodeSlot(slot, slot.head.parts);
+  if (slot === undefined) return undefined;
+  return decodeSlot(slot, parts);
 }
 
 /** Concatenates parts 0 … parts-1; `undefined` when any is missing (a torn read). */

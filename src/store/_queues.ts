@@ -257,7 +257,7 @@ export async function itemsWithContent(
 ): Promise<QueuedItem[] | undefined> {
   const out: QueuedItem[] = [];
   for (const item of items) {
-    const content = item.content ?? await readParts(kv, itemPrefix(queue, item.id));
+    const content = item.content ?? await readParts(kv, itemPrefix(queue, item.id), item.parts);
     if (content === undefined) return undefined;
     const { id, created_at } = item;
     out.push(

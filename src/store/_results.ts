@@ -74,7 +74,7 @@ export async function readPage(
   if (last === undefined) return { cursor: since, items: [], gap };
   const items: ResultItem[] = [];
   for (const r of wanted) {
-    const content = r.content ?? await readParts(kv, resultPrefix(r.t));
+    const content = r.content ?? await readParts(kv, resultPrefix(r.t), r.parts);
     if (content === undefined) return undefined;
     items.push({ t: r.t, content });
   }

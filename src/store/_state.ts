@@ -127,8 +127,7 @@ export class Mutations {
 
   /** Sets `key` to `value`; `expireIn` ms as in `Deno.Kv.set`. */
   set(key: Deno.KvKey, value: unknown, options: { expireIn?: number } = {}): void {
-    this.bytes += MUTATION_OVERHEAD_BYTES + (value instanceof Uint8Array ? value.length : 0) +
-      (isHead(value) ? value.data.length : 0);
+    this.bytes += MUTATION_OVERHEAD_BYTES + (value instanceof Uint8Array ? value.length : 0);
     const expireIn = options.expireIn;
     this.entries.set(
       JSON.stringify(key),
@@ -383,7 +382,7 @@ export function appendItem(
   createdAt: number,
 ): number {
   const id = q.next_id;
-  setParts(mutations, parts, (part) => itemPartKey(queue, id, part), { created_at: createdAt });
+  setParts(mutations, parts, (part) => itemPartKey(queue, id, part));
   q.items.push({ id, parts: parts.length, created_at: createdAt, content });
   q.next_id = id + 1;
   for (const old of q.items.splice(0, Math.max(0, q.items.length - QUEUE_CAPACITY))) {
@@ -408,7 +407,7 @@ export function appendResult(
   content: string,
   t: number,
 ): void {
-  setParts(mutations, parts, (part) => resultPartKey(t, part), {});
+  setParts(mutations, parts, (part) => resultPartKey(t, part));
   feed.items.push({ t, parts: parts.length, content });
   for (const old of feed.items.splice(0, Math.max(0, feed.items.length - RESULTS_CAPACITY))) {
     deleteParts(mutations, old.parts, (part) => resultPartKey(old.t, part));
@@ -419,16 +418,13 @@ export function appendResult(
   mutations.touch("feed");
 }
 
-/** Writes part 0 as a head record (with `extra` fields) and the rest as raw bytes. */
+/** Writes each part as raw bytes (`_parts.ts`). */
 function setParts(
   mutations: Mutations,
   parts: Uint8Array[],
   key: (part: number) => Deno.KvKey,
-  extra: Record<string, number>,
 ): void {
-  parts.forEach((data, part) => {
-    mutations.set(key(part), part === 0 ? { ...extra, parts: parts.length, data } : data);
-  });
+  parts.forEach((data, part) => mutations.set(key(part), data));
 }
 
 /** Parts that appending one more entry to `items` would evict past `capacity`. */
@@ -440,17 +436,13 @@ function byteLength(parts: readonly Uint8Array[]): number {
   return parts.reduce((n, p) => n + p.length, 0);
 }
 
-function isHead(value: unknown): value is { data: Uint8Array } {
-  return typeof value === "object" && value !== null && "data" in value &&
-    value.data instanceof Uint8Array;
-}
-
 function queueMeta(q: QueueState): QueueMeta {
   return {
     next_id: q.next_id,
     items: q.items.map((i) =>
       i.lease_until === undefined ? [i.id, i.parts] : [i.id, i.parts, i.lease_until]
     ),
+    created_at: q.items.map((i) => i.created_at),
     counters: q.counters,
   };
 }

@@ -7,10 +7,10 @@
  * | key | value | what |
  * |---|---|---|
  * | `["queues", queue]` | {@linkcode QueueMeta} | a queue's order, parts and next id: every queue commit checks it |
- * | `["items", queue, id, 0]` | {@linkcode ItemHead} | a queued item: time, part count, first ≤ 60,000 bytes |
+ * | `["items", queue, id, 0]` | `Uint8Array` | a queued item's first ≤ 60,000 bytes (older files: an {@linkcode ItemHead}) |
  * | `["items", queue, id, n]` | `Uint8Array` | part `n` (1 …) of a long item's UTF-8 bytes |
  * | `["results_meta"]` | {@linkcode ResultsMeta} | the feed's order and the `t` high-water mark (C40) |
- * | `["results", t, 0]` | {@linkcode ResultHead} | a result: part count, first ≤ 60,000 bytes |
+ * | `["results", t, 0]` | `Uint8Array` | a result's first ≤ 60,000 bytes (older files: a {@linkcode ResultHead}) |
  * | `["results", t, n]` | `Uint8Array` | part `n` of a long result |
  * | `["accepted", n, at]` | `Uint8Array` | the duplicate records of one commit: the SHA-256 (hex, ASCII) of each content it accepted at `at` (C13) |
  * | `["submissions", sha256]` | {@linkcode SubmissionRecord} | last accepted time of one content (C13), when memory held no room for it |
@@ -63,6 +63,11 @@ export interface QueueMeta {
    * 50 (C14).
    */
   items: Array<[number, number] | [number, number, number]>;
+  /**
+   * Each item's submission time, epoch ms, in the order of `items`. Absent in files written
+   * before it existed, whose part 0 of each item is an {@linkcode ItemHead} holding it.
+   */
+  created_at?: number[];
   /** Durable counters (issue 5); absent in files written before they existed. */
   counters?: QueueCounters;
 }
@@ -79,7 +84,10 @@ export interface ResultsMeta {
   counters?: ResultCounters;
 }
 
-/** Part 0 of a queued item. */
+/**
+ * Part 0 of a queued item as files written before the queue's metadata held `created_at`
+ * store it (read, never written: part 0 is now the content's first bytes alone).
+ */
 export interface ItemHead {
   /** Submission time, epoch ms (spec §2.2). */
   created_at: number;
@@ -89,7 +97,10 @@ export interface ItemHead {
   data: Uint8Array;
 }
 
-/** Part 0 of a result; its push time is the `t` in its key (spec §2.4). */
+/**
+ * Part 0 of a result as older files store it (read, never written: part 0 is now the
+ * content's first bytes alone). Its push time is the `t` in its key (spec §2.4).
+ */
 export interface ResultHead {
   /** How many parts hold the content's UTF-8 bytes, this one included (C8). */
   parts: number;

@@ -483,3 +483,54 @@ Deno.test("nextChange() issue 6 wakes on a commit to a watched collection only, 
   stop.abort();
   await never;
 });
+
+Deno.test("an item's and a result's part 0 are their first bytes alone; the queue's metadata holds the item's time", async () => {
+  await using t = await makeStore();
+  t.clock.now = 1_700_000_000_000;
+  await submit(t.store, "a link", "qa");
+  await push(t.store, "a result");
+  const item = await t.temp.kv.get(["items", "qa", 1, 0]);
+  const result = await t.temp.kv.get(["results", 1_700_000_000_000, 0]);
+  assert.deepEqual(item.value, new TextEncoder().encode("a link"));
+  assert.deepEqual(result.value, new TextEncoder().encode("a result"));
+  const meta = await t.temp.kv.get<{ created_at: number[] }>(["queues", "qa"]);
+  assert.deepEqual(meta.value?.created_at, [1_700_000_000_000]);
+});
+
+Deno.test("a file whose items and results have head records (as older versions wrote them) is read whole, and written on", async () => {
+  await using temp = await openTempKv();
+  const bytes = (s: string) => new TextEncoder().encode(s);
+  const long = "é".repeat(70_000); // 140,000 bytes: three parts
+  const longBytes = bytes(long);
+  const part = (i: number) => longBytes.slice(i * 60_000, (i + 1) * 60_000);
+  // The layout before the queue's metadata held `created_at`.
+  await temp.kv.atomic()
+    .set(["queues", "general"], { next_id: 3, items: [[1, 1], [2, 3]] })
+    .set(["items", "general", 1, 0], { created_at: 1_000, parts: 1, data: bytes("short") })
+    .set(["items", "general", 2, 0], { created_at: 2_000, parts: 3, data: part(0) })
+    .set(["items", "general", 2, 1], part(1))
+    .set(["items", "general", 2, 2], part(2))
+    .set(["results_meta"], { hwm: 7, items: [[5, 1], [7, 3]] })
+    .set(["results", 5, 0], { parts: 1, data: bytes("r5") })
+    .set(["results", 7, 0], { parts: 3, data: part(0) })
+    .set(["results", 7, 1], part(1))
+    .set(["results", 7, 2], part(2))
+    .commit();
+  const clock = new ManualClock();
+  clock.now = 10_000;
+  const store = createStore(temp.kv, { clock: clock.read });
+  const expected = [
+    { id: 1, content: "short", queue: "general", created_at: 1_000 },
+    { id: 2, content: long, queue: "general", created_at: 2_000 },
+  ];
+  assert.deepEqual((await peek(store)).get("general"), expected);
+  const results = await readResults(store, { since: 0, limit: 50 });
+  assert.deepEqual(results.items, [{ t: 5, content: "r5" }, { t: 7, content: long }]);
+  // A new item in the new layout beside the old ones; after a restart all three read back.
+  await submit(store, "new", "general");
+  const reopened = createStore(temp.kv, { clock: clock.read });
+  assert.deepEqual(await pull(reopened, "general"), [
+    ...expected,
+    { id: 3, content: "new", queue: "general", created_at: 10_000 },
+  ]);
+});

@@ -17,8 +17,11 @@
  *   memory, and the window stays exact. Files written before the per-commit entries hold
  *   only these.
  *
- * Both kinds expire with KV's `expireIn` only as a backstop: decisions compare the stored
- * time with the clock, and the relay's own commits delete entries as their window ends.
+ * Decisions compare the stored time with the clock. The relay's own commits delete entries
+ * as their window ends: every `["accepted", …]` entry, and the `["submissions", hash]`
+ * records the state lists (at most {@linkcode SEEN_IN_MEMORY}; a record written again
+ * moves to the end of that list, so its older time cannot get it deleted). KV's `expireIn`
+ * is only a backstop, for records past that list.
  *
  * @module
  */
@@ -147,9 +150,9 @@ export function batchHashes(value: Uint8Array): string[] {
  * ms. The relay's commits delete records as their window ends (a few hundred per commit,
  * {@linkcode SWEEP_PER_COMMIT}); KV's own expiry deletes whatever has piled up in one go, on
  * the connection the commits use, which stalled commits for up to 100 ms
- * (docs/benchmarks.md, "Push p99 over successive rounds"). It is left for the records of
- * one content (written while memory is full, or by an older version), and for a relay
- * stopped for longer than this.
+ * (docs/benchmarks.md, "Push p99 over successive rounds"). It is left for records of one
+ * content past the {@linkcode SEEN_IN_MEMORY} the state lists (under a burst of millions),
+ * and for a relay stopped for longer than this.
  */
 export const EXPIRY_BACKSTOP_MS = 60 * 60_000;
 
@@ -163,20 +166,21 @@ const FORGET_PER_COMMIT = 4096;
 export interface SeenRecords {
   /** SHA-256 hex → last accepted, epoch ms, oldest first: what memory holds. */
   seen: Map<string, number>;
-  /** The `["accepted", …]` entries still in force, oldest first. */
+  /** Every `["accepted", …]` entry, in the order of `n`. */
   batches: Array<{ key: Deno.KvKey; at: number }>;
   /** The `n` the next `["accepted", n, at]` entry gets. */
   nextBatch: number;
+  /** `["submissions", hash]` records, hash → time, oldest first: at most `limit`. */
+  singles: Map<string, number>;
   /** 0 when memory holds every record in force, else until when one left in KV may be. */
   incompleteUntil: number;
-  /** Keys of entries past the window (at most `limit`), for the relay to delete. */
-  expired: Deno.KvKey[];
 }
 
 /**
- * Reads the duplicate records still inside the window at `now` (epoch ms): every one of
- * the `["accepted", …]` entries (KV cannot find them by hash), and of the
- * `["submissions", hash]` records as many as memory has room for within `limit`.
+ * Reads the duplicate records at `now` (epoch ms): every `["accepted", …]` entry, whose
+ * records in force memory holds (KV cannot find them by hash); of the
+ * `["submissions", hash]` records, those in force that memory has room for within `limit`,
+ * and up to `limit` of all of them for the relay to delete in time.
  *
  * @throws KV errors.
  */
@@ -188,43 +192,40 @@ export async function readSeen(
 ): Promise<SeenRecords> {
   const inForce: Array<[string, number]> = [];
   const batches: Array<{ key: Deno.KvKey; at: number }> = [];
-  const expired: Deno.KvKey[] = [];
   let nextBatch = 1;
   for await (const entry of kv.list<Uint8Array>({ prefix: acceptedPrefix() })) {
     const n = entry.key[1] as number;
     const at = entry.key[2] as number;
     nextBatch = Math.max(nextBatch, n + 1);
-    if (now - at >= windowMs) {
-      if (expired.length < limit) expired.push(entry.key);
-      continue;
-    }
     batches.push({ key: entry.key, at });
-    for (const hash of batchHashes(entry.value)) inForce.push([hash, at]);
+    if (now - at < windowMs) {
+      for (const hash of batchHashes(entry.value)) inForce.push([hash, at]);
+    }
   }
-  const room = Math.max(0, limit - inForce.length);
-  const single: Array<[string, number]> = [];
+  const tracked: Array<[string, number]> = [];
   let incompleteUntil = 0;
   for await (const entry of kv.list<SubmissionRecord>({ prefix: submissionsPrefix() })) {
+    const hash = entry.key[1] as string;
     const at = entry.value.last_seen_at;
-    if (now - at >= windowMs) {
-      if (expired.length < limit) expired.push(entry.key);
-    } else if (single.length < room) single.push([entry.key[1] as string, at]);
+    if (tracked.length < limit) tracked.push([hash, at]);
+    if (now - at >= windowMs) continue;
+    // Memory takes them while it has room: the entries' records are in it already.
+    if (inForce.length < limit) inForce.push([hash, at]);
     else incompleteUntil = Math.max(incompleteUntil, at + windowMs);
   }
   // In the order of acceptance, which SeenPruner.sweep relies on (KV lists by key).
-  const all = [...inForce, ...single].sort((a, b) => a[1] - b[1]);
+  const byTime = (a: [string, number], b: [string, number]) => a[1] - b[1];
   const seen = new Map<string, number>();
-  for (const [hash, at] of all) {
+  for (const [hash, at] of inForce.sort(byTime)) {
     seen.delete(hash);
     seen.set(hash, at);
   }
-  return { seen, batches, nextBatch, incompleteUntil, expired };
+  return { seen, batches, nextBatch, singles: new Map(tracked.sort(byTime)), incompleteUntil };
 }
 
 /**
- * Deletes duplicate records whose window has passed, a few hundred per commit
- * ({@linkcode SeenPruner.sweep}): the `["accepted", …]` entries and those found past their
- * window when the state was loaded; memory forgets its records as their window passes.
+ * Deletes duplicate records whose window has passed, a few hundred entries per commit
+ * ({@linkcode SeenPruner.sweep}); memory forgets its records as their window passes.
  */
 export class SeenPruner {
   #windowMs: number;
@@ -236,14 +237,16 @@ export class SeenPruner {
 
   /**
    * Adds to `mutations` the deletion of at most {@linkcode SWEEP_PER_COMMIT} entries past
-   * their window at `now` (epoch ms): first those found so when the state was loaded, then
-   * the oldest `["accepted", …]` entries (the walk stops at the first still in force).
-   * Called before a batch's writes are applied. Memory forgets its records past the window
-   * at once: a record past its window decides nothing ({@linkcode lastAccepted}).
+   * their window at `now` (epoch ms): the oldest `["accepted", …]` entries, then the oldest
+   * `["submissions", hash]` records the state lists (each walk stops at the first entry
+   * still in force). Called before a batch's writes are applied, so that a content accepted
+   * again in the same commit is recorded again (the last mutation of a key wins). Memory
+   * forgets its records past the window at once: such a record decides nothing
+   * ({@linkcode lastAccepted}).
    *
    * @returns What to run once the commit holding `mutations` has succeeded: it forgets the
-   *   deleted entries. Until then they stay listed, so a batch that commits nothing loses
-   *   nothing.
+   *   deleted entries (not a record written again meanwhile). Until then they stay listed,
+   *   so a batch that commits nothing loses nothing.
    */
   sweep(state: State, now: number, mutations: Mutations): () => void {
     const windowMs = this.#windowMs;
@@ -253,20 +256,26 @@ export class SeenPruner {
       state.seen.delete(hash);
     }
     let left = SWEEP_PER_COMMIT;
-    const expired = state.expiredInKv;
-    const fromLoad = Math.min(left, expired.length);
-    for (let i = expired.length - fromLoad; i < expired.length; i++) mutations.delete(expired[i]!);
-    left -= fromLoad;
     let batches = 0;
     for (const batch of state.batches) {
-      if (left-- <= 0 || now - batch.at < windowMs) break;
+      if (left <= 0 || now - batch.at < windowMs) break;
       mutations.delete(batch.key);
       batches++;
+      left--;
     }
-    if (fromLoad === 0 && batches === 0) return () => {};
+    const singles: Array<[string, number]> = [];
+    for (const single of state.singles) {
+      if (left <= 0 || now - single[1] < windowMs) break;
+      mutations.delete(submissionKey(single[0]));
+      singles.push(single);
+      left--;
+    }
+    if (batches === 0 && singles.length === 0) return () => {};
     return () => {
-      expired.length -= Math.min(fromLoad, expired.length);
       state.batches.splice(0, batches);
+      for (const [hash, at] of singles) {
+        if (state.singles.get(hash) === at) state.singles.delete(hash);
+      }
     };
   }
 }

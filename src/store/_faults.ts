@@ -6,6 +6,8 @@
  * @module
  */
 
+import { STORE_FORMAT } from "./kv_keys.ts";
+
 /**
  * What went wrong with the storage:
  * - `full`: no space left on the file system;
@@ -15,6 +17,24 @@
  * - `io`: any other I/O error of the disk.
  */
 export type FaultKind = "full" | "read-only" | "damaged" | "io";
+
+/**
+ * The database holds a layout this code does not know: a later relay wrote it
+ * (`kv_keys.ts`, {@linkcode STORE_FORMAT}).
+ */
+export class StoreFormatError extends Error {
+  /** The `["format"]` the file holds. */
+  readonly found: number;
+  /** @param found The `["format"]` the file holds. */
+  constructor(found: number) {
+    super(
+      `the database was written by a later relay (its data format is ${found}; this relay ` +
+        `reads up to ${STORE_FORMAT})`,
+    );
+    this.name = "StoreFormatError";
+    this.found = found;
+  }
+}
 
 /** A storage fault met by a store operation; the operation's outcome is "not done". */
 export class StorageError extends Error {

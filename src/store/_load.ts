@@ -19,22 +19,26 @@ import {
   type ResultState,
   type State,
 } from "./_state.ts";
+import { StoreFormatError } from "./_faults.ts";
 import {
+  formatKey,
   type ItemHead,
   queueItemsPrefix,
   type QueueMeta,
   type ResultHead,
   type ResultsMeta,
   resultsPrefix,
+  STORE_FORMAT,
 } from "./kv_keys.ts";
 
 /**
  * Reads the whole committed state: every queue, the feed, the metadata versionstamps and
  * the duplicate records still inside the window. Content of more than one part stays in KV.
+ * Reads files of every {@linkcode STORE_FORMAT} up to this code's.
  *
  * @param clock Read once, for the duplicate records' window.
  * @param dedupeWindowMs The duplicate window, ms.
- * @throws KV errors.
+ * @throws {StoreFormatError} when a later relay wrote the file; KV errors.
  */
 export async function loadState(
   kv: Deno.Kv,
@@ -42,7 +46,11 @@ export async function loadState(
   dedupeWindowMs: number,
   seenInMemory: number,
 ): Promise<State> {
-  const metas = await kv.getMany<unknown[]>(COLLECTIONS.map(metaKey));
+  const metas = await kv.getMany<unknown[]>([...COLLECTIONS.map(metaKey), formatKey()]);
+  const format = metas[COLLECTIONS.length]!.value ?? 1;
+  if (typeof format !== "number" || !(format <= STORE_FORMAT)) {
+    throw new StoreFormatError(Number(format));
+  }
   const stamps = {} as Record<Collection, string | null>;
   COLLECTIONS.forEach((c, i) => stamps[c] = metas[i]!.versionstamp);
   const queues = {} as Record<QueueName, QueueState>;
@@ -94,7 +102,7 @@ export async function loadState(
     items,
     counters: meta?.counters ?? { pushed: items.length, evicted: 0, cleared: 0 },
   };
-  const { seen, batches, nextBatch, incompleteUntil, expired } = await readSeen(
+  const { seen, batches, nextBatch, singles, incompleteUntil } = await readSeen(
     kv,
     Math.floor(clock()),
     dedupeWindowMs,
@@ -106,7 +114,9 @@ export async function loadState(
     seen,
     batches,
     nextBatch,
-    expiredInKv: expired,
+    singles,
+    seenLimit: seenInMemory,
+    format,
     seenIncompleteUntil: incompleteUntil,
     stamps,
   };

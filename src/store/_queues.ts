@@ -75,7 +75,8 @@ export function submitOp(
   return {
     name: "submit",
     grows: true,
-    // The item, the evictions, and the duplicate record.
+    // The item, the evictions, and the duplicate record (at most one mutation: usually it
+    // shares the commit's one `["accepted", …]` entry).
     cost: (draft) => addCost(appendItemCost(draft, queue, parts), 1),
     // Records left out of memory are read from KV before the batch is applied (all of the
     // batch's at once); what this batch accepts before it is in the draft's memory.

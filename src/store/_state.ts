@@ -93,20 +93,29 @@ export interface State {
    * `["submissions", hash]` entries may be missing (`_duplicates.ts`).
    */
   seen: Map<string, number>;
-  /** The `["accepted", n, at]` entries in KV, oldest first, with their time (epoch ms). */
+  /**
+   * The `["accepted", n, at]` entries in KV, in the order of `n`, with their time (epoch
+   * ms): the relay's commits delete them once their window has passed
+   * (`_duplicates.ts`, `SeenPruner.sweep`).
+   */
   batches: Array<{ key: Deno.KvKey; at: number }>;
   /** The `n` of the next `["accepted", n, at]` entry. */
   nextBatch: number;
   /**
-   * Keys of duplicate records found in KV past their window when the state was loaded: the
-   * relay's commits delete them (`_duplicates.ts`, `SeenPruner.sweep`).
+   * `["submissions", hash]` records in KV: hash → their time, epoch ms, oldest first, at
+   * most `seenLimit` of them (more are left to KV's expiry). The relay's commits delete
+   * them once their window has passed; a record written again moves to the end.
    */
-  expiredInKv: Deno.KvKey[];
+  singles: Map<string, number>;
+  /** Most duplicate records memory holds, and most entries of `singles`. */
+  seenLimit: number;
   /**
    * Until when, epoch ms, a `["submissions", hash]` record missing from `seen` may still be
    * in force; 0 when `seen` holds every record in force.
    */
   seenIncompleteUntil: number;
+  /** The file's `["format"]` as read (1 when absent); the next commit raises it to 2. */
+  format: number;
   /** Versionstamps of the metadata entries as last read or written. */
   stamps: Record<Collection, string | null>;
 }
@@ -164,6 +173,8 @@ export class Draft {
   #batched: string[] = [];
   /** Until when, epoch ms, the `["submissions", hash]` records this draft wrote are in force. */
   #inKvUntil = 0;
+  /** Hashes whose `["submissions", hash]` record this draft writes. */
+  #singles: string[] = [];
   /** `["accepted", …]` entries this draft writes. */
   #batches: Array<{ key: Deno.KvKey; at: number }> = [];
   /** Whether every duplicate record of the state is forgotten. */
@@ -216,8 +227,12 @@ export class Draft {
    */
   see(hash: string, at: number, inKvUntil?: number): void {
     this.#seen.set(hash, at);
-    if (inKvUntil === undefined) this.#toBatch.push(hash);
-    else this.#inKvUntil = Math.max(this.#inKvUntil, inKvUntil);
+    if (inKvUntil === undefined) {
+      this.#toBatch.push(hash);
+    } else {
+      this.#singles.push(hash);
+      this.#inKvUntil = Math.max(this.#inKvUntil, inKvUntil);
+    }
   }
 
   /**
@@ -248,6 +263,7 @@ export class Draft {
     this.#seen.clear();
     this.#toBatch = [];
     this.#batched = [];
+    this.#singles = [];
     this.#inKvUntil = 0;
   }
 
@@ -271,7 +287,7 @@ export class Draft {
     if (this.#forgetAll) {
       state.seen.clear();
       state.batches = [];
-      state.expiredInKv = [];
+      state.singles.clear();
       state.seenIncompleteUntil = 0;
     }
     // Records held by `["submissions", hash]` entries leave memory (an older time kept there
@@ -280,6 +296,11 @@ export class Draft {
     for (const hash of this.#seen.keys()) state.seen.delete(hash);
     for (const hash of this.#batched) state.seen.set(hash, this.now);
     state.seenIncompleteUntil = Math.max(state.seenIncompleteUntil, this.#inKvUntil);
+    for (const hash of this.#singles) {
+      // Taken out first: an older time of the same record must not get it deleted early.
+      state.singles.delete(hash);
+      if (state.singles.size < state.seenLimit) state.singles.set(hash, this.now);
+    }
     for (const batch of this.#batches) state.batches.push(batch);
     state.nextBatch += this.#batches.length;
   }

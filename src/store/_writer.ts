@@ -28,9 +28,10 @@
 import type { Clock } from "../clock.ts";
 import type { Changes } from "./_changes.ts";
 import { SeenPruner, writeAcceptedBatch } from "./_duplicates.ts";
-import { StorageError } from "./_faults.ts";
+import { StorageError, StoreFormatError } from "./_faults.ts";
 import type { StoreHealth } from "./_health.ts";
 import { loadState } from "./_load.ts";
+import { formatKey, STORE_FORMAT } from "./kv_keys.ts";
 import {
   BATCH_MAX_BYTES,
   BATCH_MAX_MUTATIONS,
@@ -364,6 +365,8 @@ export class Writer {
       }
     }
     for (const c of mutations.touched) op.set(metaKey(c), metaValue(draft, c));
+    // The first commit after an upgrade says which layout the file may now hold.
+    if (state.format !== STORE_FORMAT) op.set(formatKey(), STORE_FORMAT);
     let res: Deno.KvCommitResult | Deno.KvCommitError;
     const started = performance.now();
     try {
@@ -385,6 +388,7 @@ export class Writer {
     // Committed: the changed collections of the draft become the state (every change
     // touches its collection).
     draft.settle(mutations, res.versionstamp);
+    state.format = STORE_FORMAT;
     committed?.();
     this.#changed(mutations.touched);
     this.#changes.notify(mutations.touched);
@@ -408,6 +412,8 @@ export class Writer {
       },
       (error) => {
         this.#loading = undefined;
+        // Not a fault of the disk: the file is whole, of a later layout.
+        if (error instanceof StoreFormatError) throw error;
         const kind = this.#health.failed(error);
         throw kind === undefined ? error : new StorageError(kind, "read the store", error);
       },

@@ -26,7 +26,15 @@ import { writePrivateFile } from "../util/files.ts";
 import { QUEUE_NAMES } from "../queues.ts";
 import { UnsafeDatabaseError } from "./database.ts";
 import { COLLECTIONS } from "./_state.ts";
-import { nextChange, prepare, stats, StorageError, type Store, type StoreStats } from "./store.ts";
+import {
+  nextChange,
+  prepare,
+  stats,
+  StorageError,
+  type Store,
+  StoreFormatError,
+  type StoreStats,
+} from "./store.ts";
 
 /** The value of `format` in every counters file. */
 const COUNTERS_FORMAT = "content-relay-counters";
@@ -86,6 +94,13 @@ export async function checkDatabase(store: Store, db: string): Promise<string | 
   try {
     await prepare(store);
   } catch (error) {
+    if (error instanceof StoreFormatError) {
+      throw new UnsafeDatabaseError(
+        `${error.message}: run that relay again, or move "${db}" and its -wal and -shm files ` +
+          "aside and restore a backup into an empty database with relay import " +
+          "(docs/operations.md, Upgrade and roll back)",
+      );
+    }
     if (!(error instanceof StorageError) || error.kind !== "damaged") throw error;
     throw new UnsafeDatabaseError(
       `the database "${db}" is damaged (${errorMessage(error.cause)}): move it and its -wal ` +

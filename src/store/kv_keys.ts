@@ -14,6 +14,7 @@
  * | `["results", t, n]` | `Uint8Array` | part `n` of a long result |
  * | `["accepted", n, at]` | `Uint8Array` | the duplicate records of one commit: the SHA-256 (hex, ASCII) of each content it accepted at `at` (C13) |
  * | `["submissions", sha256]` | {@linkcode SubmissionRecord} | last accepted time of one content (C13), when memory held no room for it |
+ * | `["format"]` | `number` | the version of this layout the file holds: {@linkcode STORE_FORMAT}; absent before version 2 |
  * | `["health_probe"]` | `number` | when `/health` last had to commit to learn whether the store can (epoch ms) |
  *
  * The parts of one item sit next to each other, so one `list()` reads whole items in order.
@@ -180,6 +181,19 @@ export function submissionsPrefix(): Deno.KvKey {
 /** `["submissions", sha256hex]`: the duplicate-check record of one content (C13). */
 export function submissionKey(sha256hex: string): Deno.KvKey {
   return ["submissions", sha256hex];
+}
+
+/**
+ * The version of the layout above that this code writes. 1 (no `["format"]` entry): head
+ * records as part 0, one `["submissions", hash]` record per content. 2: part 0 is bytes,
+ * the queue's metadata holds `created_at`, and a commit's duplicate records share one
+ * `["accepted", n, at]` entry. This code reads both; it refuses a file of a later version.
+ */
+export const STORE_FORMAT = 2;
+
+/** `["format"]`: the {@linkcode STORE_FORMAT} of the file, written by the first commit. */
+export function formatKey(): Deno.KvKey {
+  return ["format"];
 }
 
 /** The entry a health probe commits when it must learn whether the store can commit. */

@@ -553,3 +553,32 @@ Deno.test("--backup-every and --backup-keep refuse values out of range with one 
     assert.match(out.stderr, says);
   }
 });
+
+Deno.test("a database a later relay wrote (a later data format): the relay refuses to start (exit 2, one line) and changes nothing", async () => {
+  await withTempDir(async (dir) => {
+    const db = `${dir}/relay.kv`;
+    {
+      await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+      const call = relayCall(relay.url);
+      assert.equal((await call("/submit", { method: "POST", body: "kept" })).status, 200);
+      assert.equal((await relay.stop()).code, 0);
+    }
+    {
+      const kv = await Deno.openKv(db);
+      assert.equal((await kv.get(["format"])).value, 2, "this relay's format, written");
+      await kv.set(["format"], 3);
+      kv.close();
+    }
+    const refused = await expectRefusal(dir);
+    assert.equal(refused.code, 2);
+    const lines = refused.stderr.trim().split("\n");
+    assert.equal(lines.length, 1, refused.stderr);
+    assert.match(
+      lines[0]!,
+      /^relay: the database was written by a later relay \(its data format is 3; this relay reads up to 2\): run that relay again, or move ".*relay\.kv"/,
+    );
+    const kv = await Deno.openKv(db);
+    assert.equal((await kv.get(["format"])).value, 3);
+    kv.close();
+  });
+});

@@ -161,3 +161,56 @@ Deno.test("records of one content each, as a file written before the per-commit 
   t.clock.advance(8_000);
   assert.equal((await submit(store, "recent", "qa")).accepted, true);
 });
+
+/** The SHA-256 of `content`'s UTF-8 bytes, lowercase hex (WebCrypto's, not the store's). */
+async function sha256(content: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(content));
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+Deno.test("a record found past its window at start and written again while memory is full is not deleted as expired", async () => {
+  await using t = await makeStore();
+  const now = t.clock.read();
+  // 300 records of one content each past their window, and 300 in force: memory (300) is
+  // full once they are loaded.
+  const old = Array.from({ length: 300 }, (_, i) => `old content ${i}`);
+  const hashes = await Promise.all(old.map(sha256));
+  let op = t.temp.kv.atomic();
+  for (const h of hashes) op = op.set(["submissions", h], { last_seen_at: now - 20_000 });
+  await op.commit();
+  op = t.temp.kv.atomic();
+  for (let i = 0; i < 300; i++) {
+    op = op.set(["submissions", await sha256(`recent ${i}`)], { last_seen_at: now - 1_000 });
+  }
+  await op.commit();
+  // The content listed first: the last of the expired ones to be deleted, 256 a commit.
+  const x = old[hashes.indexOf([...hashes].sort()[0]!)]!;
+  const store = createStore(t.temp.kv, {
+    clock: t.clock.read,
+    dedupeWindowMs: 10_000,
+    seenInMemory: 300,
+  });
+  assert.equal((await submit(store, x, "qa")).accepted, true, "past its window");
+  t.clock.advance(100);
+  assert.equal((await submit(store, "another", "qa")).accepted, true);
+  t.clock.advance(100);
+  assert.equal((await submit(store, x, "qa")).accepted, false, "accepted 200 ms ago");
+});
+
+Deno.test("records of one content each are deleted by the relay's commits once their window has passed", async () => {
+  await using t = await makeStore({ dedupeWindowMs: 10_000, seenInMemory: 3 });
+  // One in force when the store starts, as an older version wrote it ...
+  await t.temp.kv.set(["submissions", await sha256("older")], { last_seen_at: t.clock.read() });
+  // ... and two written because memory (3: "older", "a", "b") is full.
+  for (const c of ["a", "b", "c", "d"]) await submit(t.store, c, "qa");
+  let single = 0;
+  for await (const _ of t.temp.kv.list({ prefix: submissionsPrefix() })) single++;
+  assert.equal(single, 3, "records of one content");
+  t.clock.advance(10_000);
+  await submit(t.store, "a later one", "general");
+  const left: string[] = [];
+  for await (const e of t.temp.kv.list({ prefix: submissionsPrefix() })) {
+    left.push(String(e.key[1]));
+  }
+  assert.deepEqual(left, []);
+});

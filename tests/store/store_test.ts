@@ -242,7 +242,14 @@ Deno.test("clear() C50 removes items, results and duplicate records and keeps no
   assert.equal((await submit(t.store, "q", "qa")).accepted, true, "duplicate record removed");
   const keys = [];
   for await (const entry of t.temp.kv.list({ prefix: [] })) keys.push(entry.key[0]);
-  assert.deepEqual(keys.sort(), ["accepted", "items", "queues", "queues", "results_meta"]);
+  assert.deepEqual(keys.sort(), [
+    "accepted",
+    "format",
+    "items",
+    "queues",
+    "queues",
+    "results_meta",
+  ]);
 });
 
 Deno.test("clear() deletes more duplicate records than one commit holds, each commit measured", async () => {

@@ -129,6 +129,18 @@ async function health(url: string): Promise<{ status: number; body: Record<strin
  * Starts the relay and expects it to refuse: returns its exit code and standard error. A
  * relay that starts listening instead is stopped and the test fails.
  */
+/** The one line of a start {@linkcode expectRefusal} expects, which must exit with 2. */
+async function refusalLine(
+  dir: string,
+  options: { args?: string[]; db?: string } = {},
+): Promise<string> {
+  const refused = await expectRefusal(dir, options);
+  assert.equal(refused.code, 2);
+  const lines = refused.stderr.trim().split("\n");
+  assert.equal(lines.length, 1, refused.stderr);
+  return lines[0]!;
+}
+
 async function expectRefusal(
   dir: string,
   options: { args?: string[]; db?: string } = {},
@@ -350,11 +362,8 @@ Deno.test("a database whose pages were overwritten: writes 503 'damaged', /healt
       kv.close();
     }
 
-    const refused = await expectRefusal(dir);
-    assert.equal(refused.code, 2);
-    const lines = refused.stderr.trim().split("\n");
-    assert.equal(lines.length, 1, refused.stderr);
-    assert.match(lines[0]!, /^relay: the database ".*relay\.kv" is damaged \(.+\): move it/);
+    const line = await refusalLine(dir);
+    assert.match(line, /^relay: the database ".*relay\.kv" is damaged \(.+\): move it/);
   });
 });
 
@@ -366,12 +375,9 @@ Deno.test("a hard link to the database: a second relay on the other name refuses
     assert.equal(before.status, 200);
     await Deno.link(`${dir}/relay.kv`, `${dir}/linked.kv`);
 
-    const second = await expectRefusal(dir, { db: `${dir}/linked.kv` });
-    assert.equal(second.code, 2);
-    const lines = second.stderr.trim().split("\n");
-    assert.equal(lines.length, 1, second.stderr);
-    assert.match(lines[0]!, /^relay: the database ".*linked\.kv" has 2 names \(hard links\)/);
-    assert.match(lines[0]!, /find \/ -xdev -samefile /);
+    const line = await refusalLine(dir, { db: `${dir}/linked.kv` });
+    assert.match(line, /^relay: the database ".*linked\.kv" has 2 names \(hard links\)/);
+    assert.match(line, /find \/ -xdev -samefile /);
     // The first relay is untouched, and a restart on either name is refused too.
     assert.equal((await call("/submit", { method: "POST", body: "still" })).status, 200);
     assert.equal((await first.stop()).code, 0);
@@ -406,15 +412,12 @@ Deno.test("a database emptied to zero bytes: the relay refuses to start (exit 2,
     await Deno.truncate(db, 0);
     for (const f of [`${db}-wal`, `${db}-shm`]) await Deno.remove(f).catch(() => {});
 
-    const refused = await expectRefusal(dir);
-    assert.equal(refused.code, 2);
-    const lines = refused.stderr.trim().split("\n");
-    assert.equal(lines.length, 1, refused.stderr);
+    const line = await refusalLine(dir);
     assert.match(
-      lines[0]!,
+      line,
       /^relay: the database ".*relay\.kv" holds less than this relay wrote to it \(general\.accepted 5 → 0\)/,
     );
-    assert.match(lines[0]!, /relay import --force/);
+    assert.match(line, /relay import --force/);
 
     // The documented recovery: import the latest backup, then start.
     const imported = await runRelay(["import", "--force", `${dir}/backup.json`, "--db", db]);
@@ -569,12 +572,9 @@ Deno.test("a database a later relay wrote (a later data format): the relay refus
       await kv.set(["format"], 3);
       kv.close();
     }
-    const refused = await expectRefusal(dir);
-    assert.equal(refused.code, 2);
-    const lines = refused.stderr.trim().split("\n");
-    assert.equal(lines.length, 1, refused.stderr);
+    const line = await refusalLine(dir);
     assert.match(
-      lines[0]!,
+      line,
       /^relay: the database was written by a later relay \(its data format is 3; this relay reads up to 2\): run that relay again, or move ".*relay\.kv"/,
     );
     const kv = await Deno.openKv(db);

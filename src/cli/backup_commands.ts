@@ -10,6 +10,7 @@ import { commandDbPath, type Config, loadConfig } from "../config/config.ts";
 import { writePrivateFile } from "../util/files.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
 import { UnsafeDatabaseError } from "../store/database.ts";
+import { StoreFormatError } from "../store/store.ts";
 import { describePublished } from "../publish/backup.ts";
 import type { Args, Command } from "./command.ts";
 import { DB_OPTION } from "./client_config.ts";
@@ -36,13 +37,17 @@ function relayConfig(args: Args, io: CommandIo): Config {
 /**
  * Runs `job`, turning the refusals of a backup into one line naming the command: a backup
  * that cannot be imported as asked, or a database that is unsafe to open (hard-linked,
- * damaged), is a usage error (exit 2), a database in use a failure (exit 1).
+ * damaged, of a later data format), is a usage error (exit 2), a database in use a failure
+ * (exit 1).
  */
 async function refusing<T>(command: string, job: () => Promise<T>): Promise<T> {
   try {
     return await job();
   } catch (error) {
-    if (error instanceof ImportError || error instanceof UnsafeDatabaseError) {
+    if (
+      error instanceof ImportError || error instanceof UnsafeDatabaseError ||
+      error instanceof StoreFormatError
+    ) {
       throw new UsageError(`cannot ${command}: ${error.message}`, "");
     }
     if (error instanceof DatabaseInUseError) {

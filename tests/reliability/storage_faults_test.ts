@@ -577,6 +577,13 @@ Deno.test("a database a later relay wrote (a later data format): the relay refus
       line,
       /^relay: the database was written by a later relay \(its data format is 3; this relay reads up to 2\): run that relay again, or move ".*relay\.kv"/,
     );
+    // Nor does a backup read it: exit 2, one line.
+    const exported = await runRelay(["export", "--db", db, "--out", `${dir}/backup.json`]);
+    assert.equal(exported.code, 2);
+    assert.match(
+      exported.stderr,
+      /^relay: cannot export: the database was written by a later relay \(its data format is 3; this relay reads up to 2\)\n/,
+    );
     const kv = await Deno.openKv(db);
     assert.equal((await kv.get(["format"])).value, 3);
     kv.close();

@@ -127,9 +127,7 @@ export function writeAcceptedBatch(draft: Draft, mutations: Mutations, windowMs:
   const hashes = draft.takeBatch();
   for (let i = 0; i < hashes.length; i += HASHES_PER_BATCH_ENTRY) {
     const key = acceptedKey(draft.nextBatch(), draft.now);
-    const chunk = i === 0 && hashes.length <= HASHES_PER_BATCH_ENTRY
-      ? hashes
-      : hashes.slice(i, i + HASHES_PER_BATCH_ENTRY);
+    const chunk = hashes.slice(i, i + HASHES_PER_BATCH_ENTRY);
     mutations.set(key, encoder.encode(chunk.join("")), {
       expireIn: windowMs + EXPIRY_BACKSTOP_MS,
     });

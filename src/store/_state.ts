@@ -168,9 +168,9 @@ export class Draft {
   /** Duplicate records added by this draft: SHA-256 hex → accepted at, epoch ms. */
   #seen = new Map<string, number>();
   /** Hashes of `#seen` that go to an `["accepted", …]` entry, and so to memory. */
-  #toBatch: string[] = [];
-  /** Hashes taken by {@linkcode Draft.takeBatch}: memory holds them once settled. */
-  #batched: string[] = [];
+  #inMemory: string[] = [];
+  /** How many of `#inMemory` {@linkcode Draft.takeBatch} has taken. */
+  #taken = 0;
   /** Until when, epoch ms, the `["submissions", hash]` records this draft wrote are in force. */
   #inKvUntil = 0;
   /** Hashes whose `["submissions", hash]` record this draft writes. */
@@ -217,7 +217,7 @@ export class Draft {
 
   /** How many duplicate records memory will hold once this draft is settled. */
   seenInMemory(): number {
-    return (this.#forgetAll ? 0 : this.#state.seen.size) + this.#toBatch.length;
+    return (this.#forgetAll ? 0 : this.#state.seen.size) + this.#inMemory.length;
   }
 
   /**
@@ -228,7 +228,7 @@ export class Draft {
   see(hash: string, at: number, inKvUntil?: number): void {
     this.#seen.set(hash, at);
     if (inKvUntil === undefined) {
-      this.#toBatch.push(hash);
+      this.#inMemory.push(hash);
     } else {
       this.#singles.push(hash);
       this.#inKvUntil = Math.max(this.#inKvUntil, inKvUntil);
@@ -241,9 +241,8 @@ export class Draft {
    * once the draft is settled.
    */
   takeBatch(): string[] {
-    const hashes = this.#toBatch;
-    this.#toBatch = [];
-    for (const hash of hashes) this.#batched.push(hash);
+    const hashes = this.#inMemory.slice(this.#taken);
+    this.#taken = this.#inMemory.length;
     return hashes;
   }
 
@@ -261,8 +260,8 @@ export class Draft {
   forgetAll(): void {
     this.#forgetAll = true;
     this.#seen.clear();
-    this.#toBatch = [];
-    this.#batched = [];
+    this.#inMemory = [];
+    this.#taken = 0;
     this.#singles = [];
     this.#inKvUntil = 0;
   }
@@ -294,7 +293,7 @@ export class Draft {
     // would be outdated); those of an `["accepted", …]` entry are taken out and put back, so
     // that the map stays in the order of acceptance.
     for (const hash of this.#seen.keys()) state.seen.delete(hash);
-    for (const hash of this.#batched) state.seen.set(hash, this.now);
+    for (const hash of this.#inMemory) state.seen.set(hash, this.now);
     state.seenIncompleteUntil = Math.max(state.seenIncompleteUntil, this.#inKvUntil);
     for (const hash of this.#singles) {
       // Taken out first: an older time of the same record must not get it deleted early.

@@ -4,8 +4,10 @@
  * so that one `list()` reads whole items in order (C8); how many parts an item has, and when
  * it was submitted, are in its queue's metadata. (Files written before that hold a head
  * record as part 0: a few fields plus the first bytes. They are still read.) Bytes are not
- * V8-serialised as an object would be, which costs the main thread about 5 µs a value. This module splits content and reads it back; writing and deleting
- * parts are mutations of a commit (`setParts`, `deleteParts` in `_state.ts`).
+ * V8-serialised as an object would be, which costs the main thread about 5 µs a value.
+ *
+ * This module splits content and reads it back; writing and deleting parts are mutations of
+ * a commit (`setParts`, `deleteParts` in `_state.ts`).
  *
  * @module
  */

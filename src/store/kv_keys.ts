@@ -13,7 +13,7 @@
  * | `["results", t, 0]` | `Uint8Array` | a result's first ≤ 60,000 bytes (older files: a {@linkcode ResultHead}) |
  * | `["results", t, n]` | `Uint8Array` | part `n` of a long result |
  * | `["accepted", n, at]` | `Uint8Array` | the duplicate records of one commit: the SHA-256 (hex, ASCII) of each content it accepted at `at` (C13) |
- * | `["submissions", sha256]` | {@linkcode SubmissionRecord} | last accepted time of one content (C13), when memory held no room for it |
+ * | `["submissions", sha256]` | {@linkcode SubmissionRecord} | last accepted time of one content (C13): written when memory has no room for it, and for every content by format 1 |
  * | `["format"]` | `number` | the version of this layout the file holds: {@linkcode STORE_FORMAT}; absent before version 2 |
  * | `["health_probe"]` | `number` | when `/health` last had to commit to learn whether the store can (epoch ms) |
  *

@@ -7,6 +7,12 @@ import { makeStore } from "../_helpers.ts";
 // Duplicate records past the in-memory bound are looked up in KV: the window stays exact
 // (src/store/_duplicates.ts).
 
+/** The SHA-256 of `content`'s UTF-8 bytes, lowercase hex (WebCrypto's, not the store's). */
+async function sha256(content: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(content));
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 const contents = Array.from({ length: 12 }, (_, i) => `https://example.com/${i}`);
 
 Deno.test("submit() with more records than memory keeps: every one is still a duplicate inside the window, none after", async () => {
@@ -100,13 +106,8 @@ Deno.test("a duplicate record is keyed by the SHA-256 of the content's UTF-8 byt
   // Short ASCII, non-ASCII, and 140,000 bytes of "é" (three parts of at most 60,000 bytes).
   const samples = ["https://example.com/a", "日本語のメモ 🚀", "é".repeat(70_000)];
   for (const c of samples) assert.equal((await submit(t.store, c, "general")).accepted, true);
-  const hex = async (c: string) =>
-    Array.from(
-      new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(c))),
-      (b) => b.toString(16).padStart(2, "0"),
-    ).join("");
   const keys = await hashesInKv(t.temp.kv);
-  assert.deepEqual(keys.sort(), (await Promise.all(samples.map(hex))).sort());
+  assert.deepEqual(keys.sort(), (await Promise.all(samples.map(sha256))).sort());
   // The records written so keep deciding: each content is a duplicate now.
   for (const c of samples) assert.equal((await submit(t.store, c, "qa")).accepted, false);
 });
@@ -133,15 +134,10 @@ Deno.test("one commit of many submits writes one duplicate entry for all of them
 
 Deno.test("records of one content each, as a file written before the per-commit entries holds, still decide", async () => {
   await using t = await makeStore({ dedupeWindowMs: 10_000 });
-  const hash = async (c: string) =>
-    Array.from(
-      new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(c))),
-      (b) => b.toString(16).padStart(2, "0"),
-    ).join("");
   // Written as the older versions wrote every record, 2 s and 12 s ago.
   const now = t.clock.read();
-  await t.temp.kv.set(["submissions", await hash("recent")], { last_seen_at: now - 2_000 });
-  await t.temp.kv.set(["submissions", await hash("old")], { last_seen_at: now - 12_000 });
+  await t.temp.kv.set(["submissions", await sha256("recent")], { last_seen_at: now - 2_000 });
+  await t.temp.kv.set(["submissions", await sha256("old")], { last_seen_at: now - 12_000 });
   for (const memory of [100, 1]) {
     const store = createStore(t.temp.kv, {
       clock: t.clock.read,
@@ -157,16 +153,10 @@ Deno.test("records of one content each, as a file written before the per-commit 
   for await (const e of t.temp.kv.list({ prefix: submissionsPrefix() })) {
     left.push(String(e.key[1]));
   }
-  assert.deepEqual(left, [await hash("recent")]);
+  assert.deepEqual(left, [await sha256("recent")]);
   t.clock.advance(8_000);
   assert.equal((await submit(store, "recent", "qa")).accepted, true);
 });
-
-/** The SHA-256 of `content`'s UTF-8 bytes, lowercase hex (WebCrypto's, not the store's). */
-async function sha256(content: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(content));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 Deno.test("a record found past its window at start and written again while memory is full is not deleted as expired", async () => {
   await using t = await makeStore();

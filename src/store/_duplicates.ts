@@ -94,22 +94,24 @@ export function inWindow(draft: Draft, at: number | undefined, windowMs: number)
 
 /**
  * Records content with `hash` as accepted at `draft.now`: in memory and the commit's
- * `["accepted", …]` entry ({@linkcode writeAcceptedBatch}) while memory holds fewer than
- * `seenInMemory` records, else in a `["submissions", hash]` record of its own.
+ * `["accepted", …]` entry ({@linkcode writeAcceptedBatch}) while memory has room, else in a
+ * `["submissions", hash]` record of its own.
+ *
+ * @param windowMs The duplicate window, ms.
  */
 export function recordAccepted(
   draft: Draft,
   mutations: Mutations,
   hash: string,
-  options: { windowMs: number; seenInMemory: number },
+  windowMs: number,
 ): void {
-  if (draft.seenInMemory() < options.seenInMemory) {
+  if (draft.seenHasRoom()) {
     draft.see(hash, draft.now);
     return;
   }
-  draft.see(hash, draft.now, draft.now + options.windowMs);
+  draft.see(hash, draft.now, draft.now + windowMs);
   mutations.set(submissionKey(hash), { last_seen_at: draft.now } satisfies SubmissionRecord, {
-    expireIn: options.windowMs + EXPIRY_BACKSTOP_MS,
+    expireIn: windowMs + EXPIRY_BACKSTOP_MS,
   });
 }
 

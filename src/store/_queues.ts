@@ -65,9 +65,9 @@ export function submitOp(
   kv: Deno.Kv,
   content: string,
   queue: QueueName,
-  options: { dedupe: boolean; dedupeWindowMs: number; seenInMemory: number },
+  options: { dedupe: boolean; dedupeWindowMs: number },
 ): WriteOp<SubmitOutcome> {
-  const { dedupe, dedupeWindowMs, seenInMemory } = options;
+  const { dedupe, dedupeWindowMs } = options;
   const parts = splitParts(content);
   // Only the duplicate check reads the hash.
   const hash = dedupe ? sha256Hex(parts) : "";
@@ -98,9 +98,7 @@ export function submitOp(
         }
         const id = appendItem(mutations, q, queue, parts, content, draft.now);
         q.counters.accepted++;
-        if (dedupe) {
-          recordAccepted(draft, mutations, hash, { windowMs: dedupeWindowMs, seenInMemory });
-        }
+        if (dedupe) recordAccepted(draft, mutations, hash, dedupeWindowMs);
         return { accepted: true, queue, id };
       };
       if (!dedupe) return decide(false);

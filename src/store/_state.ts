@@ -215,9 +215,13 @@ export class Draft {
     return this.now < until;
   }
 
-  /** How many duplicate records memory will hold once this draft is settled. */
-  seenInMemory(): number {
-    return (this.#forgetAll ? 0 : this.#state.seen.size) + this.#inMemory.length;
+  /**
+   * Whether memory has room for one more duplicate record once this draft is settled
+   * (`State.seenLimit`).
+   */
+  seenHasRoom(): boolean {
+    const held = (this.#forgetAll ? 0 : this.#state.seen.size) + this.#inMemory.length;
+    return held < this.#state.seenLimit;
   }
 
   /**

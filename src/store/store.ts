@@ -123,7 +123,7 @@ export interface StoreOptions {
 /** What {@linkcode createStore} keeps of each store, out of the callers' sight. */
 const INTERNALS = new WeakMap<
   Store,
-  { writer: Writer; changes: Changes; health: StoreHealth; seenInMemory: number }
+  { writer: Writer; changes: Changes; health: StoreHealth }
 >();
 
 /**
@@ -158,7 +158,7 @@ export function createStore(kv: Deno.Kv, options: StoreOptions = {}): Store {
     health,
   });
   const store: Store = { kv, clock, dedupeWindowMs };
-  INTERNALS.set(store, { writer, changes, health, seenInMemory });
+  INTERNALS.set(store, { writer, changes, health });
   return store;
 }
 
@@ -167,9 +167,7 @@ function writerOf(store: Store): Writer {
   return internals(store).writer;
 }
 
-function internals(
-  store: Store,
-): { writer: Writer; changes: Changes; health: StoreHealth; seenInMemory: number } {
+function internals(store: Store): { writer: Writer; changes: Changes; health: StoreHealth } {
   const found = INTERNALS.get(store);
   if (found === undefined) throw new TypeError("Cannot use the store: not made by createStore()");
   return found;
@@ -196,13 +194,8 @@ export async function submit(
   options: { dedupe?: boolean } = {},
 ): Promise<SubmitOutcome> {
   const dedupe = options.dedupe ?? true;
-  const { writer, seenInMemory } = internals(store);
-  return await writer.write(
-    submitOp(store.kv, content, queue, {
-      dedupe,
-      dedupeWindowMs: store.dedupeWindowMs,
-      seenInMemory,
-    }),
+  return await writerOf(store).write(
+    submitOp(store.kv, content, queue, { dedupe, dedupeWindowMs: store.dedupeWindowMs }),
   );
 }
 

@@ -16,7 +16,8 @@
  * A third server, the floor (bench/floor.ts), runs in the same rounds: the least any relay
  * on this stack must do per request (read the key, log the request, commit a write to KV
  * before answering) and nothing else. Its ratio to the reference shows how far a target
- * is reachable at all; its idle RSS is the memory of Deno, KV, Hono and zod alone.
+ * is reachable at all; its idle RSS is the memory of Deno, KV, Hono and zod alone, with one
+ * timer pending as in every relay.
  *
  * Options: `--duration <s>` per load (default 5), `--rounds <n>` (default 3), `--idle <s>`
  * for the idle-write figure (default 60; 0 skips it), `--connections <n>` (default 64),
@@ -681,7 +682,7 @@ async function measure(servers: Server[], dirs: string[]): Promise<void> {
   figure("idle RSS, 5 s after start", `${idleRss.toFixed(1)} MB`, "≤ 50 MB", idleRss <= 50);
   figure("idle RSS of the bare server", `${bareIdleRss.toFixed(1)} MB`, "—", true);
   figure(
-    "idle RSS of the floor (Deno.serve, KV, Hono, zod)",
+    "idle RSS of the floor (Deno.serve, KV, Hono, zod, a timer)",
     `${floorIdleRss.toFixed(1)} MB`,
     "—",
     true,

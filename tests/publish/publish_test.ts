@@ -140,10 +140,12 @@ Deno.test("POST /publish", async (t) => {
   );
 
   await t.step("C62 reports a refused connection as that target's error", async () => {
+    // The live downstream listens before the other one closes, so that the system cannot
+    // give it the port just freed (it did once: the "refused" target answered, 200 not 207).
+    await using downstream = startDownstream();
     const closed = startDownstream();
     const url = closed.url;
     await closed.close();
-    await using downstream = startDownstream();
     const res = await publishVia(
       { ...configFor(downstream), urls: { notes: url, blog: downstream.url, nas: undefined } },
       { ...ARTICLE, targets: ["notes", "blog"] },

@@ -20,7 +20,7 @@
  * libraries that the relay loads at start, and starts a timer, as every relay must, so its
  * idle RSS is the stack's own memory (with the relay's small log module,
  * `src/server/log.ts`).
- * Neither is used per request: the throughput it measures stays the floor's.
+ * Hono and zod are not used per request: the throughput it measures stays the floor's.
  *
  * Prints `listening <port>` once it listens on 127.0.0.1.
  *

@@ -165,9 +165,11 @@ export interface RelayApp {
    * @param request The request; its URL's host comes from the `Host` header.
    * @param info The connection it came on; without it (in-process) the client has no
    *   address, is never rate limited and is logged as `-`.
-   * @returns The response; never rejects (errors become problem documents).
+   * @returns The response; never rejects (errors become problem documents). A read
+   *   answered from its cache comes back at once, not in a promise (docs/benchmarks.md,
+   *   "Reads").
    */
-  fetch(request: Request, info?: RequestInfo): Promise<Response>;
+  fetch(request: Request, info?: RequestInfo): Response | Promise<Response>;
   /**
    * Answers a request made in-process, as Hono's `app.request()`: `input` a path such as
    * `/peek?queue=qa` (on `http://localhost`), a full URL, or a `Request`.
@@ -311,13 +313,51 @@ export function createApp(options: AppOptions): RelayApp {
   };
 
   const logging = logger.enabled("info");
-  // The access log and the request metrics; a Host header that makes no URL stops here.
-  const fetch = async (request: Request, info?: RequestInfo): Promise<Response> => {
-    const started = performance.now();
-    // Deno builds the URL from the Host header: a malformed one makes it unparsable.
-    const url = URL.parse(request.url);
+  // The access log line and the request metrics of one answer, `started` being its
+  // `performance.now()`. Synchronous unless the body's size has to be measured.
+  const recorded = (
+    request: Request,
+    url: URL | null,
+    info: RequestInfo | undefined,
+    response: Response,
+    started: number,
+  ): Response | Promise<Response> => {
+    const ms = performance.now() - started;
+    const method = request.method;
+    const record = (bytes: number | undefined): Response => {
+      if (logging) {
+        logger.access({
+          method,
+          path: redactedTarget(request.url, secrets),
+          status: response.status,
+          durationMs: ms,
+          bytes,
+          client: info?.remoteAddr?.hostname,
+        });
+      }
+      const path = url?.pathname;
+      metrics.request(
+        path !== undefined && Object.hasOwn(routes, path) ? path : "other",
+        method,
+        response.status,
+        ms,
+      );
+      return response;
+    };
+    const bytes = logging ? bodyBytes(method, response) : undefined;
+    return typeof bytes === "object" ? bytes.then(record) : record(bytes);
+  };
+
+  // Everything but a cached read: through Hono.
+  const routed = async (
+    request: Request,
+    url: URL | null,
+    info: RequestInfo | undefined,
+    started: number,
+  ): Promise<Response> => {
     let response: Response;
     if (url === null) {
+      // Deno builds the URL from the Host header: a malformed one makes it unparsable.
       response = problemResponse(
         400,
         "Cannot read the request: its Host header does not make a valid URL",
@@ -325,35 +365,28 @@ export function createApp(options: AppOptions): RelayApp {
     } else {
       const env: RequestEnv = { url, remoteAddr: info?.remoteAddr };
       try {
-        response = (request.method === "GET" ? fromCache(request, url, info) : undefined) ??
-          await app.fetch(request, env);
+        response = await app.fetch(request, env);
       } catch (error) {
         // Hono's onError answers what handlers throw; this is for Hono itself failing.
         logger.error("relay: unexpected error", error);
         response = problemResponse(500, "Internal error: the relay logged the cause");
       }
     }
-    const ms = performance.now() - started;
-    const method = request.method;
-    if (logging) {
-      const bytes = bodyBytes(method, response);
-      logger.access({
-        method,
-        path: redactedTarget(request.url, secrets),
-        status: response.status,
-        durationMs: ms,
-        bytes: typeof bytes === "object" ? await bytes : bytes,
-        client: info?.remoteAddr?.hostname,
-      });
-    }
-    const path = url?.pathname;
-    metrics.request(
-      path !== undefined && Object.hasOwn(routes, path) ? path : "other",
-      method,
-      response.status,
-      ms,
-    );
-    return response;
+    return await recorded(request, url, info, response, started);
+  };
+
+  // The access log and the request metrics around the app. A read answered from its cache
+  // is answered in the same turn, without a promise: a promise and its continuations cost
+  // about a tenth of a cached read (docs/benchmarks.md, "Reads").
+  const fetch = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
+    const started = performance.now();
+    const url = URL.parse(request.url);
+    const hit = url !== null && request.method === "GET"
+      ? fromCache(request, url, info)
+      : undefined;
+    return hit === undefined
+      ? routed(request, url, info, started)
+      : recorded(request, url, info, hit, started);
   };
 
   return {
@@ -361,13 +394,15 @@ export function createApp(options: AppOptions): RelayApp {
     routes: app.routes,
     request(input, init, info) {
       if (input instanceof Request) {
-        return fetch(init === undefined ? input : new Request(input, init), info);
+        return Promise.resolve(
+          fetch(init === undefined ? input : new Request(input, init), info),
+        );
       }
       const text = String(input);
       const url = /^https?:\/\//.test(text)
         ? text
         : `http://localhost${text.startsWith("/") ? "" : "/"}${text}`;
-      return fetch(new Request(url, init), info);
+      return Promise.resolve(fetch(new Request(url, init), info));
     },
   };
 }

@@ -91,7 +91,7 @@ export function answerOf(value: unknown, version: number, until: number): Cached
 
 /** The HTTP response of a cached answer: 200 with the JSON body and its length, or 204. */
 export function cachedResponse(answer: CachedAnswer): Response {
-  if (answer.body === null) return new Response(null, { status: 204 });
+  if (answer.body === null) return withSize(new Response(null, { status: 204 }), 0);
   return withSize(
     new Response(answer.body, {
       headers: { "content-type": JSON_TYPE, "content-length": String(answer.bytes) },

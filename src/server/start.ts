@@ -305,7 +305,10 @@ export async function startRelay(
     const done = () => {
       if (--inFlight === 0 && draining) idle.resolve();
     };
-    const handler = (request: Request, info: ConnectionInfo): Promise<Response> => {
+    const handler = (
+      request: Request,
+      info: ConnectionInfo,
+    ): Response | Promise<Response> => {
       if (draining) {
         return Promise.resolve(
           problemResponse(503, "Cannot serve: the relay is shutting down; try again", {
@@ -314,9 +317,12 @@ export async function startRelay(
           }),
         );
       }
-      inFlight++;
       const answer = app.fetch(request, info); // a rejection still reaches onError below
-      answer.then(done, done);
+      // A cached read is answered at once (a `Response`): nothing of it is left to wait for.
+      if (answer instanceof Promise) {
+        inFlight++;
+        answer.then(done, done);
+      }
       return answer;
     };
 

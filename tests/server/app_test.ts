@@ -763,6 +763,49 @@ Deno.test("routing and error order", async (t) => {
   );
 
   await t.step(
+    "a read answered from its cache comes back at once, logged and counted like any other",
+    async () => {
+      await using app = await makeApp();
+      const get = (key = KEY) =>
+        app.app.fetch(new Request("http://localhost/peek", { headers: { "x-auth-key": key } }));
+      assert.equal((await app.call("/metrics")).status, 200); // requests count from here
+      // The first read of a state builds the answer (a promise); the next is answered from
+      // the cache, a Response at once.
+      const reads: Array<Response | Promise<Response>> = [get(), undefined!, undefined!];
+      await reads[0];
+      reads[1] = get();
+      await app.call("/submit", { method: "POST", body: "x" });
+      reads[2] = get();
+      await reads[2];
+      reads.push(get(), get("not the key"));
+      assert.deepEqual(
+        reads.map((r) => r instanceof Promise ? "promise" : "response"),
+        // A refusal's problem document has its size measured: that waits.
+        ["promise", "response", "promise", "response", "promise"],
+      );
+      const [e0, e1, f0, f1, wrong] = await Promise.all(reads);
+      assert.deepEqual([e0!.status, e1!.status, f0!.status, f1!.status], [204, 204, 200, 200]);
+      const body = await f1!.text();
+      assert.equal(await f0!.text(), body);
+      const problem = new TextEncoder().encode(await wrong!.clone().text()).byteLength;
+      await assertProblem(wrong!, 401);
+      const bytes = new TextEncoder().encode(body).byteLength;
+      const lines = app.logs.filter((line) => line.includes(" /peek "));
+      const expected = [[204, 0], [204, 0], [200, bytes], [200, bytes], [401, problem]];
+      assert.equal(lines.length, expected.length);
+      for (const [i, [status, size]] of expected.entries()) {
+        assert.match(lines[i]!, new RegExp(`^\\S+Z - GET /peek ${status} ${size} \\d+\\.\\dms$`));
+      }
+      const metrics = await (await app.call("/metrics")).text();
+      for (const [status, n] of [[200, 2], [204, 2], [401, 1]]) {
+        const sample =
+          `relay_http_requests_total{route="/peek",method="GET",status="${status}"} ${n}`;
+        assert.ok(metrics.split("\n").includes(sample), sample);
+      }
+    },
+  );
+
+  await t.step(
     "the access log in JSON has time, level, msg and the request's fields, the key redacted",
     async () => {
       await using app = await makeApp({ logFormat: "json" });

@@ -35,6 +35,12 @@ import { checkDatabase, keepCounters } from "../store/integrity.ts";
 import { createStore, type Store } from "../store/store.ts";
 import { resolveAppId } from "./builtin.ts";
 import { createBuiltinServices } from "./routes/builtin.ts";
+import { IdleMemory } from "./idle_memory.ts";
+
+/** `bytes` in MiB with one decimal. */
+function mib(bytes: number): string {
+  return (bytes / 1024 / 1024).toFixed(1);
+}
 
 /**
  * How long in-flight requests may take to finish after SIGINT/SIGTERM before the relay
@@ -305,10 +311,19 @@ export async function startRelay(
     const done = () => {
       if (--inFlight === 0 && draining) idle.resolve();
     };
+    // Memory given back once the relay is idle (issue 19).
+    const idleMemory = new IdleMemory({
+      collected: ({ rssBefore, rssAfter, ms }) =>
+        logger.debug(
+          `relay: idle: gave back memory in ${ms.toFixed(0)} ms ` +
+            `(resident ${mib(rssBefore)} → ${mib(rssAfter)} MiB)`,
+        ),
+    });
     const handler = (
       request: Request,
       info: ConnectionInfo,
     ): Response | Promise<Response> => {
+      idleMemory.request();
       if (draining) {
         return Promise.resolve(
           problemResponse(503, "Cannot serve: the relay is shutting down; try again", {
@@ -368,6 +383,7 @@ export async function startRelay(
     // Last use of named keys reaches its file within a minute, and only when there was one.
     const recordUses = setInterval(() => keyRing.flush(), 60_000);
     Deno.unrefTimer(recordUses);
+    const stopIdleMemory = idleMemory.start();
 
     return {
       url,
@@ -388,6 +404,7 @@ export async function startRelay(
         await Promise.all(jobs.map((job) => job.stop()));
         await counters.stop();
         clearInterval(recordUses);
+        stopIdleMemory();
         keyRing.flush();
         database.close();
         await flushLog();

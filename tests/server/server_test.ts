@@ -267,6 +267,23 @@ Deno.test("relay serve answers a cached read, and HEAD of it, with its JSON type
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("relay serve issue 19: gives memory back once idle, and says so at level debug", async () => {
+  const dir = await tempDir();
+  await using relay = await startRelayProcess(dir, {
+    env: { RELAY_API_KEY: KEY, RELAY_LOG_LEVEL: "debug" },
+  });
+  const line = /relay: idle: gave back memory in \d+ ms \(resident ([\d.]+) → ([\d.]+) MiB\)/;
+  const found = () => relay.stdout.map((l) => line.exec(l)).find((m) => m !== null);
+  await eventually(() => found() !== undefined, "the idle collection's log line");
+  const [, before, after] = found()!;
+  assert.ok(Number(after) < Number(before), `${before} → ${after} MiB`);
+  // It still serves, and the collection did not keep the process alive past SIGTERM.
+  const res = await client(relay.url)("/submit", { method: "POST", body: "after" });
+  assert.equal(await res.text(), "OK (general)");
+  assert.equal((await relay.stop()).code, 0, relay.stderr.join("\n"));
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("relay serve keeps every acknowledged item and result across SIGKILL", async () => {
   const dir = await tempDir();
   const acked: Record<string, string[]> = { qa: [], article: [], general: [] };

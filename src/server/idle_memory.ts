@@ -1,14 +1,20 @@
 /**
  * Memory given back while the relay is idle (issue 19). V8 keeps the heap it grew to, for
  * start-up or under load, until memory runs short; on a NAS or a Raspberry Pi that is
- * memory other programs could use. Once no request has arrived for a whole check interval
- * and the resident set has grown since the last collection (or none has run yet), the
- * relay runs one memory-reducing full collection (V8's "last resort" garbage collection,
- * which compacts the heap and returns its free pages): measured, the idle relay went from
- * about 76 MB to 66 MB, in a pause of 50–70 ms (docs/benchmarks.md, "Idle memory").
+ * memory other programs could use. The relay runs one memory-reducing full collection (V8's
+ * "last resort" garbage collection, which compacts the heap and returns its free pages):
  *
- * A request that arrives during such a pause waits for it, so collections run only after
- * an idle interval and only when there is something to give back.
+ * - once after start-up, as soon as a whole check interval passes without a request: what
+ *   start-up left behind (measured: the idle relay went from about 75 MB to 66 MB, in a
+ *   pause of 50–120 ms; V8 does the same by itself 20–40 s after start, so this only makes
+ *   it sooner; docs/benchmarks.md, "Idle memory");
+ * - after that, once no request has arrived for {@linkcode QUIET_CHECKS} intervals (30 s)
+ *   and V8's heap has grown by {@linkcode COLLECT_AFTER_GROWTH_BYTES} since the last
+ *   collection. Not sooner: the requests right after a collection are slower while V8
+ *   rebuilds what it dropped, and a relay loaded again a few seconds later spent about a
+ *   fifth more CPU per request in its first second (measured).
+ *
+ * A request that arrives during the pause waits for it.
  *
  * @module
  */
@@ -16,18 +22,33 @@
 /** How often the relay looks whether it is idle, ms. */
 export const IDLE_CHECK_MS = 1_000;
 
+/** Check intervals without a request before a collection after the first: 30 s. */
+export const QUIET_CHECKS = 30;
+
 /**
- * Growth of the resident set since the last collection that makes the next idle interval
- * collect again, bytes: less would pay a pause for little.
+ * Growth of V8's heap since the last collection that makes a quiet relay collect again,
+ * bytes: less would pay a pause for little.
  */
 export const COLLECT_AFTER_GROWTH_BYTES = 8 * 1024 * 1024;
 
+/** The figures {@linkcode IdleMemory} reads, bytes (as `Deno.memoryUsage()` gives them). */
+export interface MemoryFigures {
+  /** The process's resident set. */
+  readonly rss: number;
+  /** The size of V8's heap: what a collection can give back comes out of it. */
+  readonly heapTotal: number;
+}
+
 /** What one collection did, for the debug log. */
 export interface Collection {
-  /** Resident set before and after, bytes. */
+  /** Resident set before, bytes. */
   readonly rssBefore: number;
   /** Resident set after, bytes. */
   readonly rssAfter: number;
+  /** V8's heap before, bytes. */
+  readonly heapBefore: number;
+  /** V8's heap after, bytes. */
+  readonly heapAfter: number;
   /** The collection's pause, ms. */
   readonly ms: number;
 }
@@ -39,12 +60,17 @@ export interface IdleMemoryOptions {
    * `node:vm` (loaded on first use). Synchronous: it is the pause.
    */
   collect?: () => void | Promise<void>;
-  /** The process's resident set, bytes; default `Deno.memoryUsage().rss`. */
-  rss?: () => number;
+  /** The process's memory figures; default `Deno.memoryUsage()`. */
+  memory?: () => MemoryFigures;
   /** Growth that calls for another collection, bytes; default {@linkcode COLLECT_AFTER_GROWTH_BYTES}. */
   growthBytes?: number;
   /** Told each collection's figures (the relay logs them at level `debug`). */
   collected?: (collection: Collection) => void;
+  /**
+   * Checks without a request before a collection other than the first; default
+   * {@linkcode QUIET_CHECKS}.
+   */
+  quietChecks?: number;
 }
 
 /**
@@ -54,21 +80,25 @@ export interface IdleMemoryOptions {
  */
 export class IdleMemory {
   readonly #collect: () => void | Promise<void>;
-  readonly #rss: () => number;
+  readonly #memory: () => MemoryFigures;
   readonly #growthBytes: number;
   readonly #collected: ((collection: Collection) => void) | undefined;
+  readonly #quietChecks: number;
   #requests = 0;
   #seen = 0;
-  /** Resident set right after the last collection, bytes; `-Infinity` before the first. */
+  /** Checks in a row that saw no request. */
+  #quiet = 0;
+  /** V8's heap right after the last collection, bytes; `-Infinity` before the first. */
   #after = -Infinity;
   #running = false;
 
   /** @param options How to collect and measure; defaults are V8's and Deno's. */
   constructor(options: IdleMemoryOptions = {}) {
     this.#collect = options.collect ?? collectWithV8;
-    this.#rss = options.rss ?? (() => Deno.memoryUsage().rss);
+    this.#memory = options.memory ?? (() => Deno.memoryUsage());
     this.#growthBytes = options.growthBytes ?? COLLECT_AFTER_GROWTH_BYTES;
     this.#collected = options.collected;
+    this.#quietChecks = options.quietChecks ?? QUIET_CHECKS;
   }
 
   /** Counts one request: the interval it arrived in is not idle. */
@@ -77,28 +107,39 @@ export class IdleMemory {
   }
 
   /**
-   * One check: collects when no request arrived since the last check and the resident set
-   * grew by the configured growth since the last collection (or none has run).
+   * One check: collects when no request arrived since the last check and either no
+   * collection has run yet, or none arrived for the last `quietChecks` checks and V8's
+   * heap grew by the configured growth since the last collection. The heap, not the
+   * resident set: V8 sometimes shrinks its heap by itself, and memory outside it (the
+   * database's cache) does not come back with a collection.
    *
-   * @returns Whether it collected. A failed collection counts as none and is not retried
-   *   until the set grows again.
+   * @returns Whether it collected. A failed collection counts as one, so it is tried again
+   *   only once the heap has grown.
    */
   async check(): Promise<boolean> {
-    const idle = this.#requests === this.#seen;
+    this.#quiet = this.#requests === this.#seen ? this.#quiet + 1 : 0;
     this.#seen = this.#requests;
-    if (!idle || this.#running) return false;
-    const before = this.#rss();
-    if (before < this.#after + this.#growthBytes) return false;
+    const first = this.#after === -Infinity;
+    if (this.#quiet < (first ? 1 : this.#quietChecks) || this.#running) return false;
+    const before = this.#memory();
+    if (before.heapTotal < this.#after + this.#growthBytes) return false;
     this.#running = true;
     try {
       const started = performance.now();
       await this.#collect();
       const ms = performance.now() - started;
-      this.#after = this.#rss();
-      this.#collected?.({ rssBefore: before, rssAfter: this.#after, ms });
+      const after = this.#memory();
+      this.#after = after.heapTotal;
+      this.#collected?.({
+        rssBefore: before.rss,
+        rssAfter: after.rss,
+        heapBefore: before.heapTotal,
+        heapAfter: after.heapTotal,
+        ms,
+      });
       return true;
     } catch {
-      this.#after = before;
+      this.#after = before.heapTotal;
       return false;
     } finally {
       this.#running = false;

@@ -313,10 +313,10 @@ export async function startRelay(
     };
     // Memory given back once the relay is idle (issue 19).
     const idleMemory = new IdleMemory({
-      collected: ({ rssBefore, rssAfter, ms }) =>
+      collected: ({ rssBefore, rssAfter, heapBefore, heapAfter, ms }) =>
         logger.debug(
-          `relay: idle: gave back memory in ${ms.toFixed(0)} ms ` +
-            `(resident ${mib(rssBefore)} → ${mib(rssAfter)} MiB)`,
+          `relay: idle: gave back memory in ${ms.toFixed(0)} ms (resident ${mib(rssBefore)} → ` +
+            `${mib(rssAfter)} MiB, heap ${mib(heapBefore)} → ${mib(heapAfter)} MiB)`,
         ),
     });
     const handler = (

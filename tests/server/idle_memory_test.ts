@@ -8,7 +8,9 @@ import {
   COLLECT_AFTER_GROWTH_BYTES,
   type Collection,
   collectWithV8,
+  IDLE_CHECK_MS,
   IdleMemory,
+  QUIET_CHECKS,
 } from "../../src/server/idle_memory.ts";
 
 const MIB = 1024 * 1024;
@@ -25,45 +27,58 @@ Deno.test("IdleMemory with V8's collection gives back the pages of dropped garba
   junk = undefined;
   assert.equal(await idle.check(), true);
   assert.equal(done.length, 1);
-  const [{ rssBefore, rssAfter, ms }] = done as [Collection];
-  assert.ok(rssAfter < rssBefore - 20 * MIB, `${rssBefore} → ${rssAfter} bytes`);
+  const [{ rssBefore, rssAfter, heapBefore, heapAfter, ms }] = done as [Collection];
+  assert.ok(rssAfter < rssBefore - 20 * MIB, `resident ${rssBefore} → ${rssAfter} bytes`);
+  assert.ok(heapAfter < heapBefore - 20 * MIB, `heap ${heapBefore} → ${heapAfter} bytes`);
   assert.ok(ms >= 0);
   // Nothing grew since: the next idle interval does not pay another pause.
   assert.equal(await idle.check(), false);
   await collectWithV8(); // a second call reuses the gc function it took
 });
 
-Deno.test("IdleMemory collects only after an interval without requests, and again only after growth", async () => {
-  let rss = 100 * MIB;
+Deno.test("IdleMemory collects after the first quiet interval, then only after quiet checks and heap growth", async () => {
+  let heap = 100 * MIB;
   let collections = 0;
   let fail = false;
   const idle = new IdleMemory({
-    rss: () => rss,
+    memory: () => ({ rss: heap + 40 * MIB, heapTotal: heap }),
+    quietChecks: 3,
     collect: () => {
       if (fail) throw new Error("no gc here");
       collections++;
-      rss -= 10 * MIB;
+      heap -= 10 * MIB;
     },
   });
+  /** The outcomes of `n` checks in a row, as 0 and 1. */
+  const checks = async (n: number) => {
+    const outcomes: number[] = [];
+    for (let i = 0; i < n; i++) outcomes.push(Number(await idle.check()));
+    return outcomes;
+  };
   idle.request();
-  assert.equal(await idle.check(), false, "a request arrived in this interval");
-  assert.equal(await idle.check(), true, "the first idle interval collects");
-  assert.equal(rss, 90 * MIB);
-  assert.equal(await idle.check(), false, "nothing to give back");
-  rss += COLLECT_AFTER_GROWTH_BYTES - 1;
-  assert.equal(await idle.check(), false, "grown, but by less than the threshold");
-  rss += 1;
+  assert.deepEqual(await checks(1), [0], "a request arrived in this interval");
+  assert.deepEqual(await checks(1), [1], "the first quiet interval collects");
+  assert.equal(heap, 90 * MIB);
+  assert.deepEqual(await checks(4), [0, 0, 0, 0], "nothing to give back");
+  heap += COLLECT_AFTER_GROWTH_BYTES - 1;
+  assert.deepEqual(await checks(2), [0, 0], "grown, but by less than the threshold");
+  heap += 1;
   idle.request();
-  assert.equal(await idle.check(), false, "grown enough, but not idle");
-  assert.equal(await idle.check(), true);
+  // Grown enough: the check that saw the request and the next two are not quiet enough.
+  assert.deepEqual(await checks(4), [0, 0, 0, 1]);
   assert.equal(collections, 2);
-  // A collection that fails is not tried again until the set grows once more.
-  rss += COLLECT_AFTER_GROWTH_BYTES;
+  // A collection that fails is not tried again until the heap grows once more.
+  heap += COLLECT_AFTER_GROWTH_BYTES;
+  idle.request();
   fail = true;
-  assert.equal(await idle.check(), false);
+  assert.deepEqual(await checks(4), [0, 0, 0, 0]);
   fail = false;
-  assert.equal(await idle.check(), false);
-  rss += COLLECT_AFTER_GROWTH_BYTES;
-  assert.equal(await idle.check(), true);
+  assert.deepEqual(await checks(2), [0, 0]);
+  heap += COLLECT_AFTER_GROWTH_BYTES;
+  assert.deepEqual(await checks(1), [1], "still quiet: the next check collects");
+  // V8 shrank its heap by itself while the resident set stayed: nothing to do.
+  heap -= COLLECT_AFTER_GROWTH_BYTES;
+  assert.deepEqual(await checks(5), [0, 0, 0, 0, 0]);
   assert.equal(collections, 3);
+  assert.equal(QUIET_CHECKS * IDLE_CHECK_MS, 30_000);
 });

@@ -272,7 +272,8 @@ Deno.test("relay serve issue 19: gives memory back once idle, and says so at lev
   await using relay = await startRelayProcess(dir, {
     env: { RELAY_API_KEY: KEY, RELAY_LOG_LEVEL: "debug" },
   });
-  const line = /relay: idle: gave back memory in \d+ ms \(resident ([\d.]+) → ([\d.]+) MiB\)/;
+  const line =
+    /relay: idle: gave back memory in \d+ ms \(resident ([\d.]+) → ([\d.]+) MiB, heap [\d.]+ → [\d.]+ MiB\)/;
   const found = () => relay.stdout.map((l) => line.exec(l)).find((m) => m !== null);
   await eventually(() => found() !== undefined, "the idle collection's log line");
   const [, before, after] = found()!;

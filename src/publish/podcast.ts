@@ -108,6 +108,8 @@ export class Podcast {
   #stopping = false;
   /** Set by enqueue and stop: the worker looks again before it sleeps. */
   #kicked = false;
+  /** While the worker handles an episode, up to its retention pass after it is finished. */
+  #speaking = false;
   #evicted = 0;
 
   /**
@@ -236,14 +238,15 @@ export class Podcast {
   }
 
   /**
-   * Resolves once no episode is queued or being spoken (for tests and the benchmark).
+   * Resolves once no episode is queued or being spoken, and the worker has finished with the
+   * last one (its retention pass included), for tests and the benchmark.
    *
    * @param timeoutMs Gives up after this long, ms.
    * @throws {Error} when it gives up.
    */
   async idle(timeoutMs: number): Promise<void> {
     const end = Date.now() + timeoutMs;
-    while ((await this.#next()) !== undefined) {
+    while (this.#speaking || (await this.#next()) !== undefined) {
       if (Date.now() > end) throw new Error("the podcast worker is still busy");
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -267,7 +270,12 @@ export class Podcast {
         this.#wake = undefined;
         continue;
       }
-      await this.#speak(next);
+      this.#speaking = true;
+      try {
+        await this.#speak(next);
+      } finally {
+        this.#speaking = false;
+      }
     }
   }
 

@@ -392,17 +392,15 @@ export function createApp(options: AppOptions): RelayApp {
   return {
     fetch,
     routes: app.routes,
-    request(input, init, info) {
+    async request(input, init, info) {
       if (input instanceof Request) {
-        return Promise.resolve(
-          fetch(init === undefined ? input : new Request(input, init), info),
-        );
+        return await fetch(init === undefined ? input : new Request(input, init), info);
       }
       const text = String(input);
       const url = /^https?:\/\//.test(text)
         ? text
         : `http://localhost${text.startsWith("/") ? "" : "/"}${text}`;
-      return Promise.resolve(fetch(new Request(url, init), info));
+      return await fetch(new Request(url, init), info);
     },
   };
 }

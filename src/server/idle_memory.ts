@@ -4,8 +4,8 @@
  * memory other programs could use. The relay runs one memory-reducing full collection (V8's
  * "last resort" garbage collection, which compacts the heap and returns its free pages):
  *
- * - once after start-up, as soon as a whole check interval passes without a request: what
- *   start-up left behind (measured: the idle relay went from about 75 MB to 66 MB, in a
+ * - once, at the first check interval without a request (right after start-up, unless the
+ *   relay is busy from its start): what start-up left behind (measured: the idle relay went from about 75 MB to 66 MB, in a
  *   pause of 50–120 ms; V8 does the same by itself 20–40 s after start, so this only makes
  *   it sooner; docs/benchmarks.md, "Idle memory");
  * - after that, once no request has arrived for {@linkcode QUIET_CHECKS} intervals (30 s)
@@ -14,7 +14,9 @@
  *   rebuilds what it dropped, and a relay loaded again a few seconds later spent about a
  *   fifth more CPU per request in its first second (measured).
  *
- * A request that arrives during the pause waits for it.
+ * A request that arrives during the pause waits for it. V8's `gc` is reached through
+ * `node:v8` and `node:vm`, loaded with the first collection ({@linkcode v8Collector}); where
+ * the runtime offers none, the relay says so once at level `debug` and keeps its memory.
  *
  * @module
  */
@@ -56,16 +58,22 @@ export interface Collection {
 /** Options of {@linkcode IdleMemory}. */
 export interface IdleMemoryOptions {
   /**
-   * Runs one memory-reducing full collection; default V8's, reached through `node:v8` and
-   * `node:vm` (loaded on first use). Synchronous: it is the pause.
+   * Makes the function that runs one memory-reducing full collection, synchronously (its
+   * run is the pause); called once, with the first collection. Default
+   * {@linkcode v8Collector}. When it rejects, the relay never collects.
    */
-  collect?: () => void | Promise<void>;
+  collector?: () => Promise<() => void>;
   /** The process's memory figures; default `Deno.memoryUsage()`. */
   memory?: () => MemoryFigures;
-  /** Growth that calls for another collection, bytes; default {@linkcode COLLECT_AFTER_GROWTH_BYTES}. */
+  /**
+   * Growth that calls for another collection, bytes; default
+   * {@linkcode COLLECT_AFTER_GROWTH_BYTES}.
+   */
   growthBytes?: number;
   /** Told each collection's figures (the relay logs them at level `debug`). */
   collected?: (collection: Collection) => void;
+  /** Told, once, why the relay cannot collect (the relay logs it at level `debug`). */
+  unavailable?: (error: unknown) => void;
   /**
    * Checks without a request before a collection other than the first; default
    * {@linkcode QUIET_CHECKS}.
@@ -79,10 +87,11 @@ export interface IdleMemoryOptions {
  * runs it every {@linkcode IDLE_CHECK_MS}).
  */
 export class IdleMemory {
-  readonly #collect: () => void | Promise<void>;
+  readonly #collector: () => Promise<() => void>;
   readonly #memory: () => MemoryFigures;
   readonly #growthBytes: number;
   readonly #collected: ((collection: Collection) => void) | undefined;
+  readonly #unavailable: ((error: unknown) => void) | undefined;
   readonly #quietChecks: number;
   #requests = 0;
   #seen = 0;
@@ -90,14 +99,17 @@ export class IdleMemory {
   #quiet = 0;
   /** V8's heap right after the last collection, bytes; `-Infinity` before the first. */
   #after = -Infinity;
+  /** The collection function, once made; `null` when it cannot be. */
+  #collect: (() => void) | null | undefined;
   #running = false;
 
   /** @param options How to collect and measure; defaults are V8's and Deno's. */
   constructor(options: IdleMemoryOptions = {}) {
-    this.#collect = options.collect ?? collectWithV8;
+    this.#collector = options.collector ?? v8Collector;
     this.#memory = options.memory ?? (() => Deno.memoryUsage());
     this.#growthBytes = options.growthBytes ?? COLLECT_AFTER_GROWTH_BYTES;
     this.#collected = options.collected;
+    this.#unavailable = options.unavailable;
     this.#quietChecks = options.quietChecks ?? QUIET_CHECKS;
   }
 
@@ -113,20 +125,38 @@ export class IdleMemory {
    * resident set: V8 sometimes shrinks its heap by itself, and memory outside it (the
    * database's cache) does not come back with a collection.
    *
-   * @returns Whether it collected. A failed collection counts as one, so it is tried again
-   *   only once the heap has grown.
+   * @returns Whether it collected; never rejects. A collection that throws counts as one
+   *   (tried again only once the heap has grown); a collector that cannot be made stops
+   *   all collections.
    */
   async check(): Promise<boolean> {
     this.#quiet = this.#requests === this.#seen ? this.#quiet + 1 : 0;
     this.#seen = this.#requests;
     const first = this.#after === -Infinity;
-    if (this.#quiet < (first ? 1 : this.#quietChecks) || this.#running) return false;
-    const before = this.#memory();
-    if (before.heapTotal < this.#after + this.#growthBytes) return false;
+    if (this.#quiet < (first ? 1 : this.#quietChecks)) return false;
+    if (this.#running || this.#collect === null) return false;
     this.#running = true;
     try {
+      const before = this.#memory();
+      if (before.heapTotal < this.#after + this.#growthBytes) return false;
+      if (this.#collect === undefined) {
+        try {
+          this.#collect = await this.#collector();
+        } catch (error) {
+          this.#collect = null;
+          this.#unavailable?.(error);
+          return false;
+        }
+        // A request that came while the collector was loaded: not idle after all.
+        if (this.#requests !== this.#seen) return false;
+      }
       const started = performance.now();
-      await this.#collect();
+      try {
+        this.#collect();
+      } catch {
+        this.#after = before.heapTotal;
+        return false;
+      }
       const ms = performance.now() - started;
       const after = this.#memory();
       this.#after = after.heapTotal;
@@ -139,8 +169,7 @@ export class IdleMemory {
       });
       return true;
     } catch {
-      this.#after = before.heapTotal;
-      return false;
+      return false; // the figures could not be read: try at the next check
     } finally {
       this.#running = false;
     }
@@ -157,23 +186,19 @@ export class IdleMemory {
   }
 }
 
-let v8Collect: ((options: object) => void) | undefined;
-
 /**
- * One memory-reducing full collection by V8: `gc({ type: "major", execution: "sync",
- * flavor: "last-resort" })`. V8 gives `gc` only to contexts made after `--expose-gc` is set,
- * so it is taken from a new `node:vm` context once, as Node's documentation of
- * `v8.setFlagsFromString` shows.
+ * Makes the function that runs one memory-reducing full collection by V8:
+ * `gc({ type: "major", execution: "sync", flavor: "last-resort" })`. V8 gives `gc` only to
+ * contexts made after `--expose-gc` is set, so it is taken from a new `node:vm` context, as
+ * Node's documentation of `v8.setFlagsFromString` shows. The flag stays set for the
+ * process: contexts made later (the speech worker's) have a `gc` global too, unused.
  *
- * @throws When the runtime offers no `gc` (then the relay simply keeps its memory).
+ * @throws {Error} when the runtime offers no `gc` function.
  */
-export async function collectWithV8(): Promise<void> {
-  if (v8Collect === undefined) {
-    const [v8, vm] = await Promise.all([import("node:v8"), import("node:vm")]);
-    v8.setFlagsFromString("--expose-gc");
-    const gc: unknown = vm.runInNewContext("gc");
-    if (typeof gc !== "function") throw new Error("V8 gave no gc function");
-    v8Collect = gc as (options: object) => void;
-  }
-  v8Collect({ type: "major", execution: "sync", flavor: "last-resort" });
+export async function v8Collector(): Promise<() => void> {
+  const [v8, vm] = await Promise.all([import("node:v8"), import("node:vm")]);
+  v8.setFlagsFromString("--expose-gc");
+  const gc: unknown = vm.runInNewContext("gc");
+  if (typeof gc !== "function") throw new Error("V8 gave no gc function");
+  return () => gc({ type: "major", execution: "sync", flavor: "last-resort" });
 }

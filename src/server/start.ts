@@ -318,6 +318,8 @@ export async function startRelay(
           `relay: idle: gave back memory in ${ms.toFixed(0)} ms (resident ${mib(rssBefore)} → ` +
             `${mib(rssAfter)} MiB, heap ${mib(heapBefore)} → ${mib(heapAfter)} MiB)`,
         ),
+      unavailable: (error) =>
+        logger.debug(`relay: idle: cannot give back memory: ${errorMessage(error)}`),
     });
     const handler = (
       request: Request,
@@ -390,6 +392,7 @@ export async function startRelay(
       logger,
       async shutdown() {
         draining = true;
+        stopIdleMemory(); // no collection's pause during the drain
         closing.abort();
         if (inFlight === 0) idle.resolve();
         let timer: ReturnType<typeof setTimeout> | undefined;
@@ -404,7 +407,6 @@ export async function startRelay(
         await Promise.all(jobs.map((job) => job.stop()));
         await counters.stop();
         clearInterval(recordUses);
-        stopIdleMemory();
         keyRing.flush();
         database.close();
         await flushLog();

@@ -277,7 +277,9 @@ Deno.test("relay serve issue 19: gives memory back once idle, and says so at lev
   const found = () => relay.stdout.map((l) => line.exec(l)).find((m) => m !== null);
   await eventually(() => found() !== undefined, "the idle collection's log line");
   const [, before, after] = found()!;
-  assert.ok(Number(after) < Number(before), `${before} → ${after} MiB`);
+  // A plain full collection gave back nothing measurable at start-up; the last-resort one
+  // about 8 MiB (docs/benchmarks.md, "Given back when idle").
+  assert.ok(Number(after) < Number(before) - 4, `${before} → ${after} MiB`);
   // It still serves, and the collection did not keep the process alive past SIGTERM.
   const res = await client(relay.url)("/submit", { method: "POST", body: "after" });
   assert.equal(await res.text(), "OK (general)");

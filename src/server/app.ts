@@ -313,8 +313,37 @@ export function createApp(options: AppOptions): RelayApp {
   };
 
   const logging = logger.enabled("info");
-  // The access log line and the request metrics of one answer, `started` being its
-  // `performance.now()`. Synchronous unless the body's size has to be measured.
+  // The access log line and the request metrics of one answer, `ms` after it began.
+  const record = (
+    request: Request,
+    url: URL | null,
+    info: RequestInfo | undefined,
+    response: Response,
+    ms: number,
+    bytes: number | undefined,
+  ): Response => {
+    const method = request.method;
+    if (logging) {
+      logger.access({
+        method,
+        path: redactedTarget(request.url, secrets),
+        status: response.status,
+        durationMs: ms,
+        bytes,
+        client: info?.remoteAddr?.hostname,
+      });
+    }
+    const path = url?.pathname;
+    metrics.request(
+      path !== undefined && Object.hasOwn(routes, path) ? path : "other",
+      method,
+      response.status,
+      ms,
+    );
+    return response;
+  };
+  // The same, `started` being the answer's `performance.now()`: synchronous unless the
+  // body's size has to be measured.
   const recorded = (
     request: Request,
     url: URL | null,
@@ -323,29 +352,10 @@ export function createApp(options: AppOptions): RelayApp {
     started: number,
   ): Response | Promise<Response> => {
     const ms = performance.now() - started;
-    const method = request.method;
-    const record = (bytes: number | undefined): Response => {
-      if (logging) {
-        logger.access({
-          method,
-          path: redactedTarget(request.url, secrets),
-          status: response.status,
-          durationMs: ms,
-          bytes,
-          client: info?.remoteAddr?.hostname,
-        });
-      }
-      const path = url?.pathname;
-      metrics.request(
-        path !== undefined && Object.hasOwn(routes, path) ? path : "other",
-        method,
-        response.status,
-        ms,
-      );
-      return response;
-    };
-    const bytes = logging ? bodyBytes(method, response) : undefined;
-    return typeof bytes === "object" ? bytes.then(record) : record(bytes);
+    const bytes = logging ? bodyBytes(request.method, response) : undefined;
+    return typeof bytes === "object"
+      ? bytes.then((measured) => record(request, url, info, response, ms, measured))
+      : record(request, url, info, response, ms, bytes);
   };
 
   // Everything but a cached read: through Hono.

@@ -327,12 +327,10 @@ export async function startRelay(
     ): Response | Promise<Response> => {
       idleMemory.request();
       if (draining) {
-        return Promise.resolve(
-          problemResponse(503, "Cannot serve: the relay is shutting down; try again", {
-            "connection": "close",
-            "retry-after": "5",
-          }),
-        );
+        return problemResponse(503, "Cannot serve: the relay is shutting down; try again", {
+          "connection": "close",
+          "retry-after": "5",
+        });
       }
       const answer = app.fetch(request, info); // a rejection still reaches onError below
       // A cached read is answered at once (a `Response`): nothing of it is left to wait for.

@@ -60,7 +60,7 @@ export interface AppOptions {
   maxBodyBytes?: number;
   /**
    * Downstream services of `POST /publish` (C61); without it every publish answers 503
-   * (C63).
+   * (C63). `relay serve` always passes them: the built-in services unless configured.
    */
   publish?: PublishConfig;
   /** Where publishes with a failed target are kept to be retried; none are without it. */

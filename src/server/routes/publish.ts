@@ -1,6 +1,7 @@
 /**
  * `POST /publish` (spec §4.8, C60–C64): one article fanned out to the configured
- * downstream services; without them every publish answers 503.
+ * downstream services; without them every publish answers 503 (`relay serve` always
+ * configures them: the built-in services unless told otherwise).
  *
  * @module
  */

@@ -369,7 +369,10 @@ export function createAuthorize(
         "Missing API key: send it in the X-Auth-Key header or the key query parameter",
       );
     }
-    throw new HttpError(401, "Wrong API key");
+    throw new HttpError(
+      401,
+      "Wrong API key: send the relay's main key (its api-key file, or RELAY_API_KEY) or a named key",
+    );
   };
 }
 

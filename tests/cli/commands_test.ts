@@ -98,7 +98,7 @@ Deno.test("relay client commands against a running relay", async (t) => {
       assert.equal(wrong.stdout, "");
       assert.match(
         wrong.stderr,
-        /^relay: The relay at .* refused the API key \(401: Wrong API key\)[^\n]*\n$/,
+        /^relay: The relay at .* refused the API key \(401: Wrong API key: send the relay's main key .*\); set RELAY_API_KEY[^\n]*\n$/,
       );
       const refused = await runRelay(["health"], {
         env: { RELAY_URL: `http://127.0.0.1:${freePort()}`, RELAY_API_KEY: KEY },

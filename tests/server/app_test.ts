@@ -552,9 +552,13 @@ Deno.test("authentication", async (t) => {
     await using app = await makeApp();
     for (const [method, path] of protectedRoutes) {
       const init = { method, body: method === "POST" ? "x" : null };
-      await assertProblem(
-        await app.app.request(path, { ...init, headers: { "x-auth-key": "wrong" } }),
-        401,
+      // The answer says which keys the relay takes and where its own is.
+      assert.match(
+        await assertProblem(
+          await app.app.request(path, { ...init, headers: { "x-auth-key": "wrong" } }),
+          401,
+        ),
+        /^Wrong API key: send the relay's main key \(its api-key file, or RELAY_API_KEY\)/,
       );
       await assertProblem(await app.app.request(`${path}?key=wrong`, init), 401);
       await assertProblem(

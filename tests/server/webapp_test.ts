@@ -195,7 +195,7 @@ Deno.test("issue 7 web app: the Key screen checks a key before keeping it; a pai
     await page.getByRole("button", { name: "Save" }).click();
     assert.equal(
       await textOf(page, "#key-status", /not saved/),
-      "Wrong API key. The key was not saved.",
+      "Wrong API key: send the relay's main key (its api-key file, or RELAY_API_KEY) or a named key. The key was not saved.",
     );
     assert.equal(await page.evaluate(() => localStorage.getItem("relay.key")), null);
 

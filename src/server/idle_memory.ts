@@ -5,9 +5,9 @@
  * "last resort" garbage collection, which compacts the heap and returns its free pages):
  *
  * - once, at the first check interval without a request (right after start-up, unless the
- *   relay is busy from its start): what start-up left behind (measured: the idle relay went from about 75 MB to 66 MB, in a
- *   pause of 50–120 ms; V8 does the same by itself 20–40 s after start, so this only makes
- *   it sooner; docs/benchmarks.md, "Idle memory");
+ *   relay is busy from its start): what start-up left behind (measured: the idle relay went
+ *   from about 75 MB to 66 MB, in a pause of 50–120 ms; V8 does the same by itself 20–40 s
+ *   after start, so this only makes it sooner; docs/benchmarks.md, "Idle memory");
  * - after that, once no request has arrived for {@linkcode QUIET_CHECKS} intervals (30 s)
  *   and V8's heap has grown by {@linkcode COLLECT_AFTER_GROWTH_BYTES} since the last
  *   collection. Not sooner: the requests right after a collection are slower while V8

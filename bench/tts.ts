@@ -14,15 +14,15 @@
  * @module
  */
 
-import { createBuiltinServices } from "../src/server/routes/builtin.ts";
-import { Podcast } from "../src/publish/podcast.ts";
+import { createBuiltinServices } from "../src/server/routes/downstream.ts";
+import { Podcast } from "../src/builtin/podcast.ts";
 import {
   EspeakWasm,
   EspeakWorker,
   type Pcm,
   type TtsEngine,
   type Voice,
-} from "../src/publish/tts.ts";
+} from "../src/builtin/tts.ts";
 
 /** Wraps an engine to add up the time it spends speaking. */
 class Timed implements TtsEngine {

@@ -33,8 +33,8 @@ import {
   writeKeys,
   writeLastUsed,
 } from "./access/named_keys.ts";
-import { exportPublished, importPublished, publishedSchema } from "./publish/backup.ts";
-import { QUEUE_NAMES } from "./queues.ts";
+import { exportPublished, importPublished, publishedSchema } from "./builtin/archive.ts";
+import { QUEUE_NAMES } from "./queue_names.ts";
 import { writeCounters } from "./store/integrity.ts";
 import { withStore } from "./store/database.ts";
 import {

@@ -15,7 +15,7 @@ import type { LogFormat } from "../src/constants.ts";
 import { Logger } from "../src/server/log.ts";
 import type { KeyRing } from "../src/access/named_keys.ts";
 import type { FailedPublishes } from "../src/publish/failed.ts";
-import type { PublishConfig } from "../src/publish/publish.ts";
+import type { PublishConfig } from "../src/publish/fan_out.ts";
 import { createStore, type Store, type StoreStats } from "../src/store/store.ts";
 
 /** The repository root. */

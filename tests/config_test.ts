@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ConfigError, loadConfig, parseDuration, parseSize } from "../src/config/config.ts";
-import { DEFAULT_QA_HOSTS } from "../src/queues.ts";
+import { DEFAULT_QA_HOSTS } from "../src/queue_names.ts";
 
 const noEnv = () => undefined;
 

@@ -13,15 +13,16 @@ const ROOT = resolve(import.meta.dirname ?? ".", "..");
 
 /** Most lines a source file may have before it is split along its responsibilities. */
 const MAX_LINES = 600;
-/** Most floors of parts: main → cli → server → store/publish/access → shared → leaves. */
+/** Most floors of parts: main → cli → server → store/publish/builtin/access → shared → leaves. */
 const MAX_FLOORS = 6;
 
 /** What each part must not import (parts are src/ folders, or top-level src/ files). */
 const FORBIDDEN: Record<string, readonly string[]> = {
-  client: ["server", "store", "publish", "access", "cli"],
-  store: ["server", "client", "cli", "publish", "access"],
-  publish: ["server", "client", "cli", "store"],
-  access: ["server", "client", "cli", "store", "publish"],
+  client: ["server", "store", "publish", "builtin", "access", "cli"],
+  store: ["server", "client", "cli", "publish", "builtin", "access"],
+  publish: ["server", "client", "cli", "store", "builtin"],
+  builtin: ["server", "client", "cli", "store", "publish", "access"],
+  access: ["server", "client", "cli", "store", "publish", "builtin"],
   server: ["cli", "client"],
 };
 
@@ -160,4 +161,13 @@ Deno.test("layout: no source file is over 600 lines", async () => {
     if (lines > MAX_LINES) long.push(`${relative(ROOT, file)}: ${lines}`);
   }
   assert.deepEqual(long, []);
+});
+
+Deno.test("layout: no two source files share a name", async () => {
+  const seen = new Map<string, string[]>();
+  for (const file of await sourceFiles(join(ROOT, "src"))) {
+    const name = file.slice(file.lastIndexOf("/") + 1);
+    seen.set(name, [...seen.get(name) ?? [], relative(ROOT, file)]);
+  }
+  assert.deepEqual([...seen.values()].filter((paths) => paths.length > 1), []);
 });

@@ -11,7 +11,7 @@ import { writePrivateFile } from "../util/files.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
 import { UnsafeDatabaseError } from "../store/database.ts";
 import { StoreFormatError } from "../store/store.ts";
-import { describePublished } from "../publish/backup.ts";
+import { describePublished } from "../builtin/archive.ts";
 import type { Args, Command } from "./command.ts";
 import { DB_OPTION } from "./client_config.ts";
 import { CommandFailure, type CommandIo, UsageError } from "./io.ts";

@@ -8,8 +8,8 @@
 import { failedPublishes, publishArticle } from "../client/client.ts";
 import { loadConfig } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
-import { deleteBlogPost } from "../publish/publish.ts";
-import { publishConfig } from "../publish/publish.ts";
+import { deleteBlogPost } from "../publish/fan_out.ts";
+import { publishConfig } from "../publish/fan_out.ts";
 import type { Args, Command } from "./command.ts";
 import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
 import { CommandFailure, type CommandIo, EXIT_FAILURE } from "./io.ts";

@@ -11,7 +11,7 @@ import {
   DEFAULT_MAX_STREAMS,
   DEFAULT_MAX_STREAMS_PER_KEY,
 } from "../constants.ts";
-import { DEFAULT_QA_HOSTS } from "../queues.ts";
+import { DEFAULT_QA_HOSTS } from "../queue_names.ts";
 
 /** One configurable option: its flag, its environment variable, default and meaning. */
 export interface OptionSpec {

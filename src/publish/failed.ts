@@ -12,7 +12,7 @@
  * @module
  */
 
-import { newId, readTextIfExists, writeAtomically } from "./files.ts";
+import { newId, readTextIfExists, writeAtomically } from "../util/files.ts";
 
 /** Entries kept at most; the oldest beyond are dropped. */
 export const MAX_FAILED_ENTRIES = 100;

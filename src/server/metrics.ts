@@ -14,7 +14,7 @@
  */
 
 import type { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { QUEUE_NAMES } from "../queues.ts";
+import { QUEUE_NAMES } from "../queue_names.ts";
 import { stats, type Store } from "../store/store.ts";
 
 /** Latency buckets, seconds: 0.5 ms to 10 s. */

@@ -12,10 +12,10 @@
 
 import { z } from "zod";
 import { createDocument, type ZodOpenApiOperationObject } from "zod-openapi";
-import { builtinPaths, publishingStatsSchema } from "../publish/openapi.ts";
+import { builtinPaths, publishingStatsSchema } from "../builtin/openapi_paths.ts";
 import { type Scope, SCOPES } from "../access/named_keys.ts";
-import { TARGETS } from "../publish/publish.ts";
-import { QUEUE_NAMES } from "../queues.ts";
+import { TARGETS } from "../publish/fan_out.ts";
+import { QUEUE_NAMES } from "../queue_names.ts";
 import { JSON_TYPE, TEXT_TYPE } from "./responses.ts";
 import type { Route, Routes } from "./route.ts";
 import {

@@ -10,9 +10,9 @@
 import type { Context } from "hono";
 import type { LimitFunction } from "p-limit";
 import type { Scope } from "../access/named_keys.ts";
-import type { PublishConfig } from "../publish/publish.ts";
+import type { PublishConfig } from "../publish/fan_out.ts";
 import type { FailedPublishes } from "../publish/failed.ts";
-import type { BuiltinServices } from "./routes/builtin.ts";
+import type { BuiltinServices } from "./routes/downstream.ts";
 import type { Collection, Store } from "../store/store.ts";
 import { longPoll, type StreamLimits } from "./live.ts";
 import type { Logger } from "./log.ts";

@@ -7,8 +7,8 @@
 
 import { z } from "zod";
 import { HttpError, truncate } from "../errors.ts";
-import { type Article, type Target, TARGETS } from "../publish/publish.ts";
-import { QUEUE_NAMES, type QueueName } from "../queues.ts";
+import { type Article, type Target, TARGETS } from "../publish/fan_out.ts";
+import { QUEUE_NAMES, type QueueName } from "../queue_names.ts";
 import { MAX_LEASE_MS, QUEUE_CAPACITY } from "../store/store.ts";
 
 const QUEUE_LIST = QUEUE_NAMES.map((q) => `"${q}"`).join(", ");

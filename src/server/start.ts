@@ -15,7 +15,7 @@ import {
   publishConfig,
   TARGETS,
   withTargetsFile,
-} from "../publish/publish.ts";
+} from "../publish/fan_out.ts";
 import { loadTargetsFile } from "../publish/targets.ts";
 import { FailedPublishes } from "../publish/failed.ts";
 import { keysMatch, WEAK_KEY_LENGTH } from "./auth.ts";
@@ -33,8 +33,8 @@ import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
 import { openLockedDatabase } from "../store/database.ts";
 import { checkDatabase, keepCounters } from "../store/integrity.ts";
 import { createStore, type Store } from "../store/store.ts";
-import { resolveAppId } from "./builtin.ts";
-import { createBuiltinServices } from "./routes/builtin.ts";
+import { resolveAppId } from "./builtin_wiring.ts";
+import { createBuiltinServices } from "./routes/downstream.ts";
 import { IdleMemory } from "./idle_memory.ts";
 
 /** `bytes` in MiB with one decimal. */

@@ -6,7 +6,7 @@
  */
 
 import type { Clock } from "../clock.ts";
-import { QUEUE_NAMES, type QueueName } from "../queues.ts";
+import { QUEUE_NAMES, type QueueName } from "../queue_names.ts";
 import { readSeen } from "./_duplicates.ts";
 import { collectParts, decodeSlot } from "./_parts.ts";
 import {

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { QueueName } from "../queues.ts";
+import type { QueueName } from "../queue_names.ts";
 import {
   inWindow,
   lastAccepted,

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { QUEUE_NAMES, type QueueName } from "../queues.ts";
+import { QUEUE_NAMES, type QueueName } from "../queue_names.ts";
 import {
   itemPartKey,
   type QueueCounters,

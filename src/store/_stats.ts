@@ -4,7 +4,7 @@
  * @module
  */
 
-import { QUEUE_NAMES, type QueueName } from "../queues.ts";
+import { QUEUE_NAMES, type QueueName } from "../queue_names.ts";
 import { available, type State } from "./_state.ts";
 import type { QueueCounters, ResultCounters } from "./kv_keys.ts";
 

@@ -23,7 +23,7 @@
 
 import { errorMessage } from "../errors.ts";
 import { writePrivateFile } from "../util/files.ts";
-import { QUEUE_NAMES } from "../queues.ts";
+import { QUEUE_NAMES } from "../queue_names.ts";
 import { UnsafeDatabaseError } from "./database.ts";
 import { COLLECTIONS } from "./_state.ts";
 import {

@@ -22,7 +22,7 @@
  * @module
  */
 
-import type { QueueName } from "../queues.ts";
+import type { QueueName } from "../queue_names.ts";
 
 /**
  * Durable counters of one queue (issue 5). At every moment

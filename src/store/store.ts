@@ -33,7 +33,7 @@
  */
 
 import { type Clock, systemClock } from "../clock.ts";
-import { QUEUE_NAMES, type QueueName } from "../queues.ts";
+import { QUEUE_NAMES, type QueueName } from "../queue_names.ts";
 import { Changes } from "./_changes.ts";
 import { dropSubmissionRecords, SEEN_IN_MEMORY } from "./_duplicates.ts";
 import {
@@ -65,7 +65,7 @@ import { COLLECTIONS, metaKey } from "./_state.ts";
 import { healthProbeKey } from "./kv_keys.ts";
 
 export type { Clock } from "../clock.ts";
-export type { QueueName } from "../queues.ts";
+export type { QueueName } from "../queue_names.ts";
 export { CHUNK_BYTES } from "./_parts.ts";
 export { SEEN_IN_MEMORY } from "./_duplicates.ts";
 export type { ItemRef, QueuedItem, SubmitOutcome } from "./_queues.ts";

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { publish, type PublishConfig, type TargetResult } from "../../src/publish/publish.ts";
+import { publish, type PublishConfig, type TargetResult } from "../../src/publish/fan_out.ts";
 import { loadTargetsFile } from "../../src/publish/targets.ts";
 import { renderTemplate, splitText } from "../../src/publish/adapters.ts";
 import { ConfigError } from "../../src/config/config.ts";

@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { assertProblem, KEY, runRelay, startRelayProcess } from "../_helpers.ts";
 import { startDownstream } from "../downstream.ts";
-import { walkMp3 } from "./_mp3.ts";
-import { eventually } from "./_services.ts";
+import { walkMp3 } from "../builtin/_mp3.ts";
+import { eventually } from "../builtin/_services.ts";
 
 const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@" });
 

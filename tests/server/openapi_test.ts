@@ -25,7 +25,7 @@ interface Parameter {
 
 interface Operation {
   description?: string;
-  /** The built-in services' operations (tests/publish/openapi_test.ts sends their examples). */
+  /** The built-in services' operations (tests/builtin/openapi_paths_test.ts sends their examples). */
   "x-builtin"?: boolean;
   parameters?: Parameter[];
   requestBody?: { content: Record<string, { example?: unknown }> };
@@ -125,7 +125,7 @@ Deno.test("issue 7: every example in /openapi.json is accepted by a running rela
     let sent = 0;
     for (const [path, methods] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(methods)) {
-        if (operation["x-builtin"]) continue; // Sent by tests/publish/openapi_test.ts.
+        if (operation["x-builtin"]) continue; // Sent by tests/builtin/openapi_paths_test.ts.
         // Needs a kept failed publish: tests/publish/adapters_relay_test.ts retries one.
         if (path === "/publish/retry") continue;
         const expected = Object.keys(operation.responses).filter((s) => s.startsWith("2"));

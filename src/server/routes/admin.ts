@@ -8,7 +8,7 @@
 
 import denoConfig from "../../../deno.json" with { type: "json" };
 import { clear, health, stats } from "../../store/store.ts";
-import { builtinMetricsText } from "../builtin.ts";
+import { builtinMetricsText } from "../builtin_wiring.ts";
 import { json, JSON_TYPE, text } from "../responses.ts";
 import type { RouteContext, Routes } from "../route.ts";
 

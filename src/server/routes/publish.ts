@@ -16,9 +16,9 @@ import {
   type PublishOutcome,
   type Target,
   TARGETS,
-} from "../../publish/publish.ts";
+} from "../../publish/fan_out.ts";
 import { readBody } from "../body.ts";
-import { withBuiltinTargets } from "../builtin.ts";
+import { withBuiltinTargets } from "../builtin_wiring.ts";
 import { json } from "../responses.ts";
 import type { RouteContext, Routes } from "../route.ts";
 import { parseOr400, publishBodySchema } from "../schemas.ts";

@@ -7,7 +7,7 @@
  */
 
 import { HttpError } from "../../errors.ts";
-import { QUEUE_NAMES, routeContent } from "../../queues.ts";
+import { QUEUE_NAMES, routeContent } from "../../queue_names.ts";
 import {
   ack,
   lease,

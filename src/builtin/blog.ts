@@ -15,7 +15,7 @@ import {
   readTextIfExists,
   removeIfExists,
   writeAtomically,
-} from "./files.ts";
+} from "../util/files.ts";
 
 /** A published post. */
 export interface Post {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { assertProblem } from "../_helpers.ts";
-import { parseRange } from "../../src/server/routes/builtin.ts";
+import { parseRange } from "../../src/server/routes/downstream.ts";
 import { walkMp3 } from "./_mp3.ts";
 import { APP_ID, eventually, MAIN_KEY, postJson, READER_KEY, serveServices } from "./_services.ts";
 

@@ -9,7 +9,7 @@ import {
   type BuiltinOptions,
   type BuiltinServices,
   createBuiltinServices,
-} from "../../src/server/routes/builtin.ts";
+} from "../../src/server/routes/downstream.ts";
 
 /** The relay key the tests use; `reader-key` has only the read scope. */
 export const MAIN_KEY = "main-key-0123456789abcdef";

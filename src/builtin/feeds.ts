@@ -10,8 +10,8 @@
 
 import { Feed } from "feed";
 import type { Post } from "./blog.ts";
-import { escapeHtml, renderPostBody, type SiteUrls } from "./pages.ts";
-import { formatDuration } from "./pages.ts";
+import { escapeHtml, renderPostBody, type SiteUrls } from "./html.ts";
+import { formatDuration } from "./html.ts";
 import type { Episode } from "./podcast.ts";
 import { chooseVoice } from "./tts.ts";
 

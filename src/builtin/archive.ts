@@ -9,7 +9,7 @@
 
 import { z } from "zod";
 import { BlogStore, type Post } from "./blog.ts";
-import { isId } from "./files.ts";
+import { isId } from "../util/files.ts";
 import { NotesStore } from "./notes.ts";
 import { Podcast } from "./podcast.ts";
 import type { TtsEngine } from "./tts.ts";

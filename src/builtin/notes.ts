@@ -8,7 +8,7 @@
  */
 
 import { join } from "node:path";
-import { isId, newId, readDirIfExists, readTextIfExists, writeAtomically } from "./files.ts";
+import { isId, newId, readDirIfExists, readTextIfExists, writeAtomically } from "../util/files.ts";
 
 /** A note as listed: its front matter. */
 export interface NoteSummary {

@@ -9,11 +9,11 @@
 
 import { join } from "node:path";
 import { newKey } from "../access/api_key.ts";
-import type { PublishConfig, Target } from "../publish/publish.ts";
-import { TARGETS } from "../publish/publish.ts";
-import { FILE_MODE } from "../publish/files.ts";
-import { DOWNSTREAM_PATH } from "./routes/builtin.ts";
-import type { BuiltinServices } from "./routes/builtin.ts";
+import type { PublishConfig, Target } from "../publish/fan_out.ts";
+import { TARGETS } from "../publish/fan_out.ts";
+import { PRIVATE_FILE_MODE } from "../util/files.ts";
+import { DOWNSTREAM_PATH } from "./routes/downstream.ts";
+import type { BuiltinServices } from "./routes/downstream.ts";
 
 /** The app id and where it came from (never the id itself in a log). */
 export interface AppId {
@@ -38,8 +38,8 @@ export async function resolveAppId(fromEnv: string | undefined, dataDir: string)
   const path = join(dataDir, "app-id");
   const appId = newKey();
   try {
-    await Deno.writeTextFile(path, `${appId}\n`, { createNew: true, mode: FILE_MODE });
-    await Deno.chmod(path, FILE_MODE);
+    await Deno.writeTextFile(path, `${appId}\n`, { createNew: true, mode: PRIVATE_FILE_MODE });
+    await Deno.chmod(path, PRIVATE_FILE_MODE);
     return { appId, source: "generated", path };
   } catch (error) {
     if (!(error instanceof Deno.errors.AlreadyExists)) throw error;

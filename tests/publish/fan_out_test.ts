@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { deleteBlogPost, type PublishConfig } from "../../src/publish/publish.ts";
+import { deleteBlogPost, type PublishConfig } from "../../src/publish/fan_out.ts";
 import { type Downstream, startDownstream } from "../downstream.ts";
 import { makeApp } from "../_helpers.ts";
 

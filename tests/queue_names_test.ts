@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { DEFAULT_QA_HOSTS, findFirstUrl, isQaHost, routeContent } from "../src/queues.ts";
+import { DEFAULT_QA_HOSTS, findFirstUrl, isQaHost, routeContent } from "../src/queue_names.ts";
 
 Deno.test("routeContent() C11 sends links to Q&A hosts and their subdomains to qa", () => {
   for (

@@ -5,7 +5,7 @@ import {
   exportPublished,
   importPublished,
   publishedSchema,
-} from "../../src/publish/backup.ts";
+} from "../../src/builtin/archive.ts";
 import { runRelay } from "../_helpers.ts";
 import { walkMp3 } from "./_mp3.ts";
 import { APP_ID, eventually, MAIN_KEY, postJson, serveServices } from "./_services.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Mp3SegmentEncoder } from "../../src/publish/mp3.ts";
+import { Mp3SegmentEncoder } from "../../src/builtin/mp3.ts";
 import {
   chooseVoice,
   CommandEngine,
@@ -7,7 +7,7 @@ import {
   EspeakWorker,
   parseWav,
   splitForSpeech,
-} from "../../src/publish/tts.ts";
+} from "../../src/builtin/tts.ts";
 import { walkMp3 } from "./_mp3.ts";
 
 Deno.test("splitForSpeech keeps whole sentences under the limit, Chinese and English", () => {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { publish } from "../../src/publish/publish.ts";
-import { resolveAppId, withBuiltinTargets } from "../../src/server/builtin.ts";
+import { publish } from "../../src/publish/fan_out.ts";
+import { resolveAppId, withBuiltinTargets } from "../../src/server/builtin_wiring.ts";
 import { APP_ID, serveServices } from "./_services.ts";
 
 Deno.test("the app id: RELAY_APP_ID wins; else a file generated once (0600) and reused", async () => {

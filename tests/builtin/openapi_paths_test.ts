@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { createApp } from "../../src/server/app.ts";
 import { Logger } from "../../src/server/log.ts";
-import { createBuiltinServices } from "../../src/server/routes/builtin.ts";
+import { createBuiltinServices } from "../../src/server/routes/downstream.ts";
 import { KEY, makeStore } from "../_helpers.ts";
 import { APP_ID } from "./_services.ts";
 

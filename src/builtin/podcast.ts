@@ -19,14 +19,14 @@
 import { join } from "node:path";
 import { Mp3SegmentEncoder } from "./mp3.ts";
 import {
-  FILE_MODE,
   isId,
   newId,
+  PRIVATE_FILE_MODE,
   readDirIfExists,
   readTextIfExists,
   removeIfExists,
   writeAtomically,
-} from "./files.ts";
+} from "../util/files.ts";
 import { chooseVoice, splitForSpeech, type TtsEngine } from "./tts.ts";
 
 /** Where an episode is: queued, being spoken, ready to play, or failed (with why). */
@@ -296,9 +296,9 @@ export class Podcast {
       if (chunks.length === 0) throw new Error("the text has nothing to read aloud");
       // Cut the part file back to what the record says is done: a crash may have left a
       // segment half written after it.
-      const file = await Deno.open(part, { create: true, write: true, mode: FILE_MODE });
+      const file = await Deno.open(part, { create: true, write: true, mode: PRIVATE_FILE_MODE });
       try {
-        await Deno.chmod(part, FILE_MODE);
+        await Deno.chmod(part, PRIVATE_FILE_MODE);
         await file.truncate(episode.bytes);
       } finally {
         file.close();

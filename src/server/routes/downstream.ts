@@ -17,11 +17,11 @@ import { z } from "zod";
 import { AuthFailureLimiter, presentedKey } from "../auth.ts";
 import { readLimited } from "../body.ts";
 import { HttpError, problemResponse } from "../../errors.ts";
-import { BlogStore } from "../../publish/blog.ts";
-import { NotesStore, parseTags } from "../../publish/notes.ts";
-import type { SiteUrls } from "../../publish/pages.ts";
-import { Podcast, type PodcastStats, type Retention } from "../../publish/podcast.ts";
-import { CommandEngine, EspeakWorker, type TtsEngine } from "../../publish/tts.ts";
+import { BlogStore } from "../../builtin/blog.ts";
+import { NotesStore, parseTags } from "../../builtin/notes.ts";
+import type { SiteUrls } from "../../builtin/html.ts";
+import { Podcast, type PodcastStats, type Retention } from "../../builtin/podcast.ts";
+import { CommandEngine, EspeakWorker, type TtsEngine } from "../../builtin/tts.ts";
 import { keysMatch } from "../auth.ts";
 
 /** The cookie the built-in blog's delete accepts: the relay's key or a publishing key. */
@@ -96,8 +96,8 @@ const JSON_TYPE = "application/json; charset=utf-8";
 
 // The pages (markdown-it, ~20 MB) and the feeds (feed, ~14 MB) are loaded when first asked
 // for, not when the relay starts: docs/benchmarks.md, "Idle memory".
-const loadPages = () => import("../../publish/pages.ts");
-const loadFeeds = () => import("../../publish/feeds.ts");
+const loadPages = () => import("../../builtin/html.ts");
+const loadFeeds = () => import("../../builtin/feeds.ts");
 
 function json(value: unknown, status = 200): Response {
   return new Response(JSON.stringify(value), { status, headers: { "content-type": JSON_TYPE } });

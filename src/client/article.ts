@@ -1,0 +1,157 @@
+/**
+ * The article of a web page as Markdown: Mozilla's Readability finds the main article (leaving
+ * out navigation, headers, footers, comments and ads) and Turndown writes it as Markdown, with
+ * its GFM plugin for tables and strikethrough. The same code runs in two places: in Deno over a
+ * linkedom document (`relay work --extract`, src/client/extract.ts) and in the browser
+ * extension's content script over the page the user has open, so both readers write the same
+ * result for the same page.
+ *
+ * Sources: Readability's README (github.com/mozilla/readability), Turndown's README
+ * (github.com/mixmark-io/turndown).
+ *
+ * @module
+ */
+
+import { Readability } from "@mozilla/readability";
+import TurndownService from "turndown";
+// @ts-types="./turndown_gfm.d.ts"
+import { gfm } from "turndown-plugin-gfm";
+
+/**
+ * The parts of a DOM element the reader touches. The relay is type-checked without the DOM's
+ * own types (they clash with Deno's), so the reader names what it needs: a browser's elements
+ * and linkedom's both have these.
+ */
+export interface PageElement {
+  /** The element's text, as the DOM gives it. */
+  readonly textContent: string | null;
+  /** The element's children as HTML (set to parse HTML into it). */
+  innerHTML: string;
+  /** The first child node, or `null`. */
+  readonly firstChild: unknown;
+  /** Takes the element out of its document. */
+  remove(): void;
+  /** Sets an attribute. */
+  setAttribute(name: string, value: string): void;
+  /** Inserts `node` before `before` (at the end when `null`). */
+  insertBefore(node: PageElement, before: unknown): unknown;
+  /** The first descendant that matches a CSS selector. */
+  querySelector(selectors: string): PageElement | null;
+}
+
+/** The parts of a DOM document the reader touches (a browser's, or linkedom's). */
+export interface PageDocument {
+  /** `<head>`, or `null` in a document without one. */
+  readonly head: PageElement | null;
+  /** The root element. */
+  readonly documentElement: PageElement | null;
+  /** A deep copy of the document. */
+  cloneNode(deep: boolean): unknown;
+  /** A new element of this document, not yet in its tree. */
+  createElement(tag: string): PageElement;
+  /** Every element that matches a CSS selector. */
+  querySelectorAll(selectors: string): ArrayLike<PageElement>;
+}
+
+/** What a reader made of one page: the fields of the result it pushes. */
+export interface Article {
+  /** The article's title (Readability's, from `<title>` or the page's heading). */
+  title: string;
+  /** The author line when the page gives one. */
+  byline?: string;
+  /** The site's name when the page gives one (`og:site_name`). */
+  siteName?: string;
+  /** The page's address, as it was fetched (after redirects). */
+  url: string;
+  /** The article's body in Markdown, without its title. */
+  markdown: string;
+}
+
+/**
+ * Finds the main article of `document` and writes it as Markdown. The document is cloned first:
+ * Readability rearranges the tree it reads, and in the extension that tree is the user's page.
+ *
+ * @param document A parsed HTML document (a browser's, or linkedom's `parseHTML(html).document`).
+ * @param url The page's address: relative links and images are made absolute against it.
+ * @returns The article, or `null` when Readability finds none (an empty page, a login form).
+ */
+export function extractArticle(document: PageDocument, url: string): Article | null {
+  const copy = document.cloneNode(true) as PageDocument;
+  setBase(copy, url);
+  const found = new Readability(copy as never, { charThreshold: 100 }).parse();
+  if (!found?.content) return null;
+  const title = (found.title ?? "").trim() || url;
+  const body = htmlToMarkdown(copy, found.content, title);
+  if (!body) return null;
+  const article: Article = { title, url, markdown: body };
+  const byline = found.byline?.trim();
+  if (byline) article.byline = byline;
+  const siteName = found.siteName?.trim();
+  if (siteName) article.siteName = siteName;
+  return article;
+}
+
+/**
+ * The result a reader pushes for an article: `# <title>`, a line with the byline and the site
+ * when known, a `Source: <url>` line, then the article's Markdown.
+ *
+ * @param article What {@linkcode extractArticle} returned.
+ * @returns Markdown text ending in one newline.
+ */
+export function articleResult(article: Article): string {
+  const lines = [`# ${oneLine(article.title)}`, ""];
+  const about = [article.byline, article.siteName].filter((part) => part).map((part) =>
+    oneLine(part!)
+  );
+  if (about.length > 0) lines.push(about.join(" · "), "");
+  lines.push(`Source: ${article.url}`, "", article.markdown.trim(), "");
+  return lines.join("\n");
+}
+
+/** Readability resolves links against `document.baseURI`: give the copy the page's address. */
+function setBase(document: PageDocument, url: string): void {
+  const head = document.head ?? document.documentElement;
+  if (!head) return;
+  for (const old of Array.from(document.querySelectorAll("base"))) old.remove();
+  const base = document.createElement("base");
+  base.setAttribute("href", url);
+  head.insertBefore(base, head.firstChild);
+}
+
+/** Turndown with the options a reader of Markdown expects: `#` headings, `-` lists, fences. */
+function turndown(): TurndownService {
+  const service = new TurndownService({
+    headingStyle: "atx",
+    bulletListMarker: "-",
+    codeBlockStyle: "fenced",
+    emDelimiter: "_",
+  });
+  service.use(gfm);
+  // Readability keeps no scripts, but a page's <noscript> or <style> must not become text.
+  service.remove(["script", "style", "noscript", "iframe", "form", "button"]);
+  return service;
+}
+
+/**
+ * Readability's article HTML as Markdown. The HTML is parsed into an element of `owner` (no
+ * script runs: an element made with `innerHTML` does not run its scripts) so that a first
+ * heading that repeats the title can be dropped, since the result prints the title itself.
+ */
+function htmlToMarkdown(owner: PageDocument, html: string, title: string): string {
+  const container = owner.createElement("div");
+  container.innerHTML = html;
+  const first = container.querySelector("h1, h2");
+  if (first && normalise(first.textContent ?? "") === normalise(title)) first.remove();
+  // Turndown gets the HTML as text and parses it with its own parser (domino in Deno, the
+  // browser's DOMParser in the extension): linkedom's elements lack `table.rows`, which the GFM
+  // table rule reads.
+  return turndown().turndown(container.innerHTML).trim();
+}
+
+function normalise(text: string): string {
+  return text.replace(/\s+/g, " ").trim().toLowerCase();
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}

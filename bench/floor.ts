@@ -1,6 +1,6 @@
 /**
  * The floor: the least work any relay on this stack must do per request, measured in the
- * same rounds as the relay and the bare reference (docs/benchmarks.md, "The floor").
+ * same rounds as the relay and the bare reference (docs/benchmarks.md, "How it measures").
  *
  * It is not a relay. It has no queues, no validation, no duplicate check, no limits; it
  * only does what the relay cannot skip:
@@ -39,8 +39,8 @@ const stack = { app: new Hono(), schema: z.object({ content: z.string() }) };
 stack.app.get("/", (c) => c.text(stack.schema.parse({ content: "OK" }).content));
 
 // A relay runs timers from its start (the relay sweeps idle connections every second), and
-// a pending timer adds about 3 MB to an idle process's RSS (docs/benchmarks.md, "Where the
-// idle memory goes"): the floor keeps one as well, doing nothing.
+// a pending timer adds about 3 MB to an idle process's RSS (docs/benchmarks.md, "Idle
+// memory"): the floor keeps one as well, doing nothing.
 Deno.unrefTimer(setInterval(() => {}, 1000));
 
 /** Bodies set with `PUT`, by path. */

@@ -6,7 +6,7 @@
  * - **One entry per commit** (`["accepted", n, at]`): the hashes of every content one commit
  *   accepted, all at the commit's time `at`. A submit so adds no KV mutation of its own: a
  *   commit of 25 submits writes one entry, not 25 (each mutation costs the main thread about
- *   5 µs; docs/benchmarks.md, "Where a write's time goes, the store apart"). KV cannot find
+ *   5 µs; docs/benchmarks.md, "Writes"). KV cannot find
  *   such a record by its hash, so memory holds every one of them.
  * - **One entry per content** (`["submissions", hash]`), when memory is full: past
  *   {@linkcode SEEN_IN_MEMORY} records (about 120 bytes each), a content accepted is
@@ -150,7 +150,7 @@ export function batchHashes(value: Uint8Array): string[] {
  * ms. The relay's commits delete records as their window ends (a few hundred per commit,
  * {@linkcode SWEEP_PER_COMMIT}); KV's own expiry deletes whatever has piled up in one go, on
  * the connection the commits use, which stalled commits for up to 100 ms
- * (docs/benchmarks.md, "Push p99 over successive rounds"). It is left for records of one
+ * (docs/benchmarks.md, "Memory under load"). It is left for records of one
  * content past the {@linkcode SEEN_IN_MEMORY} the state lists (under a burst of millions),
  * and for a relay stopped for longer than this.
  */

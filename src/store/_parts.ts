@@ -26,7 +26,7 @@ const decoder = new TextDecoder();
 /**
  * Splits content into UTF-8 byte parts of at most CHUNK_BYTES; always at least one. Content
  * that fits one part is returned as its encoding, not a copy: every new byte buffer costs
- * about 1.5 µs (docs/benchmarks.md, "Where a write's time goes").
+ * about 1.5 µs (docs/benchmarks.md, "Writes").
  */
 export function splitParts(content: string): Uint8Array[] {
   const bytes = encoder.encode(content);

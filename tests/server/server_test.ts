@@ -278,7 +278,7 @@ Deno.test("relay serve issue 19: gives memory back once idle, and says so at lev
   await eventually(() => found() !== undefined, "the idle collection's log line");
   const [, before, after] = found()!;
   // A plain full collection gave back nothing measurable at start-up; the last-resort one
-  // about 8 MiB (docs/benchmarks.md, "Given back when idle").
+  // about 8 MiB (docs/benchmarks.md, "Idle memory").
   assert.ok(Number(after) < Number(before) - 4, `${before} → ${after} MiB`);
   // It still serves, and the collection did not keep the process alive past SIGTERM.
   const res = await client(relay.url)("/submit", { method: "POST", body: "after" });

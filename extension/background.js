@@ -276,7 +276,11 @@ async function readInTab(url) {
     await withTimeout(loaded(tab.id), PAGE_LOAD_MS, "the page did not load within 30 s");
     return await withTimeout(readTab(tab.id), READ_MS, "reading the page took over 20 s");
   } catch (error) {
-    return { ok: false, reason: error.message };
+    // Chromium's words for a tab that shows its own error page rather than the site's.
+    const reason = /error page/i.test(error.message)
+      ? "the browser could not load it (no connection, or too many redirects)"
+      : error.message;
+    return { ok: false, reason };
   } finally {
     if (tab) await chrome.tabs.remove(tab.id).catch(() => {});
   }

@@ -51,6 +51,7 @@ function startPages(): PageServer {
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
     requests.push({ url: req.url, headers: Object.fromEntries(req.headers) });
     const url = new URL(req.url);
+    if (url.pathname === "/loop") return Response.redirect(`${url.origin}/loop`, 302);
     if (url.pathname.startsWith("/redirect/")) {
       return Response.redirect(`${url.origin}/record${url.search}`, 307);
     }
@@ -204,6 +205,7 @@ Deno.test("the extension sends the open page and reads the qa queue in backgroun
         `${pages.url}/gbk`,
         `${pages.url}/missing`,
         `${pages.url}/plain.txt`,
+        `${pages.url}/loop`,
         "javascript:alert(1)",
         "What is a versionstamp?",
       ]
@@ -221,6 +223,10 @@ Deno.test("the extension sends the open page and reads the qa queue in backgroun
       await resultStarting(call, `Could not read ${pages.url}/plain.txt`),
       `Could not read ${pages.url}/plain.txt: not an HTML page (text/plain)`,
     );
+    assert.equal(
+      await resultStarting(call, `Could not read ${pages.url}/loop`),
+      `Could not read ${pages.url}/loop: the browser could not load it (no connection, or too many redirects)`,
+    );
     await resultStarting(call, "Could not read javascript:alert(1): only http and https links");
     await resultStarting(call, "What is a versionstamp?");
 
@@ -234,7 +240,13 @@ Deno.test("the extension sends the open page and reads the qa queue in backgroun
     // The tabs loaded the pages as documents (the user's tab and the reader's for the article).
     const loads = pages.requests.filter((r) => r.headers["sec-fetch-dest"] === "document")
       .map((r) => new URL(r.url).pathname);
-    assert.deepEqual(loads.sort(), ["/article", "/article", "/gbk", "/missing", "/plain.txt"]);
+    assert.deepEqual(loads.filter((path) => path !== "/loop").sort(), [
+      "/article",
+      "/article",
+      "/gbk",
+      "/missing",
+      "/plain.txt",
+    ]);
     await eventually(async () => {
       const urls: (string | undefined)[] = await worker.evaluate(async () =>
         (await chrome.tabs.query({})).map((tab: { url: string }) => tab.url)

@@ -16,7 +16,16 @@
 //   closes the tab. A link it cannot read is reported in the results feed and acknowledged.
 
 /** Where the reader's state lives in chrome.storage.local (the options page uses the same). */
-const STORED = ["relay", "key", "paused", "pauseReason", "recent", "lastSend", "status"];
+const STORED = [
+  "relay",
+  "key",
+  "paused",
+  "pauseReason",
+  "recent",
+  "lastSend",
+  "status",
+  "pageTimeoutS",
+];
 
 /** Items a leased pull holds: long enough to load and read one page several times over. */
 const LEASE_S = 300;
@@ -25,8 +34,12 @@ const LEASE_S = 300;
  * worker that has had no event for 30 s, and a request that ends restarts that count.
  */
 const WAIT_S = 20;
-/** Time a page may take to load in its background tab before it counts as unreadable, ms. */
-const PAGE_LOAD_MS = 30_000;
+/**
+ * Time a page may take to load in its background tab before it counts as unreadable, s, unless
+ * the options say otherwise: a page that never finishes (a slow drip, a script that never
+ * ends) costs at most this.
+ */
+const PAGE_TIMEOUT_S = 30;
 /** Time the content script may take to read a loaded page (a busy page can stall it), ms. */
 const READ_MS = 20_000;
 /** Time a request to the relay may take beyond its long-poll wait, ms. */
@@ -236,7 +249,8 @@ async function readItem(item) {
       return false;
     }
     await setStatus(`reading ${link.href}`);
-    const reading = await readInTab(link.href);
+    const { pageTimeoutS } = await stored();
+    const reading = await readInTab(link.href, (pageTimeoutS || PAGE_TIMEOUT_S) * 1000);
     result = reading.ok ? cut(reading.result) : `Could not read ${link.href}: ${reading.reason}`;
     recent = { ok: reading.ok, title: reading.ok ? reading.title : result, url: link.href };
   }
@@ -267,13 +281,16 @@ function cut(text) {
 
 /**
  * Opens `url` in a background tab, reads its article, closes the tab.
+ * @param {string} url An http or https address.
+ * @param {number} timeoutMs Time the page may take to load, ms.
  * @returns {Promise<{ok: true, title: string, result: string} | {ok: false, reason: string}>}
  */
-async function readInTab(url) {
+async function readInTab(url, timeoutMs) {
   let tab;
   try {
     tab = await chrome.tabs.create({ url, active: false });
-    await withTimeout(loaded(tab.id), PAGE_LOAD_MS, "the page did not load within 30 s");
+    const late = `the page did not finish loading within ${timeoutMs / 1000} s`;
+    await withTimeout(loaded(tab.id), timeoutMs, late);
     return await withTimeout(readTab(tab.id), READ_MS, "reading the page took over 20 s");
   } catch (error) {
     // Chromium's words for a tab that shows its own error page rather than the site's.

@@ -38,6 +38,12 @@ function fromPairingLink(text) {
   return { relay: new URL("../", url), key };
 }
 
+/** The page time limit entered, s; 0 (the reader's default) when empty or out of range. */
+function pageTimeout() {
+  const seconds = Number(byId("timeout").value);
+  return Number.isInteger(seconds) && seconds >= 1 && seconds <= 300 ? seconds : 0;
+}
+
 /** The match pattern for the relay's host (patterns leave the port out). */
 function hostPattern(url) {
   return `${url.protocol}//${url.hostname}/*`;
@@ -57,6 +63,7 @@ async function save(settings) {
   await chrome.storage.local.set({
     relay: settings.relay.href,
     key: settings.key,
+    pageTimeoutS: pageTimeout(),
     paused: false,
     pauseReason: "",
   });
@@ -90,7 +97,8 @@ byId("pair-form").addEventListener(
   onSubmit(() => fromPairingLink(byId("pairing").value)),
 );
 
-chrome.storage.local.get(["relay", "key"]).then(({ relay, key }) => {
-  if (relay) byId("relay").value = relay;
-  if (key) byId("key").value = key;
+chrome.storage.local.get(["relay", "key", "pageTimeoutS"]).then((stored) => {
+  if (stored.relay) byId("relay").value = stored.relay;
+  if (stored.key) byId("key").value = stored.key;
+  if (stored.pageTimeoutS) byId("timeout").value = String(stored.pageTimeoutS);
 });

@@ -8,7 +8,7 @@
  * reaches them.
  *
  * The extension under test is built like the stores' (extension/build.ts) except that it is
- * granted `http://127.0.0.1/*` at install: a headless browser cannot click the prompt with
+ * granted `http://127.0.0.1/*` and `http://localhost/*` at install: a headless browser cannot click the prompt with
  * which the extension asks for a site at run time.
  *
  * @module
@@ -52,6 +52,7 @@ function startPages(): PageServer {
     requests.push({ url: req.url, headers: Object.fromEntries(req.headers) });
     const url = new URL(req.url);
     if (url.pathname === "/loop") return Response.redirect(`${url.origin}/loop`, 302);
+    if (url.pathname === "/drip") return drip();
     if (url.pathname.startsWith("/redirect/")) {
       return Response.redirect(`${url.origin}/record${url.search}`, 307);
     }
@@ -72,6 +73,27 @@ function startPages(): PageServer {
     requests,
     [Symbol.asyncDispose]: () => server.shutdown(),
   };
+}
+
+/** A page that never ends: a paragraph every 200 ms until the browser goes away. */
+function drip(): Response {
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode("<!doctype html><title>Drip</title>"));
+      timer = setInterval(() => {
+        try {
+          controller.enqueue(new TextEncoder().encode("<p>One more drop.</p>\n"));
+        } catch {
+          clearInterval(timer);
+        }
+      }, 200);
+    },
+    cancel() {
+      clearInterval(timer);
+    },
+  });
+  return new Response(body, { headers: { "content-type": "text/html" } });
 }
 
 /** What a test gets: its relay, the page server and the browser with the extension. */
@@ -96,7 +118,9 @@ async function withExtension(job: (session: Session) => Promise<void>): Promise<
     });
     await using pages = startPages();
     const extension = `${dir}/extension`;
-    await buildExtension(extension, "chromium", { grantHosts: ["http://127.0.0.1/*"] });
+    await buildExtension(extension, "chromium", {
+      grantHosts: ["http://127.0.0.1/*", "http://localhost/*"],
+    });
     const context = await chromium.launchPersistentContext(`${dir}/profile`, {
       executablePath: CHROMIUM,
       headless: false,
@@ -299,5 +323,30 @@ Deno.test("the extension refuses what would send its key elsewhere", async () =>
     await options.fill("#pairing", `${relay.url}/somewhere#key=${KEY}`);
     await options.click("#pair-form button");
     await textOf(options, "#notice", /^That is not a pairing link/);
+  });
+});
+
+Deno.test("the extension's reader gives up on pages that never finish loading, and goes on", async () => {
+  await withExtension(async (session) => {
+    const { call, pages, context, relay } = session;
+    const options = await context.newPage();
+    await options.goto(`chrome-extension://${session.extensionId}/options.html`);
+    await options.fill("#relay", relay.url);
+    await options.fill("#key", KEY);
+    await options.fill("#timeout", "2");
+    await options.click("#form button");
+    await textOf(options, "#notice", /Connected/);
+    // A script that never ends, on a site of its own (localhost): it stalls its renderer.
+    const spin = pages.url.replace("127.0.0.1", "localhost") + "/spin";
+    for (const content of [spin, `${pages.url}/drip`, `${pages.url}/article`]) {
+      await call("/submit?queue=qa", { method: "POST", body: content });
+    }
+    for (const url of [spin, `${pages.url}/drip`]) {
+      assert.equal(
+        await resultStarting(call, `Could not read ${url}`),
+        `Could not read ${url}: the page did not finish loading within 2 s`,
+      );
+    }
+    await resultStarting(call, "# Why WAL needs fsync");
   });
 });

@@ -83,5 +83,9 @@ const GBK_PAGE = `<!doctype html>
 export const PAGES: Record<string, TestPage> = {
   "/article": { body: ARTICLE, type: "text/html; charset=utf-8" },
   "/gbk": { body: gbkBytes(GBK_PAGE), type: "text/html" },
+  "/spin": {
+    body: "<!doctype html><title>Spin</title><script>for (;;) {}</script><p>Never shown.</p>",
+    type: "text/html",
+  },
   "/plain.txt": { body: "Just text, not a page.\n".repeat(20), type: "text/plain" },
 };

@@ -319,6 +319,15 @@ Deno.test("the extension refuses what would send its key elsewhere", async () =>
     for (const request of pages.requests) {
       assert.ok(!new URL(request.url).pathname.startsWith("/record"), request.url);
     }
+    // A javascript: link is not sent anywhere; the badge says why.
+    const refused = await session.worker.evaluate(() =>
+      onMenuClick({ menuItemId: "send-link", linkUrl: "javascript:alert(1)" })
+    );
+    assert.deepEqual(refused, {
+      ok: false,
+      message: 'Cannot send "javascript:alert(1)": only http and https pages and links are sent',
+    });
+    assert.equal(await session.worker.evaluate(() => chrome.action.getBadgeText({})), "!");
     // Not an address, and not a pairing link: refused before anything is saved.
     await options.fill("#pairing", `${relay.url}/somewhere#key=${KEY}`);
     await options.click("#pair-form button");

@@ -10,6 +10,8 @@
 // What it does:
 // - "Send this page" (popup) and "Send this link" / "Send this page" (context menu) submit the
 //   address with POST /submit; the badge shows the relay's answer ("OK (qa)") or the error.
+// - "Save the article as shown" (popup, context menu) reads the open tab's article, as the
+//   user sees it, and pushes it to the results feed at once.
 // - The Q&A reader takes the qa queue with leased pulls, opens each link in a background tab
 //   of this browser (so pages that need the user's login work), reads the article there with
 //   the relay's own extractor (content.js), pushes the Markdown, acknowledges the item and
@@ -142,6 +144,34 @@ async function sendUrl(url) {
   } catch (error) {
     outcome = { ok: false, message: error.message };
   }
+  return await showOutcome(outcome, url);
+}
+
+/**
+ * Reads the article of the open tab as the user sees it (signed in, past any consent screen)
+ * and pushes it to the results feed at once, without queueing the link. The browser lets the
+ * extension into the tab because the user asked from the popup or the context menu.
+ * @param {{id?: number, url?: string} | undefined} tab
+ * @returns {Promise<{ok: boolean, message: string}>} "Saved: <title>", or why not.
+ */
+async function saveArticle(tab) {
+  let outcome;
+  try {
+    if (tab?.id === undefined || !/^https?:/.test(tab.url ?? "")) {
+      throw new Error(`Cannot save "${tab?.url ?? ""}": only http and https pages are read`);
+    }
+    const reading = await withTimeout(readTab(tab.id), READ_MS, "reading the page took over 20 s");
+    if (!reading.ok) throw new Error(`Cannot save ${reading.url}: ${reading.reason}`);
+    await relayPost("push", { content: cut(reading.result) });
+    outcome = { ok: true, message: `Saved: ${reading.title}` };
+  } catch (error) {
+    outcome = { ok: false, message: error.message };
+  }
+  return await showOutcome(outcome, tab?.url);
+}
+
+/** Shows what came of a send or a save on the badge (and its tooltip) and in the popup. */
+async function showOutcome(outcome, url) {
   await chrome.action.setBadgeBackgroundColor({ color: outcome.ok ? "#1b7f3b" : "#b3261e" });
   await chrome.action.setBadgeText({ text: outcome.ok ? "OK" : "!" });
   await chrome.action.setTitle({ title: `Content Relay: ${outcome.message}` });
@@ -149,10 +179,14 @@ async function sendUrl(url) {
   return outcome;
 }
 
-/** The context menu: send the page, or the link under the pointer. */
+/** The context menu: send the page or the link under the pointer, or save the article. */
 function createMenus() {
   chrome.contextMenus.removeAll(() => {
     chrome.contextMenus.create({ id: "send-page", title: "Send this page to the relay" });
+    chrome.contextMenus.create({
+      id: "save-article",
+      title: "Save this article to the relay, as shown",
+    });
     chrome.contextMenus.create({
       id: "send-link",
       title: "Send this link to the relay",
@@ -163,6 +197,7 @@ function createMenus() {
 
 /** A click on one of the context menu's entries. */
 function onMenuClick(info, tab) {
+  if (info.menuItemId === "save-article") return saveArticle(tab);
   const url = info.menuItemId === "send-link" ? info.linkUrl : info.pageUrl ?? tab?.url;
   return sendUrl(url);
 }
@@ -365,6 +400,8 @@ async function answer(message) {
   switch (message?.type) {
     case "send-page":
       return await sendUrl(message.url);
+    case "save-article":
+      return await saveArticle(message.tab);
     case "queue":
       return { ok: true, count: await queueCount() };
     case "check":

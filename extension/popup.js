@@ -60,6 +60,16 @@ byId("send").addEventListener("click", async () => {
   showCount();
 });
 
+byId("save").addEventListener("click", async () => {
+  const [tab] = await chrome.tabs.query({ active: true, currentWindow: true });
+  byId("send-answer").textContent = "Reading the page…";
+  const answer = await chrome.runtime.sendMessage({
+    type: "save-article",
+    tab: tab && { id: tab.id, url: tab.url },
+  });
+  byId("send-answer").textContent = answer.message ?? answer.error;
+});
+
 byId("pause").addEventListener("click", async () => {
   const { paused } = await chrome.storage.local.get("paused");
   await chrome.runtime.sendMessage({ type: "pause", paused: !paused });

@@ -215,7 +215,18 @@ Deno.test("the extension sends the open page and reads the qa queue in backgroun
       "Content Relay: OK (qa)",
     );
 
+    // Save the article as shown: read in the user's own tab and pushed at once.
+    const saved = await worker.evaluate(async (url) => {
+      const [tab] = await chrome.tabs.query({ url });
+      return await onMenuClick({ menuItemId: "save-article", pageUrl: url }, tab);
+    }, `${pages.url}/article`);
+    assert.deepEqual(saved, { ok: true, message: "Saved: Why WAL needs fsync" });
+
     // The reader takes it, reads it in a tab of its own, pushes the article and acks.
+    await eventually(
+      async () => (await results(call)).filter((c) => c.startsWith("# Why WAL")).length === 2,
+      "the saved article and the one the reader read",
+    );
     const result = await resultStarting(call, "# Why WAL needs fsync");
     assert.match(result, new RegExp(`^Source: ${pages.url}/article$`, "m"));
     assert.match(result, /\| Disk \| fsync \(ms\) \|/);

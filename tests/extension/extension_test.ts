@@ -312,6 +312,18 @@ Deno.test("the extension's popup shows the queue and last results, and pauses th
     await popup.click("#pause");
     await textOf(popup, "#recent", /Why WAL needs fsync/);
     await textOf(popup, "#reader", /^Reading qa from /);
+
+    // A link on a site the extension may not read: the reader pauses and asks, the link stays.
+    const elsewhere = pages.url.replace("127.0.0.1", "127.0.0.2") + "/article";
+    await call("/submit?queue=qa", { method: "POST", body: elsewhere });
+    await textOf(
+      popup,
+      "#reader",
+      /^The extension may not read 127\.0\.0\.2: allow reading pages$/,
+    );
+    assert.equal(await popup.isVisible("#allow"), true);
+    const peek = await (await call("/peek?queue=qa")).json();
+    assert.equal(peek.queues.qa[0].content, elsewhere);
   });
 });
 

@@ -115,14 +115,20 @@ async function describe(response) {
   return `HTTP ${response.status}${text ? `: ${text.slice(0, 200)}` : ""}`;
 }
 
-/** Sends JSON to the relay; returns the answer's text, or throws with the relay's reason. */
+/**
+ * Sends JSON to the relay.
+ * @returns {Promise<string>} The answer's text.
+ * @throws {Error} With the relay's reason, and its HTTP status as `status`.
+ */
 async function relayPost(path, body) {
   const response = await relayFetch(path, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify(body),
   });
-  if (!response.ok) throw new Error(await describe(response));
+  if (!response.ok) {
+    throw Object.assign(new Error(await describe(response)), { status: response.status });
+  }
   return await response.text();
 }
 
@@ -289,7 +295,14 @@ async function readItem(item) {
     result = reading.ok ? cut(reading.result) : `Could not read ${link.href}: ${reading.reason}`;
     recent = { ok: reading.ok, title: reading.ok ? reading.title : result, url: link.href };
   }
-  await relayPost("push", { content: result });
+  try {
+    await relayPost("push", { content: result });
+  } catch (error) {
+    // A result over the relay's body limit would fail again on every delivery: report it.
+    if (error.status !== 413) throw error;
+    const why = `the result is larger than the relay takes (${error.message})`;
+    await relayPost("push", { content: `Could not read ${content}: ${why}` });
+  }
   await relayPost("ack", { ids: [item.id] });
   const { recent: list = [] } = await stored();
   await chrome.storage.local.set({

@@ -107,14 +107,17 @@ interface Session {
 }
 
 /** Runs `job` with a relay (qa hosts: 127.0.0.1), a page server and Chromium with the extension. */
-async function withExtension(job: (session: Session) => Promise<void>): Promise<void> {
+async function withExtension(
+  job: (session: Session) => Promise<void>,
+  options: { relayArgs?: string[] } = {},
+): Promise<void> {
   await Deno.stat(CHROMIUM).catch(() => {
     throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)`);
   });
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(dir, {
       env: { RELAY_API_KEY: KEY },
-      args: ["--qa-hosts", "127.0.0.1"],
+      args: ["--qa-hosts", "127.0.0.1", ...options.relayArgs ?? []],
     });
     await using pages = startPages();
     const extension = `${dir}/extension`;
@@ -381,4 +384,19 @@ Deno.test("the extension's reader gives up on pages that never finish loading, a
     }
     await resultStarting(call, "# Why WAL needs fsync");
   });
+});
+
+Deno.test("the extension reports an article larger than the relay takes, once", async () => {
+  await withExtension(async (session) => {
+    const { call, pages, relay } = session;
+    await textOf(await pair(session, `${relay.url}/app/#key=${KEY}`), "#notice", /Connected/);
+    await call("/submit?queue=qa", { method: "POST", body: `${pages.url}/long` });
+    const failure = await resultStarting(call, `Could not read ${pages.url}/long`);
+    assert.match(failure, /: the result is larger than the relay takes \(.*2048/);
+    await eventually(async () => {
+      const peek = await call("/peek?queue=qa");
+      await peek.body?.cancel();
+      return peek.status === 204;
+    }, "qa to be empty");
+  }, { relayArgs: ["--max-body", "2KiB"] });
 });

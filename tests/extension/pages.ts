@@ -79,9 +79,19 @@ const GBK_PAGE = `<!doctype html>
 <body><article><h1>为什么数据库需要同步写入</h1>
 <p>${GBK_TEXT}</p><p>${GBK_TEXT}</p></article></body></html>`;
 
+const LONG = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>A long read</title></head>
+<body><article><h1>A long read</h1>
+${
+  "<p>Every paragraph of this article says the same thing at some length, so that its Markdown is larger than a small body limit allows.</p>\n"
+    .repeat(40)
+}
+</article></body></html>`;
+
 /** The pages by path. */
 export const PAGES: Record<string, TestPage> = {
   "/article": { body: ARTICLE, type: "text/html; charset=utf-8" },
+  "/long": { body: LONG, type: "text/html; charset=utf-8" },
   "/gbk": { body: gbkBytes(GBK_PAGE), type: "text/html" },
   "/spin": {
     body: "<!doctype html><title>Spin</title><script>for (;;) {}</script><p>Never shown.</p>",

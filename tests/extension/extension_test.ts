@@ -1,0 +1,402 @@
+/**
+ * The browser extension, loaded unpacked into Debian's Chromium (`--headless=new
+ * --load-extension`) and driven by playwright-core: configured through its options page, it
+ * sends the open page (the badge shows the relay's answer), and its Q&A reader takes the qa
+ * queue of a real relay, opens each link in a background tab, reads it with the relay's own
+ * extractor, pushes the Markdown, acknowledges the item and closes the tab. The pages are
+ * real loopback servers, which also record every request, to show that the relay's key never
+ * reaches them.
+ *
+ * The extension under test is built like the stores' (extension/build.ts) except that it is
+ * granted `http://127.0.0.1/*` and `http://localhost/*` at install: a headless browser cannot click the prompt with
+ * which the extension asks for a site at run time.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { type BrowserContext, chromium, type Page, type Worker } from "playwright-core";
+import { buildExtension } from "../../extension/build.ts";
+import {
+  eventually,
+  KEY,
+  relayCall,
+  type RelayProcess,
+  startRelayProcess,
+  withTempDir,
+} from "../_helpers.ts";
+import { PAGES } from "./pages.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+/** Upper bound for anything the browser waits for; a fast machine never gets near it. */
+const WAIT_MS = 30_000;
+
+// The functions given to evaluate() run in the extension's worker or pages. Deno's types have
+// neither the DOM nor the extension API: this declares the little they use.
+// deno-lint-ignore no-explicit-any
+declare const chrome: any;
+declare function onMenuClick(
+  info: Record<string, string>,
+  tab?: unknown,
+): Promise<{ ok: boolean; message: string }>;
+
+/** A loopback web server that serves {@linkcode PAGES} and records each request. */
+interface PageServer extends AsyncDisposable {
+  url: string;
+  requests: { url: string; headers: Record<string, string> }[];
+}
+
+function startPages(): PageServer {
+  const requests: PageServer["requests"] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    requests.push({ url: req.url, headers: Object.fromEntries(req.headers) });
+    const url = new URL(req.url);
+    if (url.pathname === "/loop") return Response.redirect(`${url.origin}/loop`, 302);
+    if (url.pathname === "/drip") return drip();
+    if (url.pathname.startsWith("/redirect/")) {
+      return Response.redirect(`${url.origin}/record${url.search}`, 307);
+    }
+    const page = PAGES[url.pathname];
+    if (!page) {
+      return new Response("<title>Not here</title><p>No such page.</p>", {
+        status: 404,
+        headers: { "content-type": "text/html" },
+      });
+    }
+    return new Response(page.body, {
+      status: page.status ?? 200,
+      headers: { "content-type": page.type },
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    requests,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
+/** A page that never ends: a paragraph every 200 ms until the browser goes away. */
+function drip(): Response {
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode("<!doctype html><title>Drip</title>"));
+      timer = setInterval(() => {
+        try {
+          controller.enqueue(new TextEncoder().encode("<p>One more drop.</p>\n"));
+        } catch {
+          clearInterval(timer);
+        }
+      }, 200);
+    },
+    cancel() {
+      clearInterval(timer);
+    },
+  });
+  return new Response(body, { headers: { "content-type": "text/html" } });
+}
+
+/** What a test gets: its relay, the page server and the browser with the extension. */
+interface Session {
+  relay: RelayProcess;
+  pages: PageServer;
+  context: BrowserContext;
+  worker: Worker;
+  extensionId: string;
+  call: (path: string, init?: RequestInit) => Promise<Response>;
+}
+
+/** Runs `job` with a relay (qa hosts: 127.0.0.1), a page server and Chromium with the extension. */
+async function withExtension(
+  job: (session: Session) => Promise<void>,
+  options: { relayArgs?: string[] } = {},
+): Promise<void> {
+  await Deno.stat(CHROMIUM).catch(() => {
+    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)`);
+  });
+  await withTempDir(async (dir) => {
+    await using relay = await startRelayProcess(dir, {
+      env: { RELAY_API_KEY: KEY },
+      args: ["--qa-hosts", "127.0.0.1", ...options.relayArgs ?? []],
+    });
+    await using pages = startPages();
+    const extension = `${dir}/extension`;
+    await buildExtension(extension, "chromium", {
+      grantHosts: ["http://127.0.0.1/*", "http://localhost/*"],
+    });
+    const context = await chromium.launchPersistentContext(`${dir}/profile`, {
+      executablePath: CHROMIUM,
+      headless: false,
+      args: [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        `--disable-extensions-except=${extension}`,
+        `--load-extension=${extension}`,
+      ],
+    });
+    try {
+      context.setDefaultTimeout(WAIT_MS);
+      const worker = context.serviceWorkers()[0] ?? await context.waitForEvent("serviceworker");
+      const extensionId = new URL(worker.url()).host;
+      await job({ relay, pages, context, worker, extensionId, call: relayCall(relay.url) });
+    } finally {
+      await context.close();
+    }
+  });
+}
+
+/** Opens the options page and enters `link` as the pairing link; returns the page. */
+async function pair(session: Session, link: string): Promise<Page> {
+  const page = await session.context.newPage();
+  await page.goto(`chrome-extension://${session.extensionId}/options.html`);
+  await page.fill("#pairing", link);
+  await page.click("#pair-form button");
+  return page;
+}
+
+/** Waits until the element's text matches `pattern`; returns the text. */
+async function textOf(page: Page, selector: string, pattern: RegExp): Promise<string> {
+  let text = "";
+  await eventually(
+    async () => {
+      text = (await page.textContent(selector)) ?? "";
+      return pattern.test(text);
+    },
+    `${selector} to match ${pattern} (it says ${JSON.stringify(text)})`,
+    WAIT_MS,
+  );
+  return text;
+}
+
+/** The relay's results feed, the contents only. */
+async function results(call: Session["call"]): Promise<string[]> {
+  const res = await call("/results");
+  const feed = await res.json() as { items: { c: string }[] };
+  return feed.items.map((item) => item.c);
+}
+
+/** Waits until the feed holds a result that starts with `prefix`; returns it. */
+async function resultStarting(call: Session["call"], prefix: string): Promise<string> {
+  let found: string | undefined;
+  await eventually(
+    async () => {
+      found = (await results(call)).find((c) => c.startsWith(prefix));
+      return found !== undefined;
+    },
+    `a result starting ${JSON.stringify(prefix)}`,
+    WAIT_MS,
+  );
+  return found!;
+}
+
+Deno.test("the extension sends the open page and reads the qa queue in background tabs", async () => {
+  await withExtension(async (session) => {
+    const { call, pages, context, worker, relay } = session;
+
+    // Options: the pairing link gives the relay's address and the key.
+    const options = await pair(session, `${relay.url}/app/#key=${KEY}`);
+    await textOf(options, "#notice", /^Saved\. Connected: \d+ item\(s\) in qa\.$/);
+    assert.equal(await options.inputValue("#relay"), `${relay.url}/`);
+
+    // Send this page: the open article goes to qa, and the badge says so.
+    const article = await context.newPage();
+    await article.goto(`${pages.url}/article`);
+    const sent = await worker.evaluate(
+      (url) => onMenuClick({ menuItemId: "send-page", pageUrl: url }),
+      `${pages.url}/article`,
+    );
+    assert.deepEqual(sent, { ok: true, message: "OK (qa)" });
+    assert.equal(await worker.evaluate(() => chrome.action.getBadgeText({})), "OK");
+    assert.equal(
+      await worker.evaluate(() => chrome.action.getTitle({})),
+      "Content Relay: OK (qa)",
+    );
+
+    // Save the article as shown: read in the user's own tab and pushed at once.
+    const saved = await worker.evaluate(async (url) => {
+      const [tab] = await chrome.tabs.query({ url });
+      return await onMenuClick({ menuItemId: "save-article", pageUrl: url }, tab);
+    }, `${pages.url}/article`);
+    assert.deepEqual(saved, { ok: true, message: "Saved: Why WAL needs fsync" });
+
+    // The reader takes it, reads it in a tab of its own, pushes the article and acks.
+    await eventually(
+      async () => (await results(call)).filter((c) => c.startsWith("# Why WAL")).length === 2,
+      "the saved article and the one the reader read",
+    );
+    const result = await resultStarting(call, "# Why WAL needs fsync");
+    assert.match(result, new RegExp(`^Source: ${pages.url}/article$`, "m"));
+    assert.match(result, /\| Disk \| fsync \(ms\) \|/);
+    assert.match(result, /\| SD card \| 12 \|/);
+    assert.ok(!result.includes("Subscribe to our newsletter"), result);
+    assert.ok(!result.includes("Site navigation"), result);
+
+    // More links, submitted as a phone would: a GBK page, errors, a javascript: URL, text.
+    for (
+      const content of [
+        `${pages.url}/gbk`,
+        `${pages.url}/missing`,
+        `${pages.url}/plain.txt`,
+        `${pages.url}/loop`,
+        "javascript:alert(1)",
+        "What is a versionstamp?",
+      ]
+    ) {
+      const res = await call("/submit?queue=qa", { method: "POST", body: content });
+      assert.equal(await res.text(), "OK (qa)");
+    }
+    const gbk = await resultStarting(call, "# 为什么数据库需要同步写入");
+    assert.ok(gbk.includes("每次提交"), gbk);
+    assert.equal(
+      await resultStarting(call, `Could not read ${pages.url}/missing`),
+      `Could not read ${pages.url}/missing: HTTP 404`,
+    );
+    assert.equal(
+      await resultStarting(call, `Could not read ${pages.url}/plain.txt`),
+      `Could not read ${pages.url}/plain.txt: not an HTML page (text/plain)`,
+    );
+    assert.equal(
+      await resultStarting(call, `Could not read ${pages.url}/loop`),
+      `Could not read ${pages.url}/loop: the browser could not load it (no connection, or too many redirects)`,
+    );
+    await resultStarting(call, "Could not read javascript:alert(1): only http and https links");
+    await resultStarting(call, "What is a versionstamp?");
+
+    // Every item acknowledged, every tab it opened closed again.
+    // (Each result is pushed before its item is acknowledged.)
+    await eventually(async () => {
+      const peek = await call("/peek?queue=qa");
+      await peek.body?.cancel();
+      return peek.status === 204;
+    }, "qa to be empty");
+    // The tabs loaded the pages as documents (the user's tab and the reader's for the article).
+    const loads = pages.requests.filter((r) => r.headers["sec-fetch-dest"] === "document")
+      .map((r) => new URL(r.url).pathname);
+    assert.deepEqual(loads.filter((path) => path !== "/loop").sort(), [
+      "/article",
+      "/article",
+      "/gbk",
+      "/missing",
+      "/plain.txt",
+    ]);
+    await eventually(async () => {
+      const urls: (string | undefined)[] = await worker.evaluate(async () =>
+        (await chrome.tabs.query({})).map((tab: { url: string }) => tab.url)
+      );
+      return urls.filter((url) => url?.startsWith(pages.url)).length === 1; // the article's
+    }, "the reader's tabs to close");
+
+    // The pages never saw the key, in a header or an address.
+    assert.ok(pages.requests.length >= 4);
+    for (const request of pages.requests) {
+      assert.ok(!JSON.stringify(request).includes(KEY), JSON.stringify(request));
+    }
+  });
+});
+
+Deno.test("the extension's popup shows the queue and last results, and pauses the reader", async () => {
+  await withExtension(async (session) => {
+    const { call, pages, context, relay } = session;
+    await textOf(await pair(session, `${relay.url}/app/#key=${KEY}`), "#notice", /Connected/);
+    const popup = await context.newPage();
+    await popup.goto(`chrome-extension://${session.extensionId}/popup.html`);
+    await textOf(popup, "#reader", /^Reading qa from /);
+    await popup.click("#pause");
+    await textOf(popup, "#reader", /^Paused\.$/);
+    await call("/submit", { method: "POST", body: `${pages.url}/article` });
+    await popup.reload();
+    await textOf(popup, "#count", /^1 link\(s\) waiting in qa\.$/);
+    await popup.click("#pause");
+    await textOf(popup, "#recent", /Why WAL needs fsync/);
+    await textOf(popup, "#reader", /^Reading qa from /);
+
+    // A link on a site the extension may not read: the reader pauses and asks, the link stays.
+    const elsewhere = pages.url.replace("127.0.0.1", "127.0.0.2") + "/article";
+    await call("/submit?queue=qa", { method: "POST", body: elsewhere });
+    await textOf(
+      popup,
+      "#reader",
+      /^The extension may not read 127\.0\.0\.2: allow reading pages$/,
+    );
+    assert.equal(await popup.isVisible("#allow"), true);
+    const peek = await (await call("/peek?queue=qa")).json();
+    assert.equal(peek.queues.qa[0].content, elsewhere);
+  });
+});
+
+Deno.test("the extension refuses what would send its key elsewhere", async () => {
+  await withExtension(async (session) => {
+    const { pages, relay } = session;
+    // A wrong key: saved, and the relay's reason shown.
+    const options = await pair(session, `${relay.url}/app/#key=wrong`);
+    await textOf(options, "#notice", /^Saved, but: Wrong API key/);
+    // A "relay" that redirects elsewhere: the extension does not follow it with the key.
+    await options.fill("#relay", `${pages.url}/redirect/`);
+    await options.fill("#key", KEY);
+    await options.click("#form button");
+    await textOf(options, "#notice", /^Saved, but: The relay at .* could not be reached/);
+    assert.ok(pages.requests.some((r) => new URL(r.url).pathname.startsWith("/redirect/")));
+    for (const request of pages.requests) {
+      assert.ok(!new URL(request.url).pathname.startsWith("/record"), request.url);
+    }
+    // A javascript: link is not sent anywhere; the badge says why.
+    const refused = await session.worker.evaluate(() =>
+      onMenuClick({ menuItemId: "send-link", linkUrl: "javascript:alert(1)" })
+    );
+    assert.deepEqual(refused, {
+      ok: false,
+      message: 'Cannot send "javascript:alert(1)": only http and https pages and links are sent',
+    });
+    assert.equal(await session.worker.evaluate(() => chrome.action.getBadgeText({})), "!");
+    // Not an address, and not a pairing link: refused before anything is saved.
+    await options.fill("#pairing", `${relay.url}/somewhere#key=${KEY}`);
+    await options.click("#pair-form button");
+    await textOf(options, "#notice", /^That is not a pairing link/);
+  });
+});
+
+Deno.test("the extension's reader gives up on pages that never finish loading, and goes on", async () => {
+  await withExtension(async (session) => {
+    const { call, pages, context, relay } = session;
+    const options = await context.newPage();
+    await options.goto(`chrome-extension://${session.extensionId}/options.html`);
+    await options.fill("#relay", relay.url);
+    await options.fill("#key", KEY);
+    await options.fill("#timeout", "2");
+    await options.click("#form button");
+    await textOf(options, "#notice", /Connected/);
+    // A script that never ends, on a site of its own (localhost): it stalls its renderer.
+    const spin = pages.url.replace("127.0.0.1", "localhost") + "/spin";
+    for (const content of [spin, `${pages.url}/drip`, `${pages.url}/article`]) {
+      await call("/submit?queue=qa", { method: "POST", body: content });
+    }
+    for (const url of [spin, `${pages.url}/drip`]) {
+      assert.equal(
+        await resultStarting(call, `Could not read ${url}`),
+        `Could not read ${url}: the page did not finish loading within 2 s`,
+      );
+    }
+    await resultStarting(call, "# Why WAL needs fsync");
+  });
+});
+
+Deno.test("the extension reports an article larger than the relay takes, once", async () => {
+  await withExtension(async (session) => {
+    const { call, pages, relay } = session;
+    await textOf(await pair(session, `${relay.url}/app/#key=${KEY}`), "#notice", /Connected/);
+    await call("/submit?queue=qa", { method: "POST", body: `${pages.url}/long` });
+    const failure = await resultStarting(call, `Could not read ${pages.url}/long`);
+    assert.match(failure, /: the result is larger than the relay takes \(.*2048/);
+    await eventually(async () => {
+      const peek = await call("/peek?queue=qa");
+      await peek.body?.cancel();
+      return peek.status === 204;
+    }, "qa to be empty");
+  }, { relayArgs: ["--max-body", "2KiB"] });
+});

@@ -1,0 +1,101 @@
+/**
+ * The loopback pages the extension's tests read: an article with page chrome and a table, a
+ * page in GBK that names its charset only in a `<meta>`, a page that is not HTML. Bytes are
+ * built here, so no fixture file hides what a test reads.
+ *
+ * @module
+ */
+
+/** One page: its body, `Content-Type` and status (200 unless given). */
+export interface TestPage {
+  body: Uint8Array<ArrayBuffer> | string;
+  type: string;
+  status?: number;
+}
+
+/** The text of a string in GBK (the Chinese national charset), built from Deno's decoder. */
+export function gbkBytes(text: string): Uint8Array<ArrayBuffer> {
+  const table = gbkTable();
+  const out: number[] = [];
+  for (const char of text) {
+    const code = char.codePointAt(0)!;
+    if (code < 0x80) out.push(code);
+    else {
+      const pair = table.get(char);
+      if (pair === undefined) throw new Error(`${char} has no GBK code`);
+      out.push(pair >> 8, pair & 0xff);
+    }
+  }
+  return new Uint8Array(out);
+}
+
+let cachedTable: Map<string, number> | undefined;
+
+/** Every two-byte GBK code, by the character it decodes to. */
+function gbkTable(): Map<string, number> {
+  if (cachedTable) return cachedTable;
+  const decoder = new TextDecoder("gbk");
+  const table = new Map<string, number>();
+  for (let lead = 0x81; lead <= 0xfe; lead++) {
+    for (let trail = 0x40; trail <= 0xfe; trail++) {
+      if (trail === 0x7f) continue;
+      const char = decoder.decode(new Uint8Array([lead, trail]));
+      if (char.length === 1 && char !== "\ufffd" && !table.has(char)) {
+        table.set(char, (lead << 8) | trail);
+      }
+    }
+  }
+  cachedTable = table;
+  return table;
+}
+
+const ARTICLE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Why WAL needs fsync</title></head>
+<body>
+<nav><a href="/">Home</a> <a href="/about">About</a> Site navigation</nav>
+<header><p>Example Blog, a blog about storage</p></header>
+<main><article>
+<h1>Why WAL needs fsync</h1>
+<p>A write-ahead log makes a database durable only when the log reaches the disk before the
+database says a commit is done. Without fsync the operating system keeps the log in its page
+cache, and a power cut loses every commit it held, even those the database acknowledged.</p>
+<p>The cost of fsync depends on the disk. On an SSD with a power-loss-protected cache it is
+tiny; on an SD card, as in many small home servers, it is the largest cost of a commit:</p>
+<table><thead><tr><th>Disk</th><th>fsync (ms)</th></tr></thead>
+<tbody><tr><td>NVMe SSD</td><td>0.05</td></tr><tr><td>SD card</td><td>12</td></tr></tbody></table>
+<p>Group commit is the answer: one fsync for many requests. See <a href="/group-commit">group
+commit</a> for how a single writer batches them.</p>
+</article></main>
+<aside><p>Subscribe to our newsletter for more posts like this one.</p></aside>
+<footer><p>Copyright Example Blog</p></footer>
+</body></html>`;
+
+const GBK_TEXT = "数据库在每次提交时都要把日志写到磁盘上，否则断电就会丢失已经确认的数据。" +
+  "每次提交都调用同步写入的代价取决于磁盘：固态硬盘很快，而存储卡要慢得多。" +
+  "所以数据库把许多请求合并成一次提交，一次同步写入服务许多请求，这就是组提交。";
+
+const GBK_PAGE = `<!doctype html>
+<html><head><meta charset="gbk"><title>为什么数据库需要同步写入</title></head>
+<body><article><h1>为什么数据库需要同步写入</h1>
+<p>${GBK_TEXT}</p><p>${GBK_TEXT}</p></article></body></html>`;
+
+const LONG = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>A long read</title></head>
+<body><article><h1>A long read</h1>
+${
+  "<p>Every paragraph of this article says the same thing at some length, so that its Markdown is larger than a small body limit allows.</p>\n"
+    .repeat(40)
+}
+</article></body></html>`;
+
+/** The pages by path. */
+export const PAGES: Record<string, TestPage> = {
+  "/article": { body: ARTICLE, type: "text/html; charset=utf-8" },
+  "/long": { body: LONG, type: "text/html; charset=utf-8" },
+  "/gbk": { body: gbkBytes(GBK_PAGE), type: "text/html" },
+  "/spin": {
+    body: "<!doctype html><title>Spin</title><script>for (;;) {}</script><p>Never shown.</p>",
+    type: "text/html",
+  },
+  "/plain.txt": { body: "Just text, not a page.\n".repeat(20), type: "text/plain" },
+};

@@ -190,17 +190,24 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
 
 /**
  * Runs `main.ts` to completion with the relay's permission set; returns output and code.
- * With `umask` (octal digits, e.g. `"000"`) it runs under that umask.
+ * `stdin` text is sent as UTF-8, bytes as they are. With `umask` (octal digits, e.g.
+ * `"000"`) it runs under that umask.
  */
 export async function runRelay(
   args: string[],
-  options: { env?: Record<string, string>; cwd?: string; stdin?: string; umask?: string } = {},
+  options: {
+    env?: Record<string, string>;
+    cwd?: string;
+    stdin?: string | Uint8Array;
+    umask?: string;
+  } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const child = relayCommand(args, options, options.stdin === undefined ? "null" : "piped")
     .spawn();
   if (options.stdin !== undefined) {
     const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(options.stdin));
+    const { stdin } = options;
+    await writer.write(typeof stdin === "string" ? new TextEncoder().encode(stdin) : stdin);
     await writer.close();
   }
   const out = await child.output();
@@ -254,6 +261,20 @@ export function freePort(): number {
   return port;
 }
 
+/** The program and arguments that run `main.ts` with `args` and the relay's permission set. */
+export function relayArgv(args: string[]): string[] {
+  return [
+    Deno.execPath(),
+    "run",
+    "-P=relay",
+    "--quiet",
+    "--config",
+    `${ROOT}deno.json`,
+    `${ROOT}main.ts`,
+    ...args,
+  ];
+}
+
 /**
  * The command that runs `main.ts` with `args` and the relay's permission set, in
  * {@linkcode childEnv} plus `options.env`, with stdout and stderr piped (the caller reads
@@ -265,16 +286,7 @@ export function relayCommand(
   options: { env?: Record<string, string>; cwd?: string; umask?: string; nofile?: number },
   stdin: "piped" | "null",
 ): Deno.Command {
-  const deno = [
-    Deno.execPath(),
-    "run",
-    "-P=relay",
-    "--quiet",
-    "--config",
-    `${ROOT}deno.json`,
-    `${ROOT}main.ts`,
-    ...args,
-  ];
+  const deno = relayArgv(args);
   if (options.umask !== undefined && !/^[0-7]{3,4}$/.test(options.umask)) {
     throw new Error(`bad umask ${options.umask}`);
   }

@@ -253,6 +253,18 @@ export async function eventually(
   }
 }
 
+/**
+ * Whether the long stress runs are asked for: `RELAY_STRESS=1`, which CI sets. Without it
+ * the reliability tests make the same checks over fewer rounds, so that `deno task test`
+ * stays within a few minutes on two cores.
+ */
+export const STRESS: boolean = Deno.env.get("RELAY_STRESS") === "1";
+
+/** `long` under {@linkcode STRESS}, else `short`: a number of rounds, items or runs. */
+export function stressOr(short: number, long: number): number {
+  return STRESS ? long : short;
+}
+
 /** A TCP port that was free a moment ago, for a relay that must come back on the same port. */
 export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });

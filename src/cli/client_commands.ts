@@ -19,7 +19,7 @@ import { parseDuration } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { followResults } from "../client/follow.ts";
 import type { Args, Command, OptionSpec } from "./command.ts";
-import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
+import { CLIENT_OPTIONS, readConfigFile, resolveClient, resolveUrl } from "./client_config.ts";
 import { CommandFailure, type CommandIo, EXIT_FAILURE } from "./io.ts";
 import { ENCODING_OPTION, textArgument } from "./text_input.ts";
 import {
@@ -277,13 +277,18 @@ const clear: Command = {
 const health: Command = {
   name: "health",
   synopsis: "[--json]",
-  summary: "check that the relay and its store answer (exit 1 when not)",
+  summary: "check that the relay and its store answer (exit 1 when not); needs no key",
+  help: "The relay answers it without a key, so none is sent: --api-key-file and --db are\n" +
+    "accepted, and not used.",
   options: [
     { ...JSON_OPTION, help: "print the answer as JSON: {ok, ts, db}" },
     ...CLIENT_OPTIONS,
   ],
   async run(args, io) {
-    const health = await checkHealth(await resolveClient(args, io));
+    // The relay answers /health without a key, so none is looked for: the check works from
+    // any machine, before relay login.
+    const file = await readConfigFile(io.env);
+    const health = await checkHealth({ url: resolveUrl(args.string("url"), io, file) });
     if (args.flag("json")) io.out(JSON.stringify(health));
     else io.out(health.ok ? `ok (store ${health.db})` : `not ok (store ${health.db})`);
     return health.ok ? 0 : EXIT_FAILURE;

@@ -190,17 +190,24 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
 
 /**
  * Runs `main.ts` to completion with the relay's permission set; returns output and code.
- * With `umask` (octal digits, e.g. `"000"`) it runs under that umask.
+ * `stdin` text is sent as UTF-8, bytes as they are. With `umask` (octal digits, e.g.
+ * `"000"`) it runs under that umask.
  */
 export async function runRelay(
   args: string[],
-  options: { env?: Record<string, string>; cwd?: string; stdin?: string; umask?: string } = {},
+  options: {
+    env?: Record<string, string>;
+    cwd?: string;
+    stdin?: string | Uint8Array;
+    umask?: string;
+  } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const child = relayCommand(args, options, options.stdin === undefined ? "null" : "piped")
     .spawn();
   if (options.stdin !== undefined) {
     const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(options.stdin));
+    const { stdin } = options;
+    await writer.write(typeof stdin === "string" ? new TextEncoder().encode(stdin) : stdin);
     await writer.close();
   }
   const out = await child.output();
@@ -246,12 +253,38 @@ export async function eventually(
   }
 }
 
+/**
+ * Whether the long stress runs are asked for: `RELAY_STRESS=1`, which CI sets. Without it
+ * the reliability tests make the same checks over fewer rounds, so that `deno task test`
+ * stays within a few minutes on two cores.
+ */
+export const STRESS: boolean = Deno.env.get("RELAY_STRESS") === "1";
+
+/** `long` under {@linkcode STRESS}, else `short`: a number of rounds, items or runs. */
+export function stressOr(short: number, long: number): number {
+  return STRESS ? long : short;
+}
+
 /** A TCP port that was free a moment ago, for a relay that must come back on the same port. */
 export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
   return port;
+}
+
+/** The program and arguments that run `main.ts` with `args` and the relay's permission set. */
+export function relayArgv(args: string[]): string[] {
+  return [
+    Deno.execPath(),
+    "run",
+    "-P=relay",
+    "--quiet",
+    "--config",
+    `${ROOT}deno.json`,
+    `${ROOT}main.ts`,
+    ...args,
+  ];
 }
 
 /**
@@ -265,16 +298,7 @@ export function relayCommand(
   options: { env?: Record<string, string>; cwd?: string; umask?: string; nofile?: number },
   stdin: "piped" | "null",
 ): Deno.Command {
-  const deno = [
-    Deno.execPath(),
-    "run",
-    "-P=relay",
-    "--quiet",
-    "--config",
-    `${ROOT}deno.json`,
-    `${ROOT}main.ts`,
-    ...args,
-  ];
+  const deno = relayArgv(args);
   if (options.umask !== undefined && !/^[0-7]{3,4}$/.test(options.umask)) {
     throw new Error(`bad umask ${options.umask}`);
   }

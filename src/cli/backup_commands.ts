@@ -15,7 +15,7 @@ import { describePublished } from "../builtin/archive.ts";
 import type { Args, Command } from "./command.ts";
 import { DB_OPTION } from "./client_config.ts";
 import { CommandFailure, type CommandIo, UsageError } from "./io.ts";
-import { readInput } from "./publish_commands.ts";
+import { readInput } from "./text_input.ts";
 
 function describeBackup(backup: Backup): string {
   const queued = Object.values(backup.queues).reduce((n, items) => n + items.length, 0);

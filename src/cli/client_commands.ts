@@ -19,8 +19,9 @@ import { parseDuration } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { followResults } from "../client/follow.ts";
 import type { Args, Command, OptionSpec } from "./command.ts";
-import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
+import { CLIENT_OPTIONS, readConfigFile, resolveClient, resolveUrl } from "./client_config.ts";
 import { CommandFailure, type CommandIo, EXIT_FAILURE } from "./io.ts";
+import { ENCODING_OPTION, textArgument } from "./text_input.ts";
 import {
   escapeLine,
   isoTime,
@@ -67,12 +68,8 @@ function wholeNumber(args: Args, name: string): number | undefined {
   return Number(text);
 }
 
-async function textArgument(args: Args, io: CommandIo): Promise<string> {
-  const words = args.positionals;
-  if (words.length === 1 && words[0] === "-") return await io.stdin();
-  if (words.length === 0) throw args.needs("text, or - to read stdin");
-  return words.join(" ");
-}
+/** What `submit` and `push` lack without arguments. */
+const TEXT_NEEDED = "text, or - to read stdin";
 
 function modeOf(args: Args): OutputMode {
   return outputMode(args.flag("json"), args.flag("null"), args.hint);
@@ -101,11 +98,16 @@ const submit: Command = {
   summary: "queue a link or text (- reads stdin)",
   help: "Without --queue, the relay routes the content: Q&A links to qa, article links to\n" +
     "article, everything else to general. Prints the relay's answer, e.g. OK (qa).",
-  options: [{ ...QUEUE_OPTION, default: "the relay routes it" }, JSON_OPTION, ...CLIENT_OPTIONS],
+  options: [
+    { ...QUEUE_OPTION, default: "the relay routes it" },
+    JSON_OPTION,
+    ENCODING_OPTION,
+    ...CLIENT_OPTIONS,
+  ],
   positionals: true,
   async run(args, io) {
     const client = await resolveClient(args, io);
-    const content = await textArgument(args, io);
+    const content = await textArgument(args, io, TEXT_NEEDED);
     const answer = await submitContent(client, content, { queue: args.string("queue") });
     if (!args.flag("json")) io.out(answer);
     else {
@@ -178,11 +180,11 @@ const push: Command = {
   name: "push",
   synopsis: "<text|-> [--json]",
   summary: "add a result to the results feed (- reads stdin)",
-  options: [JSON_OPTION, ...CLIENT_OPTIONS],
+  options: [JSON_OPTION, ENCODING_OPTION, ...CLIENT_OPTIONS],
   positionals: true,
   async run(args, io) {
     const client = await resolveClient(args, io);
-    await pushResult(client, await textArgument(args, io));
+    await pushResult(client, await textArgument(args, io, TEXT_NEEDED));
     io.out(args.flag("json") ? JSON.stringify({ status: "ok" }) : "OK");
     return 0;
   },
@@ -275,13 +277,18 @@ const clear: Command = {
 const health: Command = {
   name: "health",
   synopsis: "[--json]",
-  summary: "check that the relay and its store answer (exit 1 when not)",
+  summary: "check that the relay and its store answer (exit 1 when not); needs no key",
+  help: "The relay answers it without a key, so none is sent: --api-key-file and --db are\n" +
+    "accepted, and not used.",
   options: [
     { ...JSON_OPTION, help: "print the answer as JSON: {ok, ts, db}" },
     ...CLIENT_OPTIONS,
   ],
   async run(args, io) {
-    const health = await checkHealth(await resolveClient(args, io));
+    // The relay answers /health without a key, so none is looked for: the check works from
+    // any machine, before relay login.
+    const file = await readConfigFile(io.env);
+    const health = await checkHealth({ url: resolveUrl(args.string("url"), io, file) });
     if (args.flag("json")) io.out(JSON.stringify(health));
     else io.out(health.ok ? `ok (store ${health.db})` : `not ok (store ${health.db})`);
     return health.ok ? 0 : EXIT_FAILURE;

@@ -86,6 +86,11 @@ export class Args {
     return spec;
   }
 
+  /** Whether the command has the option `name` (asking for one it has not is a bug). */
+  declares(name: string): boolean {
+    return this.#command.options.some((o) => o.name === name);
+  }
+
   /** A string option's value (the last one when repeated), or `undefined`. */
   string(name: string): string | undefined {
     this.#spec(name, "string");

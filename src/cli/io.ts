@@ -12,8 +12,6 @@ import { errorMessage } from "../errors.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
 import { CannotStartError } from "../client/run.ts";
 
-/** Exit code: the command did what it was asked. */
-export const EXIT_OK = 0;
 /**
  * Exit code: a failure at run time: the relay could not be reached, timed out or answered
  * 5xx; `relay work`'s command cannot start; a local operation failed (database in use).
@@ -34,8 +32,8 @@ export interface CommandIo {
   write: (data: string | Uint8Array) => void;
   /** Prints a line of diagnostics (stderr), adding the newline. */
   err: (line: string) => void;
-  /** Reads all of stdin, for `-` arguments. */
-  stdin: () => Promise<string>;
+  /** Reads all of stdin, for `-` arguments: its bytes, which the command decodes. */
+  stdin: () => Promise<Uint8Array>;
   /**
    * Reads a secret: with a terminal on stdin, prompts on stderr and reads one line without
    * echoing it; otherwise reads all of stdin. Trimmed.
@@ -154,7 +152,7 @@ export function processIo(signal: AbortSignal): CommandIo {
     out: (line) => write(`${line}\n`),
     write,
     err: (line) => writeAll(Deno.stderr, encoder.encode(`${line}\n`)),
-    stdin: () => new Response(Deno.stdin.readable).text(),
+    stdin: async () => new Uint8Array(await new Response(Deno.stdin.readable).arrayBuffer()),
     readSecret: async (prompt) => {
       if (!Deno.stdin.isTerminal()) return (await new Response(Deno.stdin.readable).text()).trim();
       writeAll(Deno.stderr, encoder.encode(prompt));

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { commandDbPath, defaultKeysFile, readEnv } from "../config/config.ts";
+import { addressFile, commandDbPath, defaultKeysFile, readEnv } from "../config/config.ts";
 import { addKey, readKeysFile, readLastUsed, removeKey, SCOPES } from "../access/named_keys.ts";
 import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
 import type { Args, Command, OptionSpec } from "./command.ts";
@@ -143,8 +143,9 @@ const pair: Command = {
   synopsis: "[--app-url URL] [--name N [--scope S,…]]",
   summary: "show a link and QR code that pair a phone's web app (--name adds a key for it)",
   help: [
-    "The link points at --app-url, else RELAY_URL, else http://<this machine's LAN",
-    "address>:8787: give the address the phone reaches. With --name it adds a named key",
+    "The link points at --app-url, else RELAY_URL, else this machine's LAN address with",
+    "the port the relay here listens on (read from the file it writes beside --db), else",
+    "8787: give the address the phone reaches. With --name it adds a named key",
     "for the phone (scopes default to submit, read, publish); without, the link carries",
     "the main key, found as the client commands find it.",
   ].join("\n"),
@@ -162,7 +163,7 @@ const pair: Command = {
   ],
   async run(args, io) {
     const base = args.string("app-url") ?? readEnv(io.env, "RELAY_URL") ??
-      `http://${lanAddress("0.0.0.0")}:8787`;
+      localRelayUrl(commandDbPath(args.string("db"), io.env));
     const name = args.string("name");
     let key: string;
     // The main key of the relay on this machine: a pairing link carries it to a phone, not
@@ -179,6 +180,24 @@ const pair: Command = {
     return 0;
   },
 };
+
+/**
+ * The address of the relay on this machine as a phone on the LAN reaches it, as the relay
+ * prints it at start: the scheme and port it listens on, from the address file it writes
+ * beside `db`, with this machine's LAN address for a wildcard host;
+ * `http://<LAN address>:8787` (the default port) when there is no such file.
+ */
+function localRelayUrl(db: string): string {
+  let listening: URL;
+  try {
+    listening = new URL(Deno.readTextFileSync(addressFile(db)).trim());
+  } catch {
+    // Never started here, or not readable by this user: the default port.
+    return `http://${lanAddress("0.0.0.0")}:8787`;
+  }
+  listening.hostname = lanAddress(listening.hostname.replace(/^\[(.*)\]$/, "$1"));
+  return listening.origin;
+}
 
 /** The commands about keys, in help order. */
 export const KEYS_COMMANDS: readonly Command[] = [add, list, remove, pair];

@@ -7,25 +7,12 @@
 
 import { failedPublishes, publishArticle } from "../client/client.ts";
 import { loadConfig } from "../config/config.ts";
-import { errorMessage } from "../errors.ts";
 import { deleteBlogPost } from "../publish/fan_out.ts";
 import { publishConfig } from "../publish/fan_out.ts";
-import type { Args, Command } from "./command.ts";
+import type { Command } from "./command.ts";
 import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
 import { CommandFailure, type CommandIo, EXIT_FAILURE } from "./io.ts";
-
-/**
- * Reads a file named on the command line, `-` being standard input.
- *
- * @throws {UsageError} when it cannot be read.
- */
-export async function readInput(path: string, io: CommandIo, args: Args): Promise<string> {
-  try {
-    return path === "-" ? await io.stdin() : await Deno.readTextFile(path);
-  } catch (error) {
-    throw args.usage(`cannot read "${path}": ${errorMessage(error)}`);
-  }
-}
+import { ENCODING_OPTION, readInput } from "./text_input.ts";
 
 const publish: Command = {
   name: "publish",
@@ -70,6 +57,7 @@ const publish: Command = {
       help: "read (the podcast's only transform; sent with nas anyway)",
     },
     { name: "tags", type: "string", value: "LIST", help: "comma-separated tags" },
+    ENCODING_OPTION,
     { name: "json", type: "boolean", help: "print the relay's JSON answer" },
     { name: "failed", type: "boolean", help: "list the failed publishes the relay keeps" },
     {

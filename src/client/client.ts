@@ -16,10 +16,14 @@ export const DEFAULT_RELAY_URL = "http://127.0.0.1:8787";
 /** Timeout of one request to the relay, ms: generous for a Pi on a slow SD card. */
 const REQUEST_TIMEOUT_MS = 30_000;
 
-/** Where the relay is and how to authenticate. */
-export interface RelayClient {
+/** Where the relay is, for the calls that need no key (`GET /health`). */
+export interface RelayAddress {
   /** Base URL, e.g. `http://nas.local:8787`. */
   readonly url: string;
+}
+
+/** Where the relay is and how to authenticate. */
+export interface RelayClient extends RelayAddress {
   /** The API key, sent as `X-Auth-Key`. */
   readonly key: string;
 }
@@ -93,7 +97,7 @@ export interface PeekBody {
  *   message carries the relay's problem `detail` when it sent one.
  */
 async function call(
-  client: RelayClient,
+  client: RelayClient | RelayAddress,
   path: string,
   init: RequestOptions = {},
 ): Promise<Response> {
@@ -114,9 +118,9 @@ interface RequestOptions {
   signal?: AbortSignal | undefined;
 }
 
-/** Sends a request; only a network failure, timeout or abort throws. */
+/** Sends a request, with the client's key when it has one; only a network failure, timeout or abort throws. */
 async function send(
-  client: RelayClient,
+  client: RelayClient | RelayAddress,
   path: string,
   init: RequestOptions,
   timeoutMs: number,
@@ -127,7 +131,7 @@ async function send(
     return await fetch(joinUrl(client.url, path), {
       method: init.method ?? "GET",
       headers: {
-        "x-auth-key": client.key,
+        ...("key" in client ? { "x-auth-key": client.key } : {}),
         ...(init.body === undefined ? {} : { "content-type": init.type ?? "text/plain" }),
       },
       ...(init.body === undefined ? {} : { body: init.body }),
@@ -142,7 +146,7 @@ async function send(
 }
 
 /** Describes an unsuccessful answer, with the relay's problem `detail` when it sent one. */
-async function failure(client: RelayClient, res: Response): Promise<RelayError> {
+async function failure(client: RelayAddress, res: Response): Promise<RelayError> {
   let detail = "";
   try {
     const problem = await res.json();
@@ -348,12 +352,13 @@ export async function clearAll(client: RelayClient): Promise<string> {
 }
 
 /**
- * `GET /health` (spec §4.7, C51). A 503 is an answer here, not an error.
+ * `GET /health` (spec §4.7, C51), which needs no key: none is sent. A 503 is an answer
+ * here, not an error.
  *
  * @throws {RelayError} when the relay cannot be reached or answers something else.
  */
 export async function checkHealth(
-  client: RelayClient,
+  client: RelayAddress,
 ): Promise<{ ok: boolean; ts: number; db: string }> {
   try {
     return await (await call(client, "/health")).json();

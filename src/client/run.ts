@@ -40,7 +40,8 @@ export async function runWithInput(
 
 /**
  * Runs `command` with `input` on its stdin and returns its exit code and stdout (when
- * `stdout` is `"piped"`). Its stderr goes to ours.
+ * `stdout` is `"piped"`; `undefined` when what it printed is not UTF-8, which is never
+ * replaced by U+FFFD). Its stderr goes to ours.
  *
  * @throws {CannotStartError} when the program cannot be started (not found, not
  *   executable): nothing ran.
@@ -50,7 +51,7 @@ export async function runCapturing(
   input: string,
   env: Record<string, string> = {},
   stdout: "piped" | "inherit" = "piped",
-): Promise<{ code: number; stdout: string }> {
+): Promise<{ code: number; stdout: string | undefined }> {
   const [program, ...args] = command;
   if (program === undefined) throw new CannotStartError("", "no command to run");
   let child: Deno.ChildProcess;
@@ -66,7 +67,14 @@ export async function runCapturing(
   await writer.close().catch(() => {});
   if (stdout === "inherit") return { code: (await child.status).code, stdout: "" };
   const output = await child.output();
-  return { code: output.code, stdout: new TextDecoder().decode(output.stdout) };
+  try {
+    return {
+      code: output.code,
+      stdout: new TextDecoder("utf-8", { fatal: true }).decode(output.stdout),
+    };
+  } catch {
+    return { code: output.code, stdout: undefined };
+  }
 }
 
 /** Why a program did not start, in a few words. */

@@ -118,7 +118,7 @@ async function runAttempts(item: LeasedItem, options: WorkOptions): Promise<stri
     `lease ends (at most ${options.leaseS} s)`;
   for (let attempt = 1; attempt <= attempts; attempt++) {
     let code: number;
-    let stdout: string;
+    let stdout: string | undefined;
     try {
       ({ code, stdout } = await runCapturing(options.command, item.content));
     } catch (error) {
@@ -128,17 +128,24 @@ async function runAttempts(item: LeasedItem, options: WorkOptions): Promise<stri
         `${error.message}; stopped: item ${item.id} ${back}`,
       );
     }
-    if (code === 0) return stdout.trim();
+    // Output that is not UTF-8 is a failed run: the results feed holds text, and the
+    // bytes are never replaced.
+    const failure = code !== 0
+      ? `exited with code ${code}`
+      : stdout === undefined
+      ? "printed output that is not UTF-8 (convert it, e.g. with iconv)"
+      : undefined;
+    if (failure === undefined) return (stdout ?? "").trim();
     if (attempt === attempts) {
       log(
-        `relay: ${program} exited with code ${code} for item ${item.id}: ` +
+        `relay: ${program} ${failure} for item ${item.id}: ` +
           `${attempts === 1 ? "the only attempt" : `all ${attempts} attempts`} failed; it ${back}`,
       );
       return undefined;
     }
     const wait = options.backoffMs * 2 ** (attempt - 1);
     log(
-      `relay: ${program} exited with code ${code} for item ${item.id} ` +
+      `relay: ${program} ${failure} for item ${item.id} ` +
         `(attempt ${attempt} of ${attempts}); trying again in ${wait} ms`,
     );
     if (!await sleep(wait, signal)) {

@@ -335,6 +335,15 @@ function isDirectory(path: string): boolean {
   }
 }
 
+/**
+ * Where a relay writes the address it listens on, e.g. `http://0.0.0.0:9000`, once it
+ * listens: `<db>.address`. It stays after the relay stops (the address it last had), and
+ * `relay pair` reads it to give a phone the port the relay really uses.
+ */
+export function addressFile(db: string): string {
+  return `${db}.address`;
+}
+
 /** The default keys file (issue 7): `keys.json` in the database's directory. */
 export function defaultKeysFile(db: string): string {
   return join(dirname(db), "keys.json");

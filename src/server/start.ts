@@ -8,7 +8,7 @@
 import { dirname, join } from "node:path";
 import { resolveApiKey } from "../access/api_key.ts";
 import { createApp } from "./app.ts";
-import { type Config, ConfigError } from "../config/config.ts";
+import { addressFile, type Config, ConfigError } from "../config/config.ts";
 import { errorMessage, problemResponse } from "../errors.ts";
 import {
   missingConfiguration,
@@ -35,6 +35,7 @@ import { checkDatabase, keepCounters } from "../store/integrity.ts";
 import { createStore, type Store } from "../store/store.ts";
 import { resolveAppId } from "./builtin_wiring.ts";
 import { createBuiltinServices } from "./routes/downstream.ts";
+import { writePrivateFile } from "../util/files.ts";
 import { IdleMemory } from "./idle_memory.ts";
 
 /** `bytes` in MiB with one decimal. */
@@ -357,6 +358,13 @@ export async function startRelay(
     const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
     const url = `${tls === undefined ? "http" : "https"}://${host}:${addr.port}`;
     log(`relay listening on ${url}`);
+    try {
+      writePrivateFile(addressFile(db), `${url}\n`);
+    } catch (error) {
+      logger.warn(
+        `relay: cannot write ${addressFile(db)} (for relay pair): ${errorMessage(error)}`,
+      );
+    }
     if (options.pairing && tls !== undefined) {
       // A phone checks the certificate's name, which an address found here cannot be.
       log(

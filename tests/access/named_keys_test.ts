@@ -324,6 +324,20 @@ Deno.test("issue 7: relay pair prints a QR code and the pairing link, with the m
   });
 });
 
+Deno.test("relay pair without --app-url points at the port the relay on this machine listens on", async () => {
+  await withTempDir(async (dir) => {
+    const db = join(dir, "relay.kv");
+    const none = await runRelay(["pair", "--db", db], { env: { RELAY_API_KEY: KEY } });
+    assert.equal(none.code, 0, none.stderr);
+    assert.match(none.stdout.trimEnd().split("\n").at(-1)!, /^http:\/\/[^/]+:8787\/app\/#key=/);
+    await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+    assert.notEqual(new URL(relay.url).port, "8787");
+    const out = await runRelay(["pair", "--db", db], { env: { RELAY_API_KEY: KEY } });
+    assert.equal(out.code, 0, out.stderr);
+    assert.equal(out.stdout.trimEnd().split("\n").at(-1), `${relay.url}/app/#key=${KEY}`);
+  });
+});
+
 Deno.test("issue 7: a key too long for a QR code still gets its pairing link", async () => {
   const link = pairingLink("http://192.0.2.1:8787", "k".repeat(3000));
   const lines = await pairingLines(link);

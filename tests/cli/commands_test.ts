@@ -154,6 +154,18 @@ Deno.test("relay client commands find the generated key beside --db on the relay
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("relay health needs no key: it works where no key can be found", async () => {
+  const dir = await tempDir();
+  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  // No RELAY_API_KEY, no config file, and no api-key beside this --db.
+  const out = await runRelay(["health", "--url", relay.url, "--db", `${dir}/elsewhere/relay.kv`]);
+  assert.deepEqual(out, { code: 0, stdout: "ok (store connected)\n", stderr: "" });
+  const json = await runRelay(["health", "--json", "--url", relay.url, "--db", `${dir}/x.kv`]);
+  assert.equal(JSON.parse(json.stdout).db, "connected");
+  await relay.stop();
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("relay publish C63 publishes through the relay and reports each target", async () => {
   await using downstream = startDownstream();
   const dir = await tempDir();

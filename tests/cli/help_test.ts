@@ -18,7 +18,7 @@ async function runInProcess(args: string[]): Promise<{ code: number; out: string
     out: (line) => void (out += `${line}\n`),
     write: (data) => void (out += typeof data === "string" ? data : new TextDecoder().decode(data)),
     err: (line) => void (err += `${line}\n`),
-    stdin: () => Promise.resolve(""),
+    stdin: () => Promise.resolve(new Uint8Array()),
     readSecret: () => Promise.resolve(""),
     signal: new AbortController().signal,
   };

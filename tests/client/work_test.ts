@@ -151,6 +151,37 @@ Deno.test("relay work retries a command that fails once, then pushes its output 
   });
 });
 
+Deno.test("relay work counts output that is not UTF-8 as a failed run and pushes no U+FFFD", async () => {
+  await withTempDir(async (dir) => {
+    const { relay, env, call, submit } = await relayIn(join(dir, "data"));
+    await using _ = relay;
+    await submit("latin-1 output");
+    // "café" in Latin-1: the byte 0xE9 is not UTF-8.
+    const worker = spawnRelay(
+      ["work", "--queue", "general", "--attempts", "1", "--", "printf", "caf\\351"],
+      { env },
+    );
+    await eventually(
+      () => worker.stderr.some((line) => line.includes("the only attempt failed")),
+      "the worker to give up",
+    );
+    worker.child.kill("SIGTERM");
+    assert.equal((await worker.done).code, 0);
+    assert.ok(
+      worker.stderr.some((line) =>
+        /^relay: printf printed output that is not UTF-8 \(convert it, e\.g\. with iconv\) for item general:\d+: the only attempt failed/
+          .test(line)
+      ),
+      worker.stderr.join("\n"),
+    );
+    const results = JSON.parse((await runRelay(["results", "--json"], { env })).stdout);
+    assert.deepEqual(results.items, []);
+    const stats = (await getStats(call)).queues.general;
+    assert.deepEqual([stats.depth, stats.delivered], [1, 0]);
+    await relay.stop();
+  });
+});
+
 Deno.test("relay work refuses bad --attempts and --backoff values with exit 2", async () => {
   for (
     const [args, pattern] of [

@@ -4,7 +4,7 @@ import { createApp } from "../../src/server/app.ts";
 import { Logger } from "../../src/server/log.ts";
 import { createBuiltinServices } from "../../src/builtin/services.ts";
 import { KEY, makeStore } from "../_helpers.ts";
-import { APP_ID } from "./_services.ts";
+import { APP_ID, serveServices } from "./_services.ts";
 
 interface Operation {
   "x-builtin"?: boolean;
@@ -104,4 +104,25 @@ Deno.test("the API document lists every route of the built-in services, and each
   } finally {
     await services.stop();
   }
+});
+
+Deno.test("the API document takes the built-in services' access from their routes", async () => {
+  type Op = { security?: unknown[]; "x-scope"?: string };
+  const document = async (options: { privateBlog?: boolean }) => {
+    await using relay = await serveServices(options);
+    return (await (await relay.app.request("/openapi.json")).json()).paths as Record<
+      string,
+      Record<string, Op>
+    >;
+  };
+  const open = await document({});
+  assert.deepEqual(open["/blog/"]?.get?.security, []);
+  assert.equal(open["/notes/"]?.get?.["x-scope"], "read");
+  assert.equal(open["/downstream/api/publish"]?.post?.["x-scope"], "publish");
+  assert.deepEqual(open["/downstream/api/publish"]?.post?.security?.at(-1), { appId: [] });
+  assert.equal(open["/downstream/delete/{post_id}"]?.post?.security, undefined);
+  const closed = await document({ privateBlog: true });
+  assert.equal(closed["/blog/"]?.get?.["x-scope"], "read");
+  assert.equal(closed["/blog/{post_id}"]?.get?.["x-scope"], "read");
+  assert.deepEqual(closed["/podcast/"]?.get?.security, []);
 });

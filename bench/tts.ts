@@ -14,7 +14,10 @@
  * @module
  */
 
-import { createBuiltinServices } from "../src/server/routes/downstream.ts";
+import { createBuiltinServices } from "../src/builtin/services.ts";
+import { createApp } from "../src/server/app.ts";
+import { Logger } from "../src/server/log.ts";
+import { createStore } from "../src/store/store.ts";
 import { Podcast } from "../src/builtin/podcast.ts";
 import {
   EspeakWasm,
@@ -139,15 +142,17 @@ async function article(
 
 async function firstEpisode(): Promise<number> {
   const dataDir = await Deno.makeTempDir({ prefix: "relay-bench-tts-" });
-  const services = createBuiltinServices({
-    dataDir,
-    authorize: () => true,
-    appId: "bench",
-    log: () => {},
+  const services = createBuiltinServices({ dataDir, log: () => {} });
+  const kv = await Deno.openKv(`${dataDir}/relay.kv`);
+  const app = createApp({
+    store: createStore(kv),
+    apiKey: "bench-key-0123456789",
+    logger: new Logger({ write: () => {} }),
+    builtin: { services, appId: "bench" },
   });
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    services.app.fetch,
+    (request, info) => app.fetch(request, info),
   );
   services.start();
   const url = `http://127.0.0.1:${server.addr.port}`;
@@ -171,6 +176,7 @@ async function firstEpisode(): Promise<number> {
   const ms = performance.now() - started;
   await services.stop();
   await server.shutdown();
+  kv.close();
   await Deno.remove(dataDir, { recursive: true });
   return ms;
 }

@@ -54,18 +54,36 @@ export async function resolveApiKey(options: {
   const found = await findApiKey(options);
   if (found !== undefined) return found;
   const path = generatedKeyPath(options.db);
-  const key = newKey();
+  const { secret: key, created } = await createOrReadSecret(path, "the API key file");
+  return { key, source: created ? "generated" : "file", path };
+}
+
+/**
+ * A secret kept in a file of its own (the API key, the app id): created at `path` with a
+ * new random key ({@linkcode newKey}; mode 0600) when there is none, else read (trimmed).
+ * Creating is exclusive, so two relays starting at once end up with the same secret.
+ *
+ * @param path The file.
+ * @param what What it is, for errors: e.g. `the API key file`.
+ * @returns The secret, and whether it was created now.
+ * @throws {ConfigError} when the file cannot be created or read, or is empty.
+ */
+export async function createOrReadSecret(
+  path: string,
+  what: string,
+): Promise<{ secret: string; created: boolean }> {
+  const secret = newKey();
   try {
-    await Deno.writeTextFile(path, `${key}\n`, { createNew: true, mode: PRIVATE_FILE_MODE });
+    await Deno.writeTextFile(path, `${secret}\n`, { createNew: true, mode: PRIVATE_FILE_MODE });
     // The umask can only narrow the mode given at creation; set it as meant.
     await Deno.chmod(path, PRIVATE_FILE_MODE);
-    return { key, source: "generated", path };
+    return { secret, created: true };
   } catch (error) {
     if (!(error instanceof Deno.errors.AlreadyExists)) {
-      throw new ConfigError(`cannot create the API key file "${path}": ${errorMessage(error)}`);
+      throw new ConfigError(`cannot create ${what} "${path}": ${errorMessage(error)}`);
     }
   }
-  return { key: await readKeyFile(path, "the API key file"), source: "file", path };
+  return { secret: await readKeyFile(path, what), created: false };
 }
 
 /**

@@ -43,11 +43,7 @@ export interface PublishConfig {
   readonly appId: string | undefined;
   /** Timeout of one downstream call, ms (`--publish-timeout`, default 15 s). */
   readonly timeoutMs: number;
-  /**
-   * Sends one downstream request; default the global `fetch`. The relay passes one that
-   * hands requests for its built-in services to them in process (same requests, same
-   * answers: docs/publishing-builtin.md).
-   */
+  /** Sends one downstream request; default the global `fetch`. */
   readonly fetch?: (request: Request) => Promise<Response>;
   /**
    * Targets served by an adapter (IMA, Memos, a generic HTTP target) from the targets file
@@ -56,6 +52,12 @@ export interface PublishConfig {
   readonly adapters?: Partial<Record<Target, AdapterTarget>>;
   /** Waits between an adapter's attempts, ms; default a real timer (tests inject one). */
   readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * The relay's own notes store, blog and podcast, called directly for every target that
+   * has neither an adapter nor a URL (docs/publishing-builtin.md). Never throws: a refusal
+   * is an `error` result.
+   */
+  readonly builtin?: (target: Target, article: Article) => Promise<TargetResult>;
 }
 
 /**
@@ -125,6 +127,7 @@ export function missingConfiguration(
   };
   for (const target of targets) {
     if (config.adapters?.[target] !== undefined) continue;
+    if (config.urls[target] === undefined && config.builtin !== undefined) continue;
     if (config.urls[target] === undefined) {
       missing.push(`target "${target}" has no URL (set --publish-url or ${flag[target]})`);
     } else if (target === "nas" && config.appId === undefined) {
@@ -166,6 +169,9 @@ function publishTo(target: Target, article: Article, config: PublishConfig): Pro
       timeoutMs: config.timeoutMs,
       sleep: config.sleep ?? ((ms) => sleep(ms).then(() => {})),
     });
+  }
+  if (config.urls[target] === undefined && config.builtin !== undefined) {
+    return config.builtin(target, article);
   }
   switch (target) {
     case "notes":
@@ -277,7 +283,8 @@ async function publishToPodcast(
 
 /**
  * Deletes a blog post: `POST /delete/{post_id}` with the identity gateway's access cookie
- * as the whole `Cookie` header; success is the 303 redirect, not followed (spec §4.9, C64).
+ * as the whole `Cookie` header and the blog's own `Origin`; success is the 303 redirect,
+ * not followed (spec §4.9, C64).
  *
  * @param postId The post's id; sent URL-encoded.
  * @param options.baseUrl The blog's base URL.
@@ -301,7 +308,9 @@ export async function deleteBlogPost(
     const res = await send(
       new Request(url, {
         method: "POST",
-        headers: { cookie: options.cookie },
+        // The blog's own origin: a relay takes a cookie for a change only with its own
+        // Origin (a browser would send another site's), and other blogs ignore it.
+        headers: { cookie: options.cookie, origin: new URL(url).origin },
         redirect: "manual",
         signal: AbortSignal.timeout(options.timeoutMs),
       }),

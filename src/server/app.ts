@@ -34,13 +34,21 @@ import type { FailedPublishes } from "../publish/failed.ts";
 import type { BuiltinPublishing } from "./route.ts";
 import { DEFAULT_QA_HOSTS } from "../queue_names.ts";
 import { StorageError, type Store, StoreBusyError } from "../store/store.ts";
-import { AuthFailureLimiter, createAuthorize, KEY_ID, redactedTarget } from "./auth.ts";
+import {
+  type Access,
+  AuthFailureLimiter,
+  createAuthorize,
+  KEY_ID,
+  redactedTarget,
+} from "./auth.ts";
+import { corsOrigin, granted, isPreflight, preflightResponse } from "./cors.ts";
 import { KEEP_ALIVE_MS, StreamLimits } from "./live.ts";
 import { Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import type { RequestEnv, RouteContext, Routes } from "./route.ts";
-import type { Scope } from "../access/named_keys.ts";
 import { adminRoutes } from "./routes/admin.ts";
+import { downstreamRoutes } from "./routes/downstream.ts";
+import { siteRoutes } from "./routes/sites.ts";
 import { pageRoutes } from "./routes/pages.ts";
 import { publishRoutes } from "./routes/publish.ts";
 import { queueRoutes } from "./routes/queues.ts";
@@ -138,21 +146,28 @@ async function measured(res: Response): Promise<number | undefined> {
 
 /**
  * Every route of the relay, in the order the 404 message lists them: the queues, the
- * results feed, publish, the admin endpoints, then the web app's pages.
+ * results feed, publish, the admin endpoints, then the web app's pages, and the built-in
+ * services' API and pages when the relay serves them.
  *
  * @param relay What the handlers share.
  * @returns The route table the app serves, and the API document describes.
  */
 export function appRoutes(relay: RouteContext): Routes {
+  const builtin = relay.builtin;
   const routes: Routes = {
     ...queueRoutes(relay),
     ...resultRoutes(relay),
     ...publishRoutes(relay),
     ...adminRoutes(relay, () => routes),
     ...pageRoutes(),
+    ...(builtin === undefined ? {} : downstreamRoutes({ ...relay, builtin })),
+    ...(builtin === undefined ? {} : siteRoutes(builtin)),
   };
   return routes;
 }
+
+/** Paths of the built-in services, listed once each in a 404's message. */
+const BUILTIN_PREFIXES = ["/notes", "/blog", "/podcast", "/downstream"];
 
 /**
  * The relay's HTTP app: what `Deno.serve` (or the relay's own accept loop) calls, and
@@ -235,36 +250,41 @@ export function createApp(options: AppOptions): RelayApp {
     keyRing: options.keyRing,
     failures: new AuthFailureLimiter(store.clock),
     allowedOrigins: options.allowedOrigins,
+    appId: options.builtin?.appId,
   });
+  const cors = corsOrigin(options.allowedOrigins ?? []);
 
   const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
   const app = new Hono();
 
-  // One handler per endpoint, in C3's order: method (405 with Allow), then key and scope.
-  // Hono answers HEAD with the GET route; `c.req.method` is still the real method.
+  // One handler per endpoint, in C3's order: method (405 with Allow; a CORS preflight from
+  // an origin let in is answered instead), then Origin, key and scope. Hono answers HEAD
+  // with the GET route; `c.req.method` is still the real method.
   for (const [path, route] of Object.entries(routes)) {
     const { methods, handler } = route;
     const allow = methods.join(", ");
-    const scope = route.open ? undefined : route.scope;
+    const access: Access | undefined = route.open
+      ? undefined
+      : { scope: route.scope, appId: route.appId };
     app.all(path, (c: Context) => {
       const method = c.req.method;
       if (!methods.includes(method)) {
+        const origin = isPreflight(c.req.raw) ? cors(c.req.raw.headers) : undefined;
+        if (origin !== undefined) return preflightResponse(origin, methods);
         throw new HttpError(405, `Cannot ${method} ${path}: use ${allow}`, { allow });
       }
       const { url, remoteAddr } = c.env as RequestEnv;
-      if (scope !== undefined) {
-        c.set(KEY_ID, authorize(c.req.raw, url, remoteAddr?.hostname, scope, path));
+      if (access !== undefined) {
+        c.set(KEY_ID, authorize(c.req.raw, url, remoteAddr?.hostname, access, path));
       }
       return handler(c, url);
     });
   }
 
-  // The built-in publishing services, beside the API (they check their own keys).
-  if (options.builtin) app.route("/", options.builtin.services.app);
-
   // The API's endpoints and the app's entry, for the 404 message (not every app file).
   const endpoints = Object.keys(routes).filter((path) =>
-    path !== "/" && !path.startsWith(WEBAPP_PATH)
+    path !== "/" && !path.startsWith(WEBAPP_PATH) &&
+    !BUILTIN_PREFIXES.some((prefix) => path.startsWith(prefix))
   );
   endpoints.push(WEBAPP_PATH);
   if (options.builtin) endpoints.push("/notes/", "/blog/", "/podcast/", "/downstream/…");
@@ -294,18 +314,18 @@ export function createApp(options: AppOptions): RelayApp {
   // (a known path, GET allowed, then Origin, key and scope), without Hono's dispatch.
   const cachedReads = new Map<
     string,
-    { scope: Scope; cached: (url: URL) => Response | undefined }
+    { access: Access; cached: (url: URL) => Response | undefined }
   >();
   for (const [path, route] of Object.entries(routes)) {
     if (route.cached !== undefined && route.scope !== undefined && route.methods.includes("GET")) {
-      cachedReads.set(path, { scope: route.scope, cached: route.cached });
+      cachedReads.set(path, { access: { scope: route.scope }, cached: route.cached });
     }
   }
   const fromCache = (request: Request, url: URL, info?: RequestInfo): Response | undefined => {
     const route = cachedReads.get(url.pathname);
     if (route === undefined) return undefined;
     try {
-      authorize(request, url, info?.remoteAddr?.hostname, route.scope, url.pathname);
+      authorize(request, url, info?.remoteAddr?.hostname, route.access, url.pathname);
       return route.cached(url);
     } catch (error) {
       return errorResponse(error);
@@ -318,11 +338,13 @@ export function createApp(options: AppOptions): RelayApp {
     request: Request,
     url: URL | null,
     info: RequestInfo | undefined,
-    response: Response,
+    answer: Response,
     ms: number,
     bytes: number | undefined,
   ): Response => {
     const method = request.method;
+    const origin = cors(request.headers);
+    const response = origin === undefined ? answer : granted(answer, origin);
     if (logging) {
       logger.access({
         method,

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Context } from "hono";
+import { parse as parseCookies } from "hono/utils/cookie";
 import { HttpError, truncate } from "../errors.ts";
 import type { KeyRing, Scope } from "../access/named_keys.ts";
 
@@ -16,6 +16,16 @@ export const KEY_HEADER = "x-auth-key";
 
 /** The query parameter that carries the API key when the header is absent (spec §5). */
 export const KEY_PARAM = "key";
+
+/**
+ * The cookie that may carry a key where neither header nor query can (a browser showing a
+ * private blog, `relay blog-delete` against the built-in blog). Whoever sets it should make
+ * it `SameSite=Strict; HttpOnly` (and `Secure` over HTTPS); the relay never sets it.
+ */
+export const ACCESS_COOKIE = "relay_access";
+
+/** The request header that carries the relay's app id, in place of a key (`RELAY_APP_ID`). */
+export const APP_ID_HEADER = "x-app-id";
 
 /**
  * The key a request presents (C4): the `X-Auth-Key` header when present, even if empty;
@@ -28,6 +38,16 @@ export const KEY_PARAM = "key";
 export function presentedKey(headers: Headers, url: URL): string | undefined {
   return headers.get(KEY_HEADER) ?? url.searchParams.get(KEY_PARAM) ?? undefined;
 }
+
+/** The key in the {@linkcode ACCESS_COOKIE} cookie, or `undefined` without one. */
+function cookieKey(headers: Headers): string | undefined {
+  const cookie = headers.get("cookie");
+  if (cookie === null || !cookie.includes(ACCESS_COOKIE)) return undefined;
+  return parseCookies(cookie, ACCESS_COOKIE)[ACCESS_COOKIE];
+}
+
+/** Methods that change nothing (RFC 9110 §9.2.1); `GET /pull` is not among the routes a cookie opens. */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
  * Compares a presented key with the expected one in constant time (C4): every UTF-16 code
@@ -215,19 +235,6 @@ export class AuthFailureLimiter {
   }
 }
 
-/**
- * The client's IP address as the server saw it (`Deno.ServeHandlerInfo.remoteAddr`, passed
- * as Hono's `env`), or `undefined` for an in-process request without one (never rate
- * limited). A reverse proxy's `X-Forwarded-For` is not trusted: behind a proxy all clients
- * share its address.
- *
- * @param c The request's Hono context.
- */
-export function clientAddress(c: Context): string | undefined {
-  const env = c.env as { remoteAddr?: { hostname?: string } } | undefined;
-  return env?.remoteAddr?.hostname;
-}
-
 /** Browsers' schemes for extensions: a web page cannot send an `Origin` with one. */
 const EXTENSION_SCHEMES = new Set([
   "chrome-extension:",
@@ -235,6 +242,15 @@ const EXTENSION_SCHEMES = new Set([
   "safari-web-extension:",
   "ms-browser-extension:",
 ]);
+
+/**
+ * Whether `origin` (an `Origin` header's value) is a browser extension's: installed by
+ * the user, and no web page can send such an `Origin`.
+ */
+export function isExtensionOrigin(origin: string): boolean {
+  const colon = origin.indexOf(":");
+  return colon > 0 && EXTENSION_SCHEMES.has(origin.slice(0, colon + 1).toLowerCase());
+}
 
 /** Host and port of `host` (e.g. `relay.lan:8787`) under `scheme`'s default port. */
 function hostAndPort(scheme: string, host: string): string | undefined {
@@ -303,35 +319,101 @@ export interface AuthorizeOptions {
   readonly failures: AuthFailureLimiter;
   /** Origins whose pages may call the API besides the relay's own ({@linkcode foreignOrigin}). */
   readonly allowedOrigins?: readonly string[] | undefined;
+  /** The app id routes marked `appId` take in `X-App-ID`; without it they take keys only. */
+  readonly appId?: string | undefined;
+}
+
+/** What a route asks of a request's credentials. */
+export interface Access {
+  /** The scope a named key needs (the main key has every scope). */
+  readonly scope: Scope;
+  /** Whether the app id in `X-App-ID` is taken instead of such a key. */
+  readonly appId?: boolean | undefined;
+}
+
+/** The check {@linkcode createAuthorize} makes; see there. */
+export type Authorize = (
+  request: Request,
+  url: URL,
+  address: string | undefined,
+  access: Access,
+  path: string,
+) => string;
+
+/** The {@linkcode KEY_ID} of a request let through by its app id. */
+export const APP_ID_KEY_ID = "app-id";
+
+/** The 401 for a missing or wrong key (and app id, where one is taken). */
+function unauthorized(given: string | undefined, access: Access): HttpError {
+  const appId = access.appId ? " (or the relay's app id in the X-App-ID header)" : "";
+  if (given === undefined) {
+    return new HttpError(
+      401,
+      `Missing API key${appId}: send it in the X-Auth-Key header or the key query parameter`,
+    );
+  }
+  return new HttpError(
+    401,
+    "Wrong API key: send the relay's main key (its api-key file, or RELAY_API_KEY) or a " +
+      `named key${appId}`,
+  );
 }
 
 /**
- * Makes `authorize(request, url, address, scope, path)`: the check, in C3's order after
- * the method, that lets a request through only with the main key or a named key that has
- * `scope`. It runs synchronously, inside each endpoint's one handler and before a cached
- * read is answered.
+ * Refuses a key taken from the {@linkcode ACCESS_COOKIE} cookie where a browser could
+ * have sent it for another site's page (a cross-site request forgery): a state-changing
+ * request needs an `Origin`, which {@linkcode foreignOrigin} has already found to be the
+ * relay's own; a safe one may only read.
+ *
+ * @throws {HttpError} 403 when the cookie may not authorise this request.
+ */
+function checkCookieUse(request: Request, access: Access, path: string): void {
+  if (SAFE_METHODS.has(request.method)) {
+    if (access.scope === "read") return;
+    throw new HttpError(
+      403,
+      `The ${ACCESS_COOKIE} cookie opens reading only: ${path} needs its key in the ` +
+        "X-Auth-Key header or the key query parameter",
+    );
+  }
+  if (request.headers.has("origin")) return;
+  throw new HttpError(
+    403,
+    `Cannot take the key of the ${ACCESS_COOKIE} cookie for a ${request.method} without an ` +
+      "Origin header: only the relay's own pages may use it to change something",
+  );
+}
+
+/**
+ * Makes `authorize(request, url, address, access, path)`: the one check, in C3's order
+ * after the method, that lets a request through only with the main key, a named key that
+ * has `access.scope`, or, where `access.appId`, the relay's app id. Every route that needs
+ * a key goes through it, the built-in services' too. It runs synchronously, inside each
+ * endpoint's one handler and before a cached read is answered.
  *
  * A request from another web page's origin ({@linkcode foreignOrigin}) is refused first and
  * not counted as a failed authentication, so that a page a household member visits cannot
- * put the member's address over the failure limit. A valid key is always accepted, whatever
- * failures came before from its address: the limit only answers 429 instead of 401 to an
- * address that keeps sending wrong keys (docs/api.md, "Authentication").
+ * put the member's address over the failure limit. The key is the `X-Auth-Key` header, else
+ * the `key` parameter, else the {@linkcode ACCESS_COOKIE} cookie, which a browser sends on
+ * its own and which therefore opens only reads and requests with the relay's own `Origin`.
+ * A valid key is always accepted, whatever failures came before from its address: the limit
+ * only answers 429 instead of 401 to an address that keeps sending wrong keys (docs/api.md,
+ * "Authentication").
  *
  * @example
  * ```ts
  * const authorize = createAuthorize({ apiKey, failures: new AuthFailureLimiter(clock) });
- * const keyId = authorize(request, new URL(request.url), "192.0.2.7", "admin", "/clear");
+ * const keyId = authorize(request, new URL(request.url), "192.0.2.7", { scope: "admin" }, "/clear");
  * ```
  * @returns The check; it returns the {@linkcode KEY_ID} of the key presented, and throws
- *   {@linkcode HttpError} 403 for a foreign `Origin`, 429 with `Retry-After` for a missing or
- *   wrong key from an address over the failure limit, 401 for a missing or wrong key
- *   (counted as a failure), and 403 for a named key without `scope`.
+ *   {@linkcode HttpError} 403 for a foreign `Origin` or a cookie used where it may not be,
+ *   429 with `Retry-After` for a missing or wrong key from an address over the failure
+ *   limit, 401 for a missing or wrong key (counted as a failure), and 403 for a named key
+ *   without the scope.
  */
-export function createAuthorize(
-  options: AuthorizeOptions,
-): (request: Request, url: URL, address: string | undefined, scope: Scope, path: string) => string {
-  const { apiKey, keyRing, failures, allowedOrigins = [] } = options;
-  return (request, url, address, scope, path) => {
+export function createAuthorize(options: AuthorizeOptions): Authorize {
+  const { apiKey, keyRing, failures, allowedOrigins = [], appId } = options;
+  return (request, url, address, access, path) => {
     const headers = request.headers;
     const foreign = foreignOrigin(headers, request.url, allowedOrigins);
     if (foreign !== undefined) {
@@ -341,14 +423,24 @@ export function createAuthorize(
           "the relay answers its own pages and browser extensions only (--allow-origin adds others)",
       );
     }
-    const given = presentedKey(headers, url);
+    if (access.appId && appId !== undefined) {
+      const givenAppId = headers.get(APP_ID_HEADER);
+      if (givenAppId !== null && givenAppId !== "" && keysMatch(givenAppId, appId)) {
+        return APP_ID_KEY_ID;
+      }
+    }
+    let given = presentedKey(headers, url);
+    if (given === undefined) {
+      given = cookieKey(headers);
+      if (given !== undefined) checkCookieUse(request, access, path);
+    }
     if (given !== undefined && keysMatch(given, apiKey)) return MAIN_KEY_ID;
     const named = given === undefined ? undefined : keyRing?.find(given);
     if (named !== undefined) {
-      if (!named.scopes.includes(scope)) {
+      if (!named.scopes.includes(access.scope)) {
         throw new HttpError(
           403,
-          `The key "${named.name}" may not use ${path}: that needs the "${scope}" ` +
+          `The key "${named.name}" may not use ${path}: that needs the "${access.scope}" ` +
             `scope, and it has ${named.scopes.join(", ")}`,
         );
       }
@@ -363,16 +455,7 @@ export function createAuthorize(
       );
     }
     if (address !== undefined) failures.fail(address);
-    if (given === undefined) {
-      throw new HttpError(
-        401,
-        "Missing API key: send it in the X-Auth-Key header or the key query parameter",
-      );
-    }
-    throw new HttpError(
-      401,
-      "Wrong API key: send the relay's main key (its api-key file, or RELAY_API_KEY) or a named key",
-    );
+    throw unauthorized(given, access);
   };
 }
 

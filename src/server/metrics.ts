@@ -14,6 +14,7 @@
  */
 
 import type { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { BuiltinServices } from "../builtin/services.ts";
 import { QUEUE_NAMES } from "../queue_names.ts";
 import { stats, type Store } from "../store/store.ts";
 
@@ -101,6 +102,58 @@ async function collectors(): Promise<Collectors> {
   };
 }
 
+/** The built-in services' figures, as {@linkcode BuiltinServices.stats} gives them. */
+export type PublishingStats = Awaited<ReturnType<BuiltinServices["stats"]>>;
+
+/** The built-in services' gauges, made at the first scrape of a relay that serves them. */
+interface PublishingCollectors {
+  episodes: Gauge<"state">;
+  audioBytes: Gauge;
+  audioMaxBytes: Gauge;
+  keep: Gauge;
+  evicted: Counter;
+  notes: Gauge;
+  posts: Gauge;
+}
+
+async function publishingCollectors(registry: Registry): Promise<PublishingCollectors> {
+  const { Counter, Gauge } = await import("prom-client");
+  const registers = [registry];
+  const gauge = (name: string, help: string) => new Gauge({ name, help, registers });
+  return {
+    episodes: new Gauge({
+      name: "relay_podcast_episodes",
+      help: "Podcast episodes by state.",
+      labelNames: ["state"] as const,
+      registers,
+    }),
+    audioBytes: gauge("relay_podcast_audio_bytes", "Bytes of podcast audio on disk."),
+    audioMaxBytes: gauge("relay_podcast_audio_max_bytes", "Disk space allowed for podcast audio."),
+    keep: gauge("relay_podcast_keep_episodes", "Podcast episodes kept at most."),
+    evicted: new Counter({
+      name: "relay_podcast_evicted_total",
+      help: "Episodes deleted by the retention limits since start.",
+      registers,
+    }),
+    notes: gauge("relay_notes", "Notes in the built-in notes store."),
+    posts: gauge("relay_blog_posts", "Posts on the built-in blog."),
+  };
+}
+
+/** Sets the built-in services' gauges to `now`. */
+function setPublishing(c: PublishingCollectors, now: PublishingStats): void {
+  const { podcast } = now;
+  for (const [state, n] of Object.entries(podcast.episodes)) c.episodes.set({ state }, n);
+  c.audioBytes.set(podcast.audio_bytes);
+  c.audioMaxBytes.set(podcast.retention.max_disk_bytes);
+  c.keep.set(podcast.retention.keep);
+  // A counter cannot be set: start from zero and add the podcast's own count.
+  c.evicted.reset();
+  c.evicted.inc(podcast.evicted);
+  c.notes.set(now.notes);
+  c.posts.set(now.posts);
+}
+
 /**
  * The relay's metrics: one set per app, so that tests with several apps do not mix their
  * numbers.
@@ -108,6 +161,7 @@ async function collectors(): Promise<Collectors> {
 export class RelayMetrics {
   #collectors: Collectors | undefined;
   #loading: Promise<Collectors> | undefined;
+  #publishing: Promise<PublishingCollectors> | undefined;
   readonly #waiting: Record<Waiter, number> = { pull: 0, results: 0, stream: 0 };
 
   /** The media type of {@linkcode RelayMetrics.text}: Prometheus text format 0.0.4. */
@@ -150,11 +204,16 @@ export class RelayMetrics {
    * The metrics in Prometheus text format, with the store's depths and counters as of now.
    * The first call loads `prom-client`.
    *
+   * @param store The store whose queues and feed are reported.
+   * @param publishing The built-in services' figures, when the relay serves them.
    * @throws KV errors while the store's state is first loaded.
    */
-  async text(store: Store): Promise<string> {
+  async text(store: Store, publishing?: PublishingStats): Promise<string> {
     // One load, even when two first scrapes arrive together.
     const c = this.#collectors ??= await (this.#loading ??= collectors());
+    if (publishing !== undefined) {
+      setPublishing(await (this.#publishing ??= publishingCollectors(c.registry)), publishing);
+    }
     const now = await stats(store);
     for (const [kind, n] of Object.entries(this.#waiting)) c.waiting.set({ kind }, n);
     for (const queue of QUEUE_NAMES) {

@@ -17,6 +17,7 @@ import { type Scope, SCOPES } from "../access/named_keys.ts";
 import { TARGETS } from "../publish/fan_out.ts";
 import { QUEUE_NAMES } from "../queue_names.ts";
 import { JSON_TYPE, TEXT_TYPE } from "./responses.ts";
+import { DOWNSTREAM_PATH } from "./routes/downstream.ts";
 import type { Route, Routes } from "./route.ts";
 import {
   ackBodySchema,
@@ -398,29 +399,46 @@ function matching(path: string, routes: Readonly<Routes>): string[] {
   return Object.keys(routes).filter((route) => pattern.test(route));
 }
 
+/** The security of an operation that takes the app id instead of a key with its scope. */
+const APP_ID_SECURITY = [{ header: [] }, { query: [] }, { appId: [] }];
+
 /**
  * Each documented path with its operations: one per method of its route (HEAD, which
- * answers as GET does, is not listed), marked with the scope a named key needs and the
- * errors a key check gives, or as needing no key.
+ * answers as GET does, is not listed), marked with the scope a named key needs (and
+ * whether the app id is taken instead) and the errors a key check gives, or as needing no
+ * key.
  *
+ * @param routes The app's routes.
+ * @param described What each path does ({@linkcode descriptions}, or the built-in
+ *   services' {@linkcode builtinPaths}).
+ * @param extra Fields every operation of `described` gets, e.g. `x-builtin`.
  * @throws {Error} when a documented path matches no route, or matches routes that differ
  *   in methods or scope: the document and the app have drifted apart.
  */
 function operations(
   routes: Readonly<Routes>,
+  described: Readonly<Record<string, ZodOpenApiOperationObject>>,
+  extra: Record<string, unknown> = {},
 ): Record<string, Record<string, ZodOpenApiOperationObject>> {
-  const scoped = (scope: Scope, operation: ZodOpenApiOperationObject) => ({
+  const scoped = (route: Route & { scope: Scope }, operation: ZodOpenApiOperationObject) => ({
     ...operation,
-    "x-scope": scope,
-    description: `${operation.description ?? ""}\n\nA named key needs the \`${scope}\` scope.`
-      .trim(),
+    ...extra,
+    "x-scope": route.scope,
+    ...(route.appId ? { security: APP_ID_SECURITY } : {}),
+    description: `${operation.description ?? ""}\n\nA named key needs the \`${route.scope}\` ${
+      route.appId ? "scope; the relay's app id in `X-App-ID` may be sent instead." : "scope."
+    }`.trim(),
     responses: { ...operation.responses, ...problems(...AUTH_ERRORS) },
   });
-  const open = (operation: ZodOpenApiOperationObject) => ({ ...operation, security: [] });
+  const open = (operation: ZodOpenApiOperationObject) => ({
+    ...operation,
+    ...extra,
+    security: [],
+  });
   const access = (route: Route) =>
     `${route.methods.join(", ")} ${route.open ? "open" : route.scope}`;
   return Object.fromEntries(
-    Object.entries(descriptions()).map(([path, operation]) => {
+    Object.entries(described).map(([path, operation]) => {
       const served = matching(path, routes).map((match) => routes[match]!);
       const route = served[0];
       if (route === undefined) {
@@ -434,7 +452,7 @@ function operations(
         path,
         Object.fromEntries(methods.map((method) => [
           method.toLowerCase(),
-          route.open ? open(operation) : scoped(route.scope, operation),
+          route.open ? open(operation) : scoped(route, operation),
         ])),
       ];
     }),
@@ -466,9 +484,16 @@ export function openApiDocument(
       securitySchemes: {
         header: { type: "apiKey", in: "header", name: "X-Auth-Key" },
         query: { type: "apiKey", in: "query", name: "key" },
+        appId: { type: "apiKey", in: "header", name: "X-App-ID" },
       },
     },
     security: [{ header: [] }, { query: [] }],
-    paths: { ...operations(routes), ...builtinPaths() },
+    paths: {
+      ...operations(routes, descriptions()),
+      // The built-in services are documented when the relay serves them.
+      ...(Object.keys(routes).some((path) => path.startsWith(DOWNSTREAM_PATH))
+        ? operations(routes, builtinPaths(), { "x-builtin": true })
+        : {}),
+    },
   }) as unknown as Record<string, unknown>;
 }

@@ -12,7 +12,7 @@ import type { LimitFunction } from "p-limit";
 import type { Scope } from "../access/named_keys.ts";
 import type { PublishConfig } from "../publish/fan_out.ts";
 import type { FailedPublishes } from "../publish/failed.ts";
-import type { BuiltinServices } from "./routes/downstream.ts";
+import type { BuiltinServices } from "../builtin/services.ts";
 import type { Collection, Store } from "../store/store.ts";
 import { longPoll, type StreamLimits } from "./live.ts";
 import type { Logger } from "./log.ts";
@@ -26,7 +26,10 @@ export type Handler = (c: Context, url: URL) => Promise<Response>;
 
 /**
  * One endpoint: the methods it answers, and either `open` (no key needed) or the scope a
- * named key needs for it (issue 7; the main key has every scope).
+ * named key needs for it (issue 7; the main key has every scope). With `appId`, the
+ * relay's app id in `X-App-ID` is taken instead of a key with that scope (what external
+ * callers of the built-in services' API send). A built-in page that is public unless
+ * `--private-blog` or `--private-podcast` is `open` or has the `read` scope, as configured.
  */
 export type Route =
   & {
@@ -41,9 +44,10 @@ export type Route =
      */
     readonly cached?: (url: URL) => Response | undefined;
   }
-  & ({ readonly open: true; readonly scope?: never } | {
+  & ({ readonly open: true; readonly scope?: never; readonly appId?: never } | {
     readonly open?: never;
     readonly scope: Scope;
+    readonly appId?: boolean;
   });
 
 /**
@@ -65,12 +69,16 @@ export type Routes = Record<string, Route>;
  * API, and the target of every publish target without a URL of its own.
  */
 export interface BuiltinPublishing {
-  /** The services: their routes, stores and podcast worker. */
+  /** The services: their stores and podcast worker. */
   readonly services: BuiltinServices;
-  /** The app id the built-in read-aloud queue accepts. */
+  /** The app id (`X-App-ID`) the services' API takes instead of a key with `publish`. */
   readonly appId: string;
   /** `--public-url`: the origin for links; default the request's origin. */
   readonly publicUrl?: string | undefined;
+  /** `--private-blog`: the blog's pages and feed need a key with the `read` scope. */
+  readonly privateBlog?: boolean | undefined;
+  /** `--private-podcast`: the podcast's pages, feed and audio need a key with `read`. */
+  readonly privatePodcast?: boolean | undefined;
 }
 
 /** What the route handlers share: the store, the app's options, its limits and signals. */

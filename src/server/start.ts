@@ -18,7 +18,7 @@ import {
 } from "../publish/fan_out.ts";
 import { loadTargetsFile } from "../publish/targets.ts";
 import { FailedPublishes } from "../publish/failed.ts";
-import { keysMatch, WEAK_KEY_LENGTH } from "./auth.ts";
+import { WEAK_KEY_LENGTH } from "./auth.ts";
 import {
   type ConnectionHandler,
   type ConnectionInfo,
@@ -33,8 +33,8 @@ import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
 import { openLockedDatabase } from "../store/database.ts";
 import { checkDatabase, keepCounters } from "../store/integrity.ts";
 import { createStore, type Store } from "../store/store.ts";
-import { resolveAppId } from "./builtin_wiring.ts";
-import { createBuiltinServices } from "./routes/downstream.ts";
+import { resolveAppId } from "../access/app_id.ts";
+import { createBuiltinServices } from "../builtin/services.ts";
 import { writePrivateFile } from "../util/files.ts";
 import { IdleMemory } from "./idle_memory.ts";
 
@@ -235,17 +235,9 @@ export async function startRelay(
     });
     const builtin = createBuiltinServices({
       dataDir: dirname(db),
-      authorize: (key, scope) =>
-        keysMatch(key, apiKey.key) || (keyRing.find(key)?.scopes.includes(scope) ?? false),
-      appId: appId.appId,
-      publicUrl: config.publicUrl,
       log,
-      logError: logger.error,
       ttsCommand: config.ttsCommand,
-      privateBlog: config.privateBlog,
-      privatePodcast: config.privatePodcast,
       retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
-      maxBodyBytes: config.maxBodyBytes,
     });
     // Ends long-polls and results streams when the relay stops (C72).
     const closing = new AbortController();
@@ -259,7 +251,13 @@ export async function startRelay(
       logger,
       metrics,
       closing: closing.signal,
-      builtin: { services: builtin, appId: appId.appId, publicUrl: config.publicUrl },
+      builtin: {
+        services: builtin,
+        appId: appId.appId,
+        publicUrl: config.publicUrl,
+        privateBlog: config.privateBlog,
+        privatePodcast: config.privatePodcast,
+      },
       failed: await FailedPublishes.open(
         join(dirname(db), "failed-publishes.json"),
         Date.now,

@@ -1,49 +1,68 @@
 /**
- * Helpers for the built-in services' tests: the services on a real loopback port over a
- * temporary data directory, with a key check like the relay's.
+ * Helpers for the built-in services' tests: the real relay app with its built-in
+ * services, on a real loopback port over a temporary store and data directory, with the
+ * main key and a named key that may only read.
  *
  * @module
  */
 
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import { KeyRing, writeKeys } from "../../src/access/named_keys.ts";
 import {
   type BuiltinOptions,
   type BuiltinServices,
   createBuiltinServices,
-} from "../../src/server/routes/downstream.ts";
+} from "../../src/builtin/services.ts";
+import { createApp, type RelayApp } from "../../src/server/app.ts";
+import { Logger } from "../../src/server/log.ts";
+import type { BuiltinPublishing } from "../../src/server/route.ts";
+import { makeStore } from "../_helpers.ts";
 
-/** The relay key the tests use; `reader-key` has only the read scope. */
+/** The relay key the tests use; `reader-key` is a named key with only the read scope. */
 export const MAIN_KEY = "main-key-0123456789abcdef";
 export const READER_KEY = "reader-key-0123456789";
 export const APP_ID = "app-id-0123456789abcdef";
 
-/** A running instance of the services. */
+/** A running relay serving the services. */
 export interface Running extends AsyncDisposable {
   url: string;
   dataDir: string;
   services: BuiltinServices;
+  /** The relay's app, for in-process requests. */
+  app: RelayApp;
   /** Stops the server and the worker (the data directory stays). */
   close(): Promise<void>;
 }
 
+/** What {@linkcode serveServices} takes: the services' options and the relay's. */
+export type ServeOptions =
+  & Partial<BuiltinOptions>
+  & Partial<Pick<BuiltinPublishing, "publicUrl" | "privateBlog" | "privatePodcast">>;
+
 /**
- * Serves the built-in services on 127.0.0.1 and starts their worker.
+ * Serves the relay with its built-in services on 127.0.0.1 and starts their worker.
  *
- * @param dataDir An existing temporary directory, or a new one.
+ * @param options.dataDir An existing temporary directory, or a new one.
  */
-export async function serveServices(
-  options: Partial<BuiltinOptions> & { dataDir?: string } = {},
-): Promise<Running> {
+export async function serveServices(options: ServeOptions = {}): Promise<Running> {
+  const { publicUrl, privateBlog, privatePodcast, ...serviceOptions } = options;
   const dataDir = options.dataDir ?? await Deno.makeTempDir({ prefix: "relay-publish-" });
-  const services = createBuiltinServices({
-    authorize: (key, scope) => key === MAIN_KEY || (key === READER_KEY && scope === "read"),
-    appId: APP_ID,
-    log: () => {},
-    ...options,
-    dataDir,
+  const base = await makeStore({ systemClock: true });
+  const keysFile = join(await Deno.makeTempDir({ prefix: "relay-keys-" }), "keys.json");
+  const sha256 = createHash("sha256").update(READER_KEY, "utf8").digest("hex");
+  writeKeys(keysFile, [{ name: "reader", sha256, scopes: ["read"], created_at: 0 }]);
+  const services = createBuiltinServices({ log: () => {}, ...serviceOptions, dataDir });
+  const app = createApp({
+    store: base.store,
+    apiKey: MAIN_KEY,
+    keyRing: new KeyRing(keysFile, Date.now, () => {}),
+    logger: new Logger({ write: () => {} }),
+    builtin: { services, appId: APP_ID, publicUrl, privateBlog, privatePodcast },
   });
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    services.app.fetch,
+    (request, info) => app.fetch(request, info),
   );
   services.start();
   const url = `http://127.0.0.1:${server.addr.port}`;
@@ -53,8 +72,10 @@ export async function serveServices(
     closed = true;
     await services.stop();
     await server.shutdown();
+    await base[Symbol.asyncDispose]();
+    await Deno.remove(join(keysFile, ".."), { recursive: true });
   };
-  return { url, dataDir, services, close, [Symbol.asyncDispose]: close };
+  return { url, dataDir, services, app, close, [Symbol.asyncDispose]: close };
 }
 
 /** POSTs JSON, by default with the app id (pass `{}` to send none). */

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { resolveAppId } from "../../src/access/app_id.ts";
 import { publish } from "../../src/publish/fan_out.ts";
-import { resolveAppId, withBuiltinTargets } from "../../src/server/builtin_wiring.ts";
-import { APP_ID, serveServices } from "./_services.ts";
+import { APP_ID, MAIN_KEY, serveServices } from "./_services.ts";
 
 Deno.test("the app id: RELAY_APP_ID wins; else a file generated once (0600) and reused", async () => {
   const dir = await Deno.makeTempDir();
@@ -22,52 +22,83 @@ Deno.test("the app id: RELAY_APP_ID wins; else a file generated once (0600) and 
   await assert.rejects(resolveAppId(undefined, dir), /empty/);
 });
 
-Deno.test("publishing in process through a --public-url with a path reaches the services and links under that path", async () => {
-  await using relay = await serveServices({ publicUrl: "https://example.org/relay" });
-  const config = withBuiltinTargets(
-    {
-      urls: { notes: undefined, blog: undefined, nas: undefined },
-      appId: undefined,
-      timeoutMs: 5000,
-    },
-    relay.services,
-    APP_ID,
-    "https://example.org/relay/",
+Deno.test("publishing through a --public-url with a path reaches the services directly and links under that path", async () => {
+  await using relay = await serveServices({ publicUrl: "https://example.org/relay/" });
+  const res = await relay.app.request("/publish", {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-auth-key": MAIN_KEY },
+    body: JSON.stringify({
+      title: "T",
+      content: "Hello there.",
+      targets: ["notes", "blog", "nas"],
+      transform: "read",
+    }),
+  });
+  const outcome = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(outcome));
+  assert.equal(outcome.status, "ok");
+  assert.match(
+    outcome.results.blog.url,
+    /^https:\/\/example\.org\/relay\/blog\/\d{8}-\d{6}-[a-z0-9]{8}$/,
   );
-  assert.equal(config.urls.blog, "https://example.org/relay/downstream");
-  const outcome = await publish(
-    { title: "T", content: "Hello there." },
-    ["notes", "blog", "nas"],
-    config,
-  );
-  assert.equal(outcome.body.status, "ok", JSON.stringify(outcome.body));
-  const blog = outcome.body.results.blog;
-  assert.ok(blog?.status === "success" && "url" in blog);
-  assert.match(blog.url, /^https:\/\/example\.org\/relay\/blog\/\d{8}-\d{6}-[a-z0-9]{8}$/);
   const notes = await Array.fromAsync(Deno.readDir(join(relay.dataDir, "notes")));
   assert.equal(notes.length, 1);
 });
 
-Deno.test("an external target keeps its own app id; the built-in one is never sent out", () => {
-  const services = { app: { fetch: () => new Response() } } as unknown as Parameters<
-    typeof withBuiltinTargets
-  >[1];
-  const external = withBuiltinTargets(
+Deno.test("the built-in target refuses what the services' API refuses, as a target error", async () => {
+  await using relay = await serveServices();
+  const res = await relay.app.request("/publish", {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-auth-key": MAIN_KEY },
+    body: JSON.stringify({ title: "t".repeat(501), content: "c", targets: ["notes", "blog"] }),
+  });
+  assert.equal(res.status, 502);
+  const outcome = await res.json();
+  assert.match(
+    outcome.results.notes.error,
+    /Cannot save the note: field "title" is longer than 500/,
+  );
+  assert.match(outcome.results.blog.error, /Cannot publish: field "title" is longer than 500/);
+});
+
+Deno.test("the fan-out's HTTP client publishes to the services' /downstream API over HTTP as to an external service", async () => {
+  await using relay = await serveServices({ publicUrl: "https://example.org" });
+  const base = `${relay.url}/downstream`;
+  const outcome = await publish(
+    { title: "T", content: "Hello there.", content_md: "# Hello", tags: "a,b" },
+    ["notes", "blog", "nas"],
     {
-      urls: { notes: undefined, blog: undefined, nas: "http://nas.example" },
-      appId: undefined,
-      timeoutMs: 1,
+      urls: { notes: base, blog: base, nas: base },
+      appId: APP_ID,
+      timeoutMs: 10_000,
+      // The notes store and blog take the app id too (the fan-out sends it to the podcast).
+      fetch: (request) => {
+        request.headers.set("x-app-id", APP_ID);
+        return fetch(request);
+      },
     },
-    services,
-    "built-in-id",
-    "http://relay",
   );
-  assert.equal(external.appId, undefined);
-  const builtin = withBuiltinTargets(
-    { urls: { notes: undefined, blog: undefined, nas: undefined }, appId: undefined, timeoutMs: 1 },
-    services,
-    "built-in-id",
-    "http://relay",
-  );
-  assert.equal(builtin.appId, "built-in-id");
+  assert.equal(outcome.body.status, "ok", JSON.stringify(outcome.body));
+  const { notes, blog, nas } = outcome.body.results;
+  assert.ok(notes?.status === "success" && "doc_id" in notes);
+  assert.ok(blog?.status === "success" && "url" in blog);
+  assert.match(blog.url, /^https:\/\/example\.org\/blog\/\d{8}-\d{6}-[a-z0-9]{8}$/);
+  assert.ok(nas?.status === "success" && "message" in nas);
+  assert.match(nas.message, /^queued for reading aloud as episode /);
+  const note = await relay.app.request(`/notes/${notes.doc_id}?key=${MAIN_KEY}`);
+  assert.match(await note.text(), /# Hello/);
+  // The relay's own adapter gives the same answers in process.
+  const direct = await relay.app.request("/publish", {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-auth-key": MAIN_KEY },
+    body: JSON.stringify({
+      title: "T",
+      content: "Hello there.",
+      targets: ["blog", "nas"],
+      transform: "read",
+    }),
+  });
+  const results = (await direct.json()).results;
+  assert.deepEqual(Object.keys(results.blog).sort(), Object.keys(blog).sort());
+  assert.deepEqual(Object.keys(results.nas).sort(), Object.keys(nas).sort());
 });

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { createApp } from "../../src/server/app.ts";
 import { Logger } from "../../src/server/log.ts";
-import { createBuiltinServices } from "../../src/server/routes/downstream.ts";
+import { createBuiltinServices } from "../../src/builtin/services.ts";
 import { KEY, makeStore } from "../_helpers.ts";
-import { APP_ID } from "./_services.ts";
+import { APP_ID, serveServices } from "./_services.ts";
 
 interface Operation {
   "x-builtin"?: boolean;
@@ -16,12 +16,7 @@ interface Operation {
 Deno.test("the API document lists every route of the built-in services, and each example works", async () => {
   await using base = await makeStore({ systemClock: true });
   const dataDir = await Deno.makeTempDir({ prefix: "relay-publish-" });
-  const services = createBuiltinServices({
-    dataDir,
-    authorize: (key) => key === KEY,
-    appId: APP_ID,
-    log: () => {},
-  });
+  const services = createBuiltinServices({ dataDir, log: () => {} });
   const app = createApp({
     store: base.store,
     apiKey: KEY,
@@ -37,7 +32,10 @@ Deno.test("the API document lists every route of the built-in services, and each
     const checked = await validator.validate(doc as unknown as Record<string, unknown>);
     assert.ok(checked.valid, JSON.stringify(checked.errors));
 
-    const served = services.paths.map((path) => path.replace(/:([a-z_]+)/g, "{$1}"));
+    const served = app.routes
+      .map(({ path }) => path)
+      .filter((path) => /^\/(notes|blog|podcast|downstream)\b/.test(path))
+      .map((path) => path.replace(/:([a-z_]+)/g, "{$1}"));
     const documented = Object.entries(doc.paths)
       .filter(([, methods]) => Object.values(methods).some((op) => op["x-builtin"]))
       .map(([path]) => path);
@@ -106,4 +104,25 @@ Deno.test("the API document lists every route of the built-in services, and each
   } finally {
     await services.stop();
   }
+});
+
+Deno.test("the API document takes the built-in services' access from their routes", async () => {
+  type Op = { security?: unknown[]; "x-scope"?: string };
+  const document = async (options: { privateBlog?: boolean }) => {
+    await using relay = await serveServices(options);
+    return (await (await relay.app.request("/openapi.json")).json()).paths as Record<
+      string,
+      Record<string, Op>
+    >;
+  };
+  const open = await document({});
+  assert.deepEqual(open["/blog/"]?.get?.security, []);
+  assert.equal(open["/notes/"]?.get?.["x-scope"], "read");
+  assert.equal(open["/downstream/api/publish"]?.post?.["x-scope"], "publish");
+  assert.deepEqual(open["/downstream/api/publish"]?.post?.security?.at(-1), { appId: [] });
+  assert.equal(open["/downstream/delete/{post_id}"]?.post?.security, undefined);
+  const closed = await document({ privateBlog: true });
+  assert.equal(closed["/blog/"]?.get?.["x-scope"], "read");
+  assert.equal(closed["/blog/{post_id}"]?.get?.["x-scope"], "read");
+  assert.deepEqual(closed["/podcast/"]?.get?.security, []);
 });

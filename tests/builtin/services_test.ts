@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { assertProblem } from "../_helpers.ts";
-import { parseRange } from "../../src/server/routes/downstream.ts";
+import { parseRange } from "../../src/server/routes/sites.ts";
 import { walkMp3 } from "./_mp3.ts";
 import { APP_ID, eventually, MAIN_KEY, postJson, READER_KEY, serveServices } from "./_services.ts";
 
@@ -160,16 +160,17 @@ Deno.test("blog: a post is rendered, listed newest first, in the Atom feed, and 
   assert.equal(entries[0].title["#text"] ?? entries[0].title, "Second");
   assert.equal(entries[1].link["@href"], `https://relay.example.org/blog/${id}`);
 
-  // Delete: without the cookie, with a wrong one, with a read-only key: 401, nothing deleted.
+  // Delete (as from the relay's own page): without the cookie, with a wrong one: 401; with
+  // a read-only key: 403; nothing deleted.
   const del = (cookie?: string) =>
     fetch(`${relay.url}/downstream/delete/${id}`, {
       method: "POST",
       redirect: "manual",
-      headers: cookie === undefined ? {} : { cookie },
+      headers: { origin: relay.url, ...(cookie === undefined ? {} : { cookie }) },
     });
   await assertProblem(await del(), 401);
   await assertProblem(await del("relay_access=wrong"), 401);
-  await assertProblem(await del(`relay_access=${READER_KEY}`), 401);
+  await assertProblem(await del(`relay_access=${READER_KEY}`), 403);
   await assertProblem(await del(`CF_Authorization=${MAIN_KEY}`), 401);
   assert.equal((await fetch(`${relay.url}/blog/${id}`)).status, 200);
 
@@ -261,8 +262,9 @@ Deno.test("podcast: X-App-ID is checked, the episode is queued at once, spoken i
   };
   await assertProblem(await postJson(publish, body, {}), 401);
   await assertProblem(await postJson(publish, body, { "x-app-id": "wrong" }), 401);
-  // A key, even the main one, does not replace the app id for reading aloud.
-  await assertProblem(await postJson(publish, body, { "x-auth-key": MAIN_KEY }), 401);
+  // A key that may only read does not replace the app id (the main key, which may do
+  // everything, does: POST /publish could queue the same episode).
+  await assertProblem(await postJson(publish, body, { "x-auth-key": READER_KEY }), 403);
   assert.deepEqual(await fileNames(join(relay.dataDir, "podcast")), []);
   await assertProblem(
     await postJson(publish, { ...body, transform: undefined }, { "x-app-id": APP_ID }),
@@ -498,7 +500,7 @@ Deno.test("podcast: a client that drops a ranged download leaves the relay servi
   const [episode] = await relay.services.podcast.list();
   const url = `${relay.url}/podcast/${episode!.id}.mp3`;
   for (let i = 0; i < 3; i++) {
-    const res = await relay.services.app.request(url, { headers: { range: "bytes=0-" } });
+    const res = await relay.app.request(url, { headers: { range: "bytes=0-" } });
     assert.equal(res.status, 206);
     await res.body?.cancel();
     const partial = await fetch(url, { headers: { range: "bytes=10-" } });
@@ -518,8 +520,8 @@ Deno.test("notes and blog: writing needs the app id or a key with the publish sc
   for (const [url, body] of [[notes, note], [blog, post]] as const) {
     await assertProblem(await postJson(url, body, {}), 401);
     await assertProblem(await postJson(url, body, { "x-app-id": "wrong" }), 401);
-    await assertProblem(await postJson(url, body, { "x-auth-key": READER_KEY }), 401);
-    await assertProblem(await postJson(url, body, { cookie: `relay_access=${READER_KEY}` }), 401);
+    await assertProblem(await postJson(url, body, { "x-auth-key": READER_KEY }), 403);
+    await assertProblem(await postJson(url, body, { cookie: `relay_access=${READER_KEY}` }), 403);
   }
   assert.deepEqual(await fileNames(join(relay.dataDir, "notes")), []);
   assert.deepEqual(await fileNames(join(relay.dataDir, "blog")), []);
@@ -531,23 +533,32 @@ Deno.test("notes and blog: writing needs the app id or a key with the publish sc
   assert.equal((await fileNames(join(relay.dataDir, "blog"))).length, 2);
 });
 
-Deno.test("failed keys, app ids and cookies are limited per address like the relay's own", async () => {
+Deno.test("failed keys are limited per address like the relay's own, and a valid key or app id is never refused", async () => {
   await using relay = await serveServices();
   for (let i = 0; i < 10; i++) {
     await assertProblem(await fetch(`${relay.url}/notes/?key=guess-${i}`), 401);
   }
-  const limited = await fetch(`${relay.url}/notes/?key=${MAIN_KEY}`);
+  const limited = await fetch(`${relay.url}/notes/?key=guess`);
   await assertProblem(limited, 429);
   assert.ok(Number(limited.headers.get("retry-after")) >= 1);
-  // The same budget covers the app id and the delete cookie.
+  // The same budget covers a missing app id and the delete.
   await assertProblem(
-    await postJson(`${relay.url}/downstream/api/notes/import`, { title: "t", content: "c" }),
+    await postJson(`${relay.url}/downstream/api/notes/import`, { title: "t", content: "c" }, {}),
     429,
   );
   await assertProblem(
     await fetch(`${relay.url}/downstream/delete/20260101-000000-aaaaaaaa`, { method: "POST" }),
     429,
   );
+  const valid = await fetch(`${relay.url}/notes/?key=${MAIN_KEY}`);
+  assert.equal(valid.status, 200);
+  await valid.body?.cancel();
+  const note = await postJson(`${relay.url}/downstream/api/notes/import`, {
+    title: "t",
+    content: "c",
+  });
+  assert.equal(note.status, 200);
+  await note.body?.cancel();
 });
 
 Deno.test("feeds stay well-formed XML whatever a title or text holds", async () => {

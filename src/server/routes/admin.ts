@@ -8,7 +8,6 @@
 
 import denoConfig from "../../../deno.json" with { type: "json" };
 import { clear, health, stats } from "../../store/store.ts";
-import { builtinMetricsText } from "../builtin_wiring.ts";
 import { json, JSON_TYPE, text } from "../responses.ts";
 import type { RouteContext, Routes } from "../route.ts";
 
@@ -40,8 +39,7 @@ export function adminRoutes(relay: RouteContext, served: () => Readonly<Routes>)
       methods: ["GET", "HEAD"],
       handler: async () =>
         new Response(
-          await metrics.text(store) +
-            (relay.builtin ? await builtinMetricsText(relay.builtin.services) : ""),
+          await metrics.text(store, await relay.builtin?.services.stats()),
           { headers: { "content-type": metrics.contentType } },
         ),
     },

@@ -15,13 +15,14 @@ import {
   type PublishConfig,
   type PublishOutcome,
   type Target,
+  type TargetResult,
   TARGETS,
 } from "../../publish/fan_out.ts";
 import { readBody } from "../body.ts";
-import { withBuiltinTargets } from "../builtin_wiring.ts";
 import { json } from "../responses.ts";
-import type { RouteContext, Routes } from "../route.ts";
+import type { BuiltinPublishing, RouteContext, Routes } from "../route.ts";
 import { parseOr400, publishBodySchema } from "../schemas.ts";
+import { noteSchema, postSchema, publishPost, saveNote, siteOrigin } from "./downstream.ts";
 
 /** Publishing without downstream services: every target is "not configured" (C63). */
 const NOT_CONFIGURED: PublishConfig = {
@@ -29,6 +30,64 @@ const NOT_CONFIGURED: PublishConfig = {
   appId: undefined,
   timeoutMs: 1,
 };
+
+/** The first problem zod found with what the built-in services were given. */
+function refusal(result: { error: { issues: readonly { message: string }[] } }): string {
+  return result.error.issues[0]?.message ?? "the article is malformed";
+}
+
+/**
+ * The built-in adapter of the fan-out: each target without a URL of its own is published
+ * to the relay's own notes store, blog or podcast directly, with the checks and answers of
+ * their `/downstream` API (which outside callers use; the same functions serve both).
+ *
+ * @param relay Where an unexpected failure is logged.
+ * @param builtin The services.
+ * @param origin The origin of the post's address: `--public-url`, else the request's.
+ */
+export function builtinTarget(
+  relay: Pick<RouteContext, "logger">,
+  builtin: BuiltinPublishing,
+  origin: string,
+): (target: Target, article: Article) => Promise<TargetResult> {
+  const { services } = builtin;
+  return async (target, article) => {
+    const fields = {
+      title: article.title,
+      ...(article.tags === undefined ? {} : { tags: article.tags }),
+    };
+    try {
+      if (target === "notes") {
+        const note = noteSchema.safeParse({
+          ...fields,
+          content: article.content_md ?? article.content,
+        });
+        if (!note.success) {
+          return { status: "error", error: `Cannot save the note: ${refusal(note)}` };
+        }
+        return { status: "success", doc_id: await saveNote(services, note.data) };
+      }
+      const post = postSchema.safeParse({
+        ...fields,
+        content: article.content,
+        ...(article.content_md === undefined ? {} : { content_md: article.content_md }),
+        ...(target === "blog" ? { targets: ["blog"] } : { targets: ["nas"], transform: "read" }),
+      });
+      if (!post.success) return { status: "error", error: `Cannot publish: ${refusal(post)}` };
+      const answer = await publishPost(services, post.data, origin);
+      if (target === "blog") {
+        return { status: "success", url: (answer.blog as { redirect_url: string }).redirect_url };
+      }
+      return { status: "success", message: String(answer.message) };
+    } catch (error) {
+      relay.logger.error(`relay: built-in ${target}: unexpected error`, error);
+      return {
+        status: "error",
+        error: `The built-in ${target} failed: the relay logged the cause`,
+      };
+    }
+  };
+}
 
 /**
  * Publishes `article` to `targets` with the configured services (the built-in ones for
@@ -43,12 +102,10 @@ async function publishNow(
   targets: readonly Target[],
 ): Promise<PublishOutcome> {
   const builtin = relay.builtin;
-  const config = builtin === undefined ? relay.publish ?? NOT_CONFIGURED : withBuiltinTargets(
-    relay.publish ?? { ...NOT_CONFIGURED, timeoutMs: 15_000 },
-    builtin.services,
-    builtin.appId,
-    builtin.publicUrl ?? new URL(requestUrl).origin,
-  );
+  const config: PublishConfig = builtin === undefined ? relay.publish ?? NOT_CONFIGURED : {
+    ...(relay.publish ?? NOT_CONFIGURED),
+    builtin: builtinTarget(relay, builtin, siteOrigin(builtin, requestUrl)),
+  };
   const missing = missingConfiguration(targets, config);
   if (missing.length > 0) {
     throw new HttpError(503, `Cannot publish: ${missing.join("; ")}`);

@@ -1,0 +1,84 @@
+/**
+ * The relay's own notes store, blog and podcast as one value, so that a fresh relay
+ * publishes with no other service (docs/publishing-builtin.md). No HTTP here: the server
+ * serves them as route-table entries like every other endpoint, and `POST /publish` calls
+ * them directly.
+ *
+ * @module
+ */
+
+import { BlogStore } from "./blog.ts";
+import { NotesStore } from "./notes.ts";
+import { Podcast, type PodcastStats, type Retention } from "./podcast.ts";
+import { CommandEngine, EspeakWorker, type TtsEngine } from "./tts.ts";
+
+/** Options of {@linkcode createBuiltinServices}. */
+export interface BuiltinOptions {
+  /** The relay's data directory: `notes/`, `blog/` and `podcast/` go in it. */
+  readonly dataDir: string;
+  /** Source of time, epoch ms; default `Date.now`. */
+  readonly clock?: () => number;
+  /** Where the podcast worker's lines go; default `console.log`. */
+  readonly log?: (line: string) => void;
+  /** The speech engine; default {@linkcode EspeakWorker}, or `ttsCommand` when given. */
+  readonly engine?: TtsEngine;
+  /** An external speech command (`--tts-command`); see {@linkcode CommandEngine}. */
+  readonly ttsCommand?: string | undefined;
+  /** Podcast retention limits. */
+  readonly retention?: Retention;
+}
+
+/** The built-in services: their stores and the podcast's background worker. */
+export interface BuiltinServices {
+  /** The notes store (its files in `<data>/notes/`). */
+  readonly notes: NotesStore;
+  /** The blog's posts (`<data>/blog/`). */
+  readonly blog: BlogStore;
+  /** The podcast's episodes and their worker (`<data>/podcast/`). */
+  readonly podcast: Podcast;
+  /** Starts the podcast worker (resumes unfinished episodes). */
+  start(): void;
+  /** Stops the podcast worker after the chunk being spoken. */
+  stop(): Promise<void>;
+  /** Figures for `/stats` and `/metrics`: posts, notes, episodes by state, audio bytes. */
+  stats(): Promise<{ notes: number; posts: number; podcast: PodcastStats }>;
+}
+
+/**
+ * Opens the built-in services over `options.dataDir`; the podcast worker waits for
+ * `start()`.
+ *
+ * @example
+ * ```ts
+ * const services = createBuiltinServices({ dataDir: "data" });
+ * services.start();
+ * ```
+ */
+export function createBuiltinServices(options: BuiltinOptions): BuiltinServices {
+  const clock = options.clock ?? Date.now;
+  const notes = new NotesStore(options.dataDir, clock);
+  const blog = new BlogStore(options.dataDir, clock);
+  const engine = options.engine ??
+    (options.ttsCommand ? new CommandEngine(options.ttsCommand) : new EspeakWorker());
+  const podcast = new Podcast({
+    dataDir: options.dataDir,
+    engine,
+    clock,
+    log: options.log ?? ((line: string) => console.log(line)),
+    ...(options.retention ? { retention: options.retention } : {}),
+  });
+  return {
+    notes,
+    blog,
+    podcast,
+    start: () => podcast.start(),
+    stop: () => podcast.stop(),
+    async stats() {
+      return {
+        notes: await notes.count(),
+        posts: (await blog.list()).length,
+        podcast: await podcast.stats(),
+      };
+    },
+  };
+}

@@ -1,0 +1,255 @@
+/**
+ * The built-in services' pages for people and their apps: the notes (`/notes/`, a key with
+ * the `read` scope), the blog (`/blog/`) and the podcast (`/podcast/`), each public unless
+ * `--private-blog` or `--private-podcast` makes it need a `read` key. They are route-table
+ * entries like the API's, so the app checks method, `Origin` and key the same way for all.
+ * See docs/publishing-builtin.md.
+ *
+ * @module
+ */
+
+import type { Context } from "hono";
+import { HttpError, problemResponse } from "../../errors.ts";
+import type { SiteUrls } from "../../builtin/html.ts";
+import { json } from "../responses.ts";
+import type { BuiltinPublishing, Handler, Route, Routes } from "../route.ts";
+import { siteOrigin } from "./downstream.ts";
+
+// The pages (markdown-it, ~20 MB) and the feeds (feed, ~14 MB) are loaded when first asked
+// for, not when the relay starts: docs/benchmarks.md, "Idle memory".
+const loadPages = () => import("../../builtin/html.ts");
+const loadFeeds = () => import("../../builtin/feeds.ts");
+
+const GET = ["GET", "HEAD"] as const;
+
+/**
+ * The byte range a `Range` header asks for, RFC 9110 §14: one range, `bytes=a-b`, `a-`
+ * or `-n`.
+ *
+ * @returns `undefined` when there is no usable Range header (serve the whole file);
+ *   `"unsatisfiable"` when it asks for bytes past the end; else the first and last byte.
+ */
+export function parseRange(
+  header: string | undefined,
+  size: number,
+): { start: number; end: number } | "unsatisfiable" | undefined {
+  const match = header === undefined ? null : /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (match === null) return undefined;
+  const [, from, to] = match;
+  if (from === "" && to === "") return undefined;
+  if (from === "") {
+    const suffix = Number(to);
+    if (suffix === 0) return "unsatisfiable";
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(from);
+  const end = to === "" ? size - 1 : Math.min(Number(to), size - 1);
+  if (start >= size) return "unsatisfiable";
+  if (end < start) return undefined;
+  return { start, end };
+}
+
+/** Serves a file with `Accept-Ranges`, answering a Range request with 206. */
+async function serveFile(c: Context, path: string, type: string): Promise<Response> {
+  let file: Deno.FsFile;
+  try {
+    file = await Deno.open(path, { read: true });
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new HttpError(404, "No such episode audio");
+    }
+    throw error;
+  }
+  const { size, mtime } = await file.stat();
+  const headers: Record<string, string> = {
+    "content-type": type,
+    "accept-ranges": "bytes",
+    "cache-control": "public, max-age=86400",
+    ...(mtime ? { "last-modified": mtime.toUTCString() } : {}),
+  };
+  const range = c.req.method === "HEAD" ? undefined : parseRange(c.req.header("range"), size);
+  if (range === "unsatisfiable") {
+    file.close();
+    return problemResponse(416, `Cannot serve that range: the file has ${size} bytes`, {
+      "content-range": `bytes */${size}`,
+    });
+  }
+  if (c.req.method === "HEAD") {
+    file.close();
+    return new Response(null, { headers: { ...headers, "content-length": String(size) } });
+  }
+  if (range === undefined) {
+    return new Response(file.readable, {
+      headers: { ...headers, "content-length": String(size) },
+    });
+  }
+  await file.seek(range.start, Deno.SeekMode.Start);
+  let left = range.end - range.start + 1;
+  let open = true;
+  const close = () => {
+    if (open) file.close();
+    open = false;
+  };
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const buffer = new Uint8Array(Math.min(64 * 1024, left));
+        const read = left > 0 ? await file.read(buffer) : null;
+        if (read === null || read === 0) {
+          close();
+          controller.close();
+          return;
+        }
+        left -= read;
+        controller.enqueue(buffer.subarray(0, read));
+        if (left === 0) {
+          close();
+          controller.close();
+        }
+      } catch (error) {
+        close();
+        controller.error(error);
+      }
+    },
+    cancel: close,
+  });
+  return new Response(body, {
+    status: 206,
+    headers: {
+      ...headers,
+      "content-length": String(range.end - range.start + 1),
+      "content-range": `bytes ${range.start}-${range.end}/${size}`,
+    },
+  });
+}
+
+/** A route that reads: open, or needing a `read` key when `needsKey`. */
+function reading(needsKey: boolean | undefined, handler: Handler): Route {
+  return needsKey
+    ? { scope: "read", methods: GET, handler }
+    : { open: true, methods: GET, handler };
+}
+
+/** The notes, a key with the `read` scope: the list and one note's file. */
+function noteRoutes(builtin: BuiltinPublishing): Routes {
+  const { notes } = builtin.services;
+  const list: Handler = async () => json({ notes: await notes.list() });
+  return {
+    "/notes": reading(true, list),
+    "/notes/": reading(true, list),
+    "/notes/:doc_id": reading(true, async (c) => {
+      const file = await notes.read(c.req.param("doc_id") ?? "");
+      if (file === undefined) throw new HttpError(404, "No such note");
+      return new Response(file, { headers: { "content-type": "text/markdown; charset=utf-8" } });
+    }),
+  };
+}
+
+/** The blog: its index, Atom feed, posts as JSON and each post's page. */
+function blogRoutes(builtin: BuiltinPublishing): Routes {
+  const { blog } = builtin.services;
+  const urls = (url: URL): SiteUrls => ({ origin: siteOrigin(builtin, url) });
+  const index: Handler = async (_c, url) => {
+    const { blogIndexPage, PAGE_HEADERS } = await loadPages();
+    return new Response(blogIndexPage(await blog.list(), urls(url)), { headers: PAGE_HEADERS });
+  };
+  const closed = builtin.privateBlog;
+  return {
+    "/blog": reading(closed, index),
+    "/blog/": reading(closed, index),
+    "/blog/feed.xml": reading(closed, async (_c, url) => {
+      const { blogAtom } = await loadFeeds();
+      return new Response(blogAtom(await blog.list(), urls(url)), {
+        headers: { "content-type": "application/atom+xml; charset=utf-8" },
+      });
+    }),
+    "/blog/posts": reading(closed, async (_c, url) => {
+      const origin = urls(url).origin;
+      return json({
+        feed_url: `${origin}/blog/feed.xml`,
+        posts: (await blog.list()).map((post) => ({
+          post_id: post.post_id,
+          title: post.title,
+          tags: post.tags,
+          created_at: post.created_at,
+          url: `${origin}/blog/${post.post_id}`,
+        })),
+      });
+    }),
+    "/blog/:post_id": reading(closed, async (c, url) => {
+      const post = await blog.get(c.req.param("post_id") ?? "");
+      if (post === undefined) throw new HttpError(404, "No such blog post");
+      const { postPage, PAGE_HEADERS } = await loadPages();
+      return new Response(postPage(post, urls(url)), { headers: PAGE_HEADERS });
+    }),
+  };
+}
+
+/** The podcast: its page, episodes as JSON, RSS feed, the feed's QR code and the audio. */
+function podcastRoutes(builtin: BuiltinPublishing): Routes {
+  const { podcast } = builtin.services;
+  const closed = builtin.privatePodcast;
+  const urls = (url: URL): SiteUrls => ({ origin: siteOrigin(builtin, url) });
+  // A private podcast's feed, read with ?key=, passes the key on to its enclosures and QR.
+  const feedKey = (url: URL) => closed ? url.searchParams.get("key") ?? undefined : undefined;
+  const index: Handler = async (_c, url) => {
+    const { podcastPage, PAGE_HEADERS } = await loadPages();
+    const page = podcastPage(await podcast.list(), urls(url), { qr: !closed });
+    return new Response(page, { headers: PAGE_HEADERS });
+  };
+  return {
+    "/podcast": reading(closed, index),
+    "/podcast/": reading(closed, index),
+    "/podcast/episodes": reading(closed, async (_c, url) => {
+      const origin = urls(url).origin;
+      return json({
+        feed_url: `${origin}/podcast/feed.xml`,
+        episodes: (await podcast.list()).map(({ text: _text, ...episode }) => ({
+          ...episode,
+          ...(episode.state === "ready"
+            ? { audio_url: `${origin}/podcast/${episode.id}.mp3` }
+            : {}),
+        })),
+      });
+    }),
+    "/podcast/feed.xml": reading(closed, async (_c, url) => {
+      const { podcastRss } = await loadFeeds();
+      return new Response(podcastRss(await podcast.list(), urls(url), feedKey(url)), {
+        headers: { "content-type": "application/rss+xml; charset=utf-8" },
+      });
+    }),
+    // The feed's address as a QR code, for subscribing from a phone's podcast app.
+    "/podcast/qr.svg": reading(closed, async (_c, url) => {
+      const key = feedKey(url);
+      const feed = `${urls(url).origin}/podcast/feed.xml${
+        key === undefined ? "" : `?key=${encodeURIComponent(key)}`
+      }`;
+      const { default: QRCode } = await import("qrcode");
+      const svg = await QRCode.toString(feed, {
+        type: "svg",
+        margin: 2,
+        errorCorrectionLevel: "M",
+      });
+      return new Response(svg, {
+        headers: { "content-type": "image/svg+xml", "cache-control": "no-store" },
+      });
+    }),
+    "/podcast/:file": reading(closed, async (c) => {
+      const match = /^(.+)\.mp3$/.exec(c.req.param("file") ?? "");
+      const episode = match ? await podcast.get(match[1]!) : undefined;
+      if (episode === undefined || episode.state !== "ready") {
+        throw new HttpError(404, "No such episode audio");
+      }
+      return await serveFile(c, podcast.audioPath(episode.id), "audio/mpeg");
+    }),
+  };
+}
+
+/**
+ * The built-in services' pages, feeds and files: notes, blog, podcast.
+ *
+ * @param builtin The services and whether the blog and podcast are private.
+ */
+export function siteRoutes(builtin: BuiltinPublishing): Routes {
+  return { ...noteRoutes(builtin), ...blogRoutes(builtin), ...podcastRoutes(builtin) };
+}

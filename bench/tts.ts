@@ -9,7 +9,13 @@
  * - time to first episode ready: a fresh relay data directory, one short article published
  *   over HTTP, until the feed has it (includes compiling the WebAssembly).
  *
- * Run: `deno run -A bench/tts.ts` (prints a Markdown table).
+ * - the text for speech on adversarial inputs (runs of `[`, of `![`, nested emphasis, a line
+ *   with no space) of 100, 200 and 400 KB: milliseconds in this thread (the relay runs it on a
+ *   worker thread), which grow in proportion to the length.
+ *
+ * Run: `deno run -A bench/tts.ts` (prints Markdown tables); `deno run -A bench/tts.ts english`
+ * runs only the 5,000-word English article, through the worker (the memory figure);
+ * `deno run -A bench/tts.ts text` only the adversarial inputs.
  *
  * @module
  */
@@ -19,6 +25,7 @@ import { createApp } from "../src/server/app.ts";
 import { Logger } from "../src/server/log.ts";
 import { createStore } from "../src/store/store.ts";
 import { Podcast } from "../src/builtin/podcast.ts";
+import { splitForSpeech } from "../src/builtin/speech_text.ts";
 import {
   EspeakWasm,
   EspeakWorker,
@@ -137,7 +144,9 @@ async function article(
     (engine.speakingMs / 1000 / audioS).toFixed(3)
   } | ${(encodeMs / 1000 / audioS).toFixed(3)} | ${Math.round(before / 2 ** 20)} → ${
     Math.round(peak / 2 ** 20)
-  } MiB | ${Math.round(p99Ms)} / ${Math.round(stallMs)} ms |`;
+  } MiB (+${Math.round((peak - before) / 2 ** 20)}) | ${Math.round(p99Ms)} / ${
+    Math.round(stallMs)
+  } ms |`;
 }
 
 async function firstEpisode(): Promise<number> {
@@ -181,25 +190,62 @@ async function firstEpisode(): Promise<number> {
   return ms;
 }
 
-const first = await firstEpisode();
+/** Milliseconds to cut each adversarial input of 100, 200 and 400 KB into chunks. */
+function adversarialText(): string[] {
+  const inputs: Record<string, (bytes: number) => string> = {
+    "`[` × n": (n) => "[".repeat(n),
+    "`![` × n/2": (n) => "![".repeat(n / 2),
+    "`[a](` × n/4": (n) => "[a](".repeat(n / 4),
+    "`*_` … `_*` nested": (n) => "*_".repeat(n / 4) + "x" + "_*".repeat(n / 4),
+    "one line, no space": (n) => "a".repeat(n),
+  };
+  splitForSpeech("Warm *up* [a](b) ![c](d).");
+  const rows = ["| input | 100 KB | 200 KB | 400 KB |", "|---|---|---|---|"];
+  for (const [name, make] of Object.entries(inputs)) {
+    const cells = [100_000, 200_000, 400_000].map((n) => {
+      const text = make(n);
+      const started = performance.now();
+      splitForSpeech(text);
+      return `${Math.round(performance.now() - started)} ms`;
+    });
+    rows.push(`| ${name} | ${cells.join(" | ")} |`);
+  }
+  return rows;
+}
+
+if (Deno.args.includes("text")) {
+  console.log(adversarialText().join("\n"));
+  Deno.exit(0);
+}
+
+const onlyEnglish = Deno.args.includes("english");
+const first = onlyEnglish ? 0 : await firstEpisode();
 console.log(
   `Deno ${Deno.version.deno}, ${Deno.build.target}, ${navigator.hardwareConcurrency} cores`,
 );
 console.log("");
-console.log(
-  `Time to first episode ready (150 words, fresh start, over HTTP): ${Math.round(first)} ms`,
-);
+if (!onlyEnglish) {
+  console.log(
+    `Time to first episode ready (150 words, fresh start, over HTTP): ${Math.round(first)} ms`,
+  );
+}
 console.log("");
 console.log(
   "| article | chunks | audio | MP3 | wall time | RTF | RTF speaking | RTF encoding | RSS before → peak | event-loop delay p99 / max |",
 );
 console.log("|---|---|---|---|---|---|---|---|---|---|");
 console.log(await article("English, 5,000 words", englishArticle(5000)));
-console.log(await article("Chinese, 5,000 characters", chineseArticle(5000)));
-console.log(
-  await article(
-    "English, 5,000 words, engine in the main thread",
-    englishArticle(5000),
-    new EspeakWasm(),
-  ),
-);
+if (!onlyEnglish) {
+  console.log(await article("Chinese, 5,000 characters", chineseArticle(5000)));
+  console.log(
+    await article(
+      "English, 5,000 words, engine in the main thread",
+      englishArticle(5000),
+      new EspeakWasm(),
+    ),
+  );
+}
+if (!onlyEnglish) {
+  console.log("");
+  console.log(adversarialText().join("\n"));
+}

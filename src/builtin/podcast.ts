@@ -1,62 +1,49 @@
 /**
  * The built-in podcast: episodes queued by the read-aloud call are spoken in the background,
- * one at a time, never inside the request. Each episode is a JSON file in `<data>/podcast/`
- * (title, text, state) and, once spoken, an MP3 file beside it.
+ * one at a time, never inside the request. Each episode has, in `<data>/podcast/`, its text
+ * (`<id>.txt`, written once), a small record (`<id>.json`: title, state, progress) and, once
+ * spoken, an MP3 file.
  *
- * The text is cut into chunks of whole sentences; each chunk is spoken and encoded as a
- * self-contained MP3 segment and appended to `<id>.mp3.part`, and the episode's file
- * records how many chunks and bytes are done. A relay that stops (or crashes) in the middle
- * resumes after restart at the first chunk not recorded, cutting the part file back to the
- * recorded length. When the last chunk is done the part file is renamed to `<id>.mp3`.
+ * The text is cut into chunks of whole sentences (on a worker thread); each chunk is spoken
+ * and encoded as a self-contained MP3 segment and appended to `<id>.mp3.part` behind an Info
+ * frame that will record the file's frames and length, and the record notes how many chunks
+ * and bytes are done (a few hundred bytes a chunk: the text is not written again). Every
+ * step can be cut off by a crash, and the next start carries on from what the disk holds:
+ *
+ * - an `<id>.mp3` whose frames all check out is finished: it is never written again, only
+ *   its record is (the crash fell between the rename and the record);
+ * - otherwise the episode resumes from its part file only: cut back to the recorded length,
+ *   at the first chunk not recorded; a part file that is missing or shorter than recorded
+ *   means starting the episode again, never padding a file to a length;
+ * - when the last chunk is done, the Info frame gets its counts, every frame of the part
+ *   file is checked, and only then is it renamed to `<id>.mp3` and the episode called ready.
+ *
+ * For the crash tests, `RELAY_PODCAST_PAUSE_AT=<step>` makes the worker stop for good at a
+ * step (see {@linkcode PodcastStep}) and say so in one log line, so that a test can kill the
+ * relay exactly there.
  *
  * Retention: after an episode is finished, the oldest ready episodes beyond `keep`
- * episodes or `maxDiskBytes` of audio are deleted (audio and record), and the oldest failed
- * ones beyond `keep` failures.
+ * episodes or `maxDiskBytes` of audio are deleted (audio, text and record), and the oldest
+ * failed ones beyond `keep` failures.
  *
  * @module
  */
 
 import { join } from "node:path";
-import { Mp3SegmentEncoder } from "./mp3.ts";
+import { infoFrame, Mp3SegmentEncoder, walkMp3File } from "./mp3.ts";
+import { newId, PRIVATE_FILE_MODE, removeIfExists } from "../util/files.ts";
 import {
-  isId,
-  newId,
-  PRIVATE_FILE_MODE,
-  readDirIfExists,
-  readTextIfExists,
-  removeIfExists,
-  writeAtomically,
-} from "../util/files.ts";
-import { chooseVoice, splitForSpeech, type TtsEngine } from "./tts.ts";
+  appendSynced,
+  type Episode,
+  EpisodeFiles,
+  type EpisodeState,
+  isRecord,
+  sizeOf,
+  syncDirectory,
+} from "./episodes.ts";
+import { chooseVoice, splitOffThread, type TtsEngine } from "./tts.ts";
 
-/** Where an episode is: queued, being spoken, ready to play, or failed (with why). */
-export type EpisodeState = "queued" | "synthesising" | "ready" | "failed";
-
-/** An episode's record. */
-export interface Episode {
-  /** Its id: its file names and its guid. */
-  readonly id: string;
-  /** The episode's title (the publish request's `title`). */
-  readonly title: string;
-  /** The text spoken (the publish request's `content`). */
-  readonly text: string;
-  /** When it was queued, epoch ms. */
-  readonly created_at: number;
-  /** Where the episode is. */
-  readonly state: EpisodeState;
-  /** Chunks of text in all (0 until synthesis starts). */
-  readonly chunks_total: number;
-  /** Chunks spoken and appended to the audio. */
-  readonly chunks_done: number;
-  /** Bytes of audio written for the chunks done. */
-  readonly bytes: number;
-  /** Seconds of audio for the chunks done. */
-  readonly duration_s: number;
-  /** When it became ready or failed, epoch ms. */
-  readonly finished_at?: number;
-  /** Why it failed: one sentence. */
-  readonly error?: string;
-}
+export type { Episode, EpisodeState } from "./episodes.ts";
 
 /** Retention limits: the oldest finished episodes beyond them are deleted. */
 export interface Retention {
@@ -81,12 +68,34 @@ export interface PodcastStats {
   readonly retention: { readonly keep: number; readonly max_disk_bytes: number };
 }
 
-function isEpisode(value: unknown): value is Episode {
-  const e = value as Partial<Episode> | null;
-  return typeof e?.id === "string" && isId(e.id) && typeof e.title === "string" &&
-    typeof e.text === "string" && typeof e.created_at === "number" &&
-    ["queued", "synthesising", "ready", "failed"].includes(e.state ?? "") &&
-    typeof e.chunks_done === "number" && typeof e.bytes === "number";
+/**
+ * The steps of an episode's life where `RELAY_PODCAST_PAUSE_AT` stops the worker, for the
+ * crash tests: `started` (the part file is open and the record says "synthesising", nothing
+ * spoken yet), `appended` (the second chunk's audio is in the part file and synced, its
+ * progress not yet recorded), `recorded` (the second chunk's progress is recorded),
+ * `completed` (the Info frame has its counts and the part file is synced, not yet renamed),
+ * `renamed` (the part file is now the MP3 file, the record still says "synthesising") and
+ * `ready` (the record says "ready"; the retention pass has not run).
+ */
+export type PodcastStep = "started" | "appended" | "recorded" | "completed" | "renamed" | "ready";
+
+const STEPS: readonly PodcastStep[] = [
+  "started",
+  "appended",
+  "recorded",
+  "completed",
+  "renamed",
+  "ready",
+];
+
+/** The step named by `RELAY_PODCAST_PAUSE_AT`, if any (and if the variable may be read). */
+function pauseFromEnvironment(): PodcastStep | undefined {
+  try {
+    const value = Deno.env.get("RELAY_PODCAST_PAUSE_AT");
+    return STEPS.find((step) => step === value);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -102,6 +111,8 @@ export class Podcast {
   readonly #log: (line: string) => void;
   readonly #retention: Retention;
   readonly #encoder = new Mp3SegmentEncoder();
+  readonly #files: EpisodeFiles;
+  readonly #pauseAt: PodcastStep | undefined;
   #episodes: Promise<Map<string, Episode>> | undefined;
   #wake: (() => void) | undefined;
   #running: Promise<void> | undefined;
@@ -110,6 +121,8 @@ export class Podcast {
   #kicked = false;
   /** While the worker handles an episode, up to its retention pass after it is finished. */
   #speaking = false;
+  /** An episode was handled since the worker last found nothing to do. */
+  #spoke = false;
   #evicted = 0;
 
   /**
@@ -120,6 +133,8 @@ export class Podcast {
    * @param options.clock Source of time, epoch ms.
    * @param options.log Where one line per finished or failed episode goes.
    * @param options.retention Limits; default {@linkcode DEFAULT_RETENTION}.
+   * @param options.pauseAt For crash tests: the step where the worker stops for good; default
+   *   `RELAY_PODCAST_PAUSE_AT`, else none.
    */
   constructor(options: {
     dataDir: string;
@@ -127,12 +142,15 @@ export class Podcast {
     clock: () => number;
     log: (line: string) => void;
     retention?: Retention;
+    pauseAt?: PodcastStep;
   }) {
     this.dir = join(options.dataDir, "podcast");
+    this.#files = new EpisodeFiles(this.dir);
     this.#engine = options.engine;
     this.#clock = options.clock;
     this.#log = options.log;
     this.#retention = options.retention ?? DEFAULT_RETENTION;
+    this.#pauseAt = options.pauseAt ?? pauseFromEnvironment();
   }
 
   /** The engine's name, for the start line. */
@@ -160,6 +178,8 @@ export class Podcast {
       bytes: 0,
       duration_s: 0,
     };
+    // The text first: a record is never without its text.
+    await this.#files.writeText(episode.id, text);
     await this.#save(episode, episodes);
     this.#kick();
     return episode;
@@ -167,9 +187,12 @@ export class Podcast {
 
   /** Writes an episode as exported; one that was not ready is queued again. */
   async restore(episode: Episode): Promise<void> {
-    if (!isEpisode(episode)) throw new Error("not an episode");
+    if (!isRecord(episode) || typeof episode.text !== "string") {
+      throw new Error("not an episode");
+    }
     const episodes = await this.#load();
     const { finished_at: _f, error: _e, ...rest } = episode;
+    await this.#files.writeText(episode.id, episode.text);
     await this.#save({
       ...rest,
       state: "queued",
@@ -195,7 +218,7 @@ export class Podcast {
 
   /** The path of a ready episode's MP3 file. */
   audioPath(id: string): string {
-    return join(this.dir, `${id}.mp3`);
+    return this.#files.audioPath(id);
   }
 
   /** Figures for `/stats` and `/metrics`. */
@@ -264,6 +287,9 @@ export class Podcast {
       if (next === undefined) {
         // A kick while #next was reading means there may be work, or a stop: look again.
         if (this.#kicked) continue;
+        // Nothing to speak: let the engine drop what it holds (the compiled speech module).
+        if (this.#spoke) this.#engine.close?.();
+        this.#spoke = false;
         await new Promise<void>((resolve) => {
           this.#wake = resolve;
         });
@@ -271,6 +297,7 @@ export class Podcast {
         continue;
       }
       this.#speaking = true;
+      this.#spoke = true;
       try {
         await this.#speak(next);
       } finally {
@@ -289,60 +316,173 @@ export class Podcast {
   /** Speaks one episode from where it stopped; records failure instead of throwing. */
   async #speak(start: Episode): Promise<void> {
     const episodes = await this.#load();
-    const chunks = splitForSpeech(start.text);
-    const part = join(this.dir, `${start.id}.mp3.part`);
-    let episode: Episode = { ...start, state: "synthesising", chunks_total: chunks.length };
+    let episode = start;
     try {
+      if (await this.#finishedBefore(episode, episodes)) return;
+      const chunks = await splitOffThread(episode.text);
       if (chunks.length === 0) throw new Error("the text has nothing to read aloud");
-      // Cut the part file back to what the record says is done: a crash may have left a
-      // segment half written after it.
-      const file = await Deno.open(part, { create: true, write: true, mode: PRIVATE_FILE_MODE });
-      try {
-        await Deno.chmod(part, PRIVATE_FILE_MODE);
-        await file.truncate(episode.bytes);
-      } finally {
-        file.close();
-      }
-      await this.#save(episode, episodes);
+      episode = await this.#resume(episode, chunks.length, episodes);
+      await this.#reached("started", episode);
       for (let i = episode.chunks_done; i < chunks.length; i++) {
         if (this.#stopping) return;
-        const text = chunks[i]!;
-        const pcm = await this.#engine.synthesize(text, chooseVoice(text));
-        const mp3 = await this.#encoder.encode(pcm);
-        const out = await Deno.open(part, { append: true });
-        try {
-          let offset = 0;
-          while (offset < mp3.length) offset += await out.write(mp3.subarray(offset));
-          await out.sync();
-        } finally {
-          out.close();
-        }
-        episode = {
-          ...episode,
-          chunks_done: i + 1,
-          bytes: episode.bytes + mp3.length,
-          duration_s: episode.duration_s + pcm.samples.length / pcm.sampleRate,
-        };
-        await this.#save(episode, episodes);
+        episode = await this.#speakChunk(episode, chunks[i]!, episodes);
       }
-      await Deno.rename(part, this.audioPath(episode.id));
-      episode = { ...episode, state: "ready", finished_at: this.#clock() };
-      await this.#save(episode, episodes);
-      this.#log(
-        `relay: podcast episode ${episode.id} ready (${Math.round(episode.duration_s)} s, ` +
-          `${episode.bytes} bytes)`,
-      );
+      episode = await this.#finish(episode, episodes);
+      await this.#reached("ready", episode);
       await this.#enforceRetention(episodes);
     } catch (error) {
       if (!episodes.has(episode.id)) return; // deleted meanwhile
       const reason = error instanceof Error ? error.message : String(error);
-      await removeIfExists(part).catch(() => false);
+      await removeIfExists(this.#files.partPath(episode.id)).catch(() => false);
       const { bytes: _b, ...rest } = episode;
       episode = { ...rest, bytes: 0, state: "failed", error: reason, finished_at: this.#clock() };
       await this.#save(episode, episodes).catch(() => {});
       this.#log(`relay: podcast episode ${episode.id} failed: ${reason}`);
       await this.#enforceRetention(episodes).catch(() => {});
     }
+  }
+
+  /**
+   * When the episode's MP3 file is there and every frame of it checks out, a crash fell
+   * between its rename and its "ready" record: records it as ready (the file is not
+   * touched) and says `true`.
+   */
+  async #finishedBefore(episode: Episode, episodes: Map<string, Episode>): Promise<boolean> {
+    const audio = await this.#checkedAudio(this.audioPath(episode.id));
+    if (audio === undefined) return false;
+    await removeIfExists(this.#files.partPath(episode.id));
+    await this.#save({
+      ...episode,
+      state: "ready",
+      chunks_done: episode.chunks_total,
+      bytes: audio.bytes,
+      duration_s: audio.seconds,
+      finished_at: this.#clock(),
+    }, episodes);
+    this.#log(`relay: podcast episode ${episode.id} ready (its audio was complete)`);
+    await this.#enforceRetention(episodes);
+    return true;
+  }
+
+  /** The frames of the MP3 file at `path` if they all check out (with its Info frame's counts). */
+  async #checkedAudio(path: string): Promise<{ bytes: number; seconds: number } | undefined> {
+    try {
+      const walk = await walkMp3File(path);
+      const counted = walk.info === undefined ||
+        (walk.info.frames === walk.frames && walk.info.bytes === walk.bytes);
+      if (walk.frames > 0 && counted) return walk;
+      this.#log(`relay: podcast audio ${path} is incomplete: speaking it again`);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return undefined;
+      this.#log(`relay: podcast audio ${path} is damaged (${String(error)}): speaking it again`);
+    }
+    return undefined;
+  }
+
+  /**
+   * Where to carry on: after the chunks recorded, with the part file cut back to the bytes
+   * recorded (a crash may have left part of a segment after them), when the part file holds
+   * at least that much and the text still cuts into as many chunks. Otherwise from the
+   * start, with an empty part file: a missing or short part file is never padded.
+   *
+   * @returns The episode as "synthesising", saved.
+   */
+  async #resume(episode: Episode, total: number, episodes: Map<string, Episode>): Promise<Episode> {
+    const part = this.#files.partPath(episode.id);
+    const resumable = episode.chunks_total === total && episode.chunks_done > 0 &&
+      episode.chunks_done <= total && episode.bytes > 0 && await sizeOf(part) >= episode.bytes;
+    {
+      using file = await Deno.open(part, { create: true, write: true, mode: PRIVATE_FILE_MODE });
+      await Deno.chmod(part, PRIVATE_FILE_MODE);
+      await file.truncate(resumable ? episode.bytes : 0);
+    }
+    const next: Episode = resumable ? { ...episode, state: "synthesising", chunks_total: total } : {
+      ...episode,
+      state: "synthesising",
+      chunks_total: total,
+      chunks_done: 0,
+      bytes: 0,
+      duration_s: 0,
+    };
+    await this.#save(next, episodes);
+    return next;
+  }
+
+  /**
+   * Speaks the next chunk, appends its MP3 segment to the part file (behind a placeholder
+   * Info frame, for the first) and syncs it, then records the progress: the record is a few
+   * hundred bytes, whatever the text's length.
+   */
+  async #speakChunk(episode: Episode, text: string, episodes: Map<string, Episode>) {
+    const pcm = await this.#engine.synthesize(text, chooseVoice(text));
+    const segment = await this.#encoder.encode(pcm);
+    const head = episode.bytes === 0 && segment.length >= 4
+      ? infoFrame(segment.subarray(0, 4))
+      : new Uint8Array(0);
+    await appendSynced(this.#files.partPath(episode.id), [head, segment]);
+    const second = episode.chunks_done >= 1;
+    if (second) await this.#reached("appended", episode);
+    const next: Episode = {
+      ...episode,
+      chunks_done: episode.chunks_done + 1,
+      bytes: episode.bytes + head.length + segment.length,
+      duration_s: episode.duration_s + pcm.samples.length / pcm.sampleRate,
+    };
+    await this.#save(next, episodes);
+    if (second) await this.#reached("recorded", next);
+    return next;
+  }
+
+  /**
+   * Checks every frame of the part file, writes the counts into its Info frame, syncs it,
+   * renames it to the MP3 file and records the episode as ready, in that order.
+   *
+   * @throws {Error} when the part file is not whole MP3 frames of the recorded length.
+   */
+  async #finish(episode: Episode, episodes: Map<string, Episode>): Promise<Episode> {
+    const part = this.#files.partPath(episode.id);
+    if (episode.bytes === 0) throw new Error("the speech engine made no audio");
+    const walk = await walkMp3File(part);
+    if (walk.bytes !== episode.bytes || walk.info === undefined) {
+      throw new Error(`the audio file is not what was recorded (${walk.bytes} bytes)`);
+    }
+    {
+      using file = await Deno.open(part, { read: true, write: true });
+      const header = new Uint8Array(4);
+      await file.read(header);
+      const frame = infoFrame(header, { frames: walk.frames, bytes: walk.bytes });
+      await file.seek(0, Deno.SeekMode.Start);
+      let offset = 0;
+      while (offset < frame.length) offset += await file.write(frame.subarray(offset));
+      await file.sync();
+    }
+    await this.#reached("completed", episode);
+    await Deno.rename(part, this.audioPath(episode.id));
+    await syncDirectory(this.dir);
+    await this.#reached("renamed", episode);
+    const ready: Episode = {
+      ...episode,
+      state: "ready",
+      bytes: walk.bytes,
+      duration_s: walk.seconds,
+      finished_at: this.#clock(),
+    };
+    await this.#save(ready, episodes);
+    this.#log(
+      `relay: podcast episode ${ready.id} ready (${Math.round(ready.duration_s)} s, ` +
+        `${ready.bytes} bytes)`,
+    );
+    return ready;
+  }
+
+  /** For crash tests: at the step named, says so and stops here until the process is killed. */
+  async #reached(step: PodcastStep, episode: Episode): Promise<void> {
+    if (this.#pauseAt !== step) return;
+    this.#log(
+      `relay: podcast paused at ${step} (episode ${episode.id}, chunk ${episode.chunks_done} ` +
+        `of ${episode.chunks_total})`,
+    );
+    await new Promise<never>(() => {});
   }
 
   /**
@@ -362,8 +502,7 @@ export class Podcast {
           kept >= 1 && (kept + 1 > this.#retention.keep ||
             bytes + episode.bytes > this.#retention.maxDiskBytes)
         ) {
-          await removeIfExists(this.audioPath(episode.id));
-          await removeIfExists(join(this.dir, `${episode.id}.json`));
+          await this.#files.remove(episode.id);
           episodes.delete(episode.id);
           this.#evicted++;
           continue;
@@ -375,26 +514,12 @@ export class Podcast {
   }
 
   async #save(episode: Episode, episodes: Map<string, Episode>): Promise<void> {
-    await writeAtomically(join(this.dir, `${episode.id}.json`), JSON.stringify(episode));
+    await this.#files.save(episode);
     episodes.set(episode.id, episode);
   }
 
   #load(): Promise<Map<string, Episode>> {
-    this.#episodes ??= (async () => {
-      const episodes = new Map<string, Episode>();
-      for await (const entry of readDirIfExists(this.dir)) {
-        if (!entry.isFile || !entry.name.endsWith(".json")) continue;
-        try {
-          const episode = JSON.parse(await readTextIfExists(join(this.dir, entry.name)) ?? "");
-          if (isEpisode(episode) && `${episode.id}.json` === entry.name) {
-            episodes.set(episode.id, episode);
-          }
-        } catch {
-          // Not an episode file: left alone.
-        }
-      }
-      return episodes;
-    })().catch((error) => {
+    this.#episodes ??= this.#files.readAll().catch((error) => {
       this.#episodes = undefined;
       throw error;
     });

@@ -1,8 +1,9 @@
 /**
- * Text to speech for the podcast: the text is cut into chunks of whole sentences, each
- * chunk gets a voice chosen from its script (Mandarin for Chinese, English otherwise), and
- * an engine turns one chunk at a time into 16-bit PCM, so memory stays bounded whatever
- * the article's length.
+ * Text to speech for the podcast: the text is cut into chunks of whole sentences
+ * (`speech_text.ts`, on a worker thread: {@linkcode splitOffThread}), each chunk gets a
+ * voice chosen from its script (Mandarin for Chinese, English otherwise), and an engine
+ * turns one chunk at a time into 16-bit PCM, so memory stays bounded whatever the article's
+ * length.
  *
  * The built-in engine is eSpeak NG compiled to WebAssembly (the npm package `espeak-ng`),
  * which ships inside the relay's binary and needs no program and no network; an external
@@ -34,54 +35,6 @@ export interface TtsEngine {
   synthesize(text: string, voice: Voice): Promise<Pcm>;
   /** Frees what the engine holds (a worker thread); it may be used again after. */
   close?(): void;
-}
-
-/** Longest chunk handed to the engine at once, characters (about 30 s of speech). */
-export const MAX_CHUNK_CHARS = 500;
-
-/**
- * Cuts text into chunks of whole sentences of at most {@linkcode MAX_CHUNK_CHARS}
- * characters (a longer sentence is cut at spaces or, for Chinese, anywhere). Sentences end
- * at `.`, `!`, `?`, `;`, their Chinese forms `。！？；`, `…`, and line breaks; Markdown
- * markup that would be read out (`#`, `*`, `` ` ``, `>`, link targets) is removed first.
- *
- * @returns Non-empty chunks in reading order; none for text with nothing to say.
- */
-export function splitForSpeech(text: string, maxChars = MAX_CHUNK_CHARS): string[] {
-  const plain = text
-    .replace(/```[\s\S]*?```/g, " ")
-    .replace(/!\[([^\]]*)\]\([^)]*\)/g, "$1")
-    .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")
-    .replace(/https?:\/\/\S+/g, " ")
-    .replace(/^[ \t]*(#{1,6}|>|[-*+]|\d+\.)[ \t]+/gm, "")
-    .replace(/[*_`~]+/g, "");
-  const sentences = plain.match(/[^.!?;。！？；…\n]+(?:[.!?;。！？；…]+|\n|$)/g) ?? [];
-  const chunks: string[] = [];
-  let current = "";
-  const flush = () => {
-    if (current.trim() !== "") chunks.push(current.trim());
-    current = "";
-  };
-  for (const raw of sentences) {
-    const sentence = raw.replace(/\s+/g, " ").trim();
-    if (sentence === "" || !/[\p{L}\p{N}]/u.test(sentence)) continue;
-    if (current.length + sentence.length + 1 > maxChars) flush();
-    if (sentence.length <= maxChars) {
-      current = current === "" ? sentence : `${current} ${sentence}`;
-      continue;
-    }
-    // One sentence longer than a chunk: cut it at spaces, else anywhere.
-    let rest = sentence;
-    while (rest.length > maxChars) {
-      const space = rest.lastIndexOf(" ", maxChars);
-      const cut = space > maxChars / 2 ? space : maxChars;
-      chunks.push(rest.slice(0, cut).trim());
-      rest = rest.slice(cut).trim();
-    }
-    current = rest;
-  }
-  flush();
-  return chunks;
 }
 
 /**
@@ -165,14 +118,31 @@ async function createEspeak(options: EspeakOptions): Promise<EspeakModule> {
 }
 
 /**
- * The built-in engine: eSpeak NG as WebAssembly, in this process. The WebAssembly module
- * (18 MB, voices included) is compiled once; each chunk runs in a fresh instance with its
- * own 32 MB of memory, freed when the chunk is done.
+ * Compiles eSpeak NG's WebAssembly module (18 MB, voices included). A compiled module can
+ * be posted to a worker thread, which then instantiates it without compiling it again.
+ *
+ * @throws the file system's or WebAssembly's errors.
+ */
+export async function compileEspeak(): Promise<WebAssembly.Module> {
+  const url = new URL("espeak-ng.wasm", import.meta.resolve("espeak-ng"));
+  return await WebAssembly.compile(await Deno.readFile(url));
+}
+
+/**
+ * The built-in engine: eSpeak NG as WebAssembly, in this thread. The WebAssembly module
+ * is compiled once; each chunk runs in a fresh instance with its own 32 MB of memory, which
+ * the garbage collector frees some time after the chunk is done (so a thread that speaks
+ * many chunks holds several instances' memory at once: {@linkcode EspeakWorker} avoids it).
  */
 export class EspeakWasm implements TtsEngine {
   /** A short name for logs and docs. */
   readonly name = "espeak-ng (WebAssembly, built in)";
   #compiled: Promise<WebAssembly.Module> | undefined;
+
+  /** @param compiled The module, compiled already (e.g. by another thread); else compiled at the first chunk. */
+  constructor(compiled?: WebAssembly.Module) {
+    if (compiled !== undefined) this.#compiled = Promise.resolve(compiled);
+  }
 
   /** Speaks `text` with `voice`; rejects with one sentence when the engine fails. */
   async synthesize(text: string, voice: Voice): Promise<Pcm> {
@@ -202,10 +172,7 @@ export class EspeakWasm implements TtsEngine {
   }
 
   #module(): Promise<WebAssembly.Module> {
-    this.#compiled ??= (async () => {
-      const url = new URL("espeak-ng.wasm", import.meta.resolve("espeak-ng"));
-      return await WebAssembly.compile(await Deno.readFile(url));
-    })();
+    this.#compiled ??= compileEspeak();
     return this.#compiled;
   }
 }
@@ -266,76 +233,107 @@ export class CommandEngine implements TtsEngine {
   }
 }
 
+/** What `tts_worker.ts` is asked: speak one chunk, or cut a text into chunks. */
+export type WorkerRequest =
+  | {
+    readonly kind: "speak";
+    readonly module: WebAssembly.Module;
+    readonly text: string;
+    readonly voice: Voice;
+  }
+  | { readonly kind: "split"; readonly text: string; readonly maxChars?: number };
+
+/** What `tts_worker.ts` answers: the chunk's PCM, the text's chunks, or why it failed. */
+export type WorkerReply =
+  | { readonly samples: Int16Array; readonly sampleRate: number }
+  | { readonly chunks: string[] }
+  | { readonly error: string };
+
 /**
- * The built-in engine on a worker thread ({@linkcode EspeakWasm} in `tts_worker.ts`), so
- * that the relay keeps answering while a chunk is spoken. When the worker cannot start
- * (a build without it), chunks are spoken in this thread instead.
+ * Runs one request on a new worker thread (`tts_worker.ts`) and ends the thread when it
+ * answers, so that everything the job allocated (a WebAssembly instance's 32 MB, a parsed
+ * article) is freed at once instead of whenever the garbage collector gets to it.
+ *
+ * @returns The reply, or `undefined` when the worker cannot start or load (a build without
+ *   it): the caller then does the job in this thread.
+ * @throws {Error} with the worker's one sentence when the job failed.
+ */
+async function onWorkerThread(request: WorkerRequest): Promise<WorkerReply | undefined> {
+  let worker: Worker;
+  try {
+    worker = new Worker(new URL("./tts_worker.ts", import.meta.url).href, { type: "module" });
+  } catch {
+    return undefined;
+  }
+  try {
+    const reply = await new Promise<WorkerReply | undefined>((resolve) => {
+      worker.onmessage = (event: MessageEvent<WorkerReply>) => resolve(event.data);
+      worker.onerror = (event) => {
+        event.preventDefault();
+        resolve(undefined);
+      };
+      worker.postMessage(request);
+    });
+    if (reply !== undefined && "error" in reply) throw new Error(reply.error);
+    return reply;
+  } finally {
+    worker.terminate();
+  }
+}
+
+/**
+ * Cuts `text` into chunks for speech ({@linkcode splitForSpeech} of `speech_text.ts`) on a
+ * worker thread of its own, so that parsing a long article never holds up the relay's
+ * requests; in this thread when no worker can start.
+ *
+ * @param maxChars Longest chunk, characters; default that of `speech_text.ts` (500).
+ * @returns The chunks, in reading order.
+ */
+export async function splitOffThread(text: string, maxChars?: number): Promise<string[]> {
+  const reply = await onWorkerThread({
+    kind: "split",
+    text,
+    ...(maxChars === undefined ? {} : { maxChars }),
+  });
+  if (reply !== undefined && "chunks" in reply) return reply.chunks;
+  const { splitForSpeech } = await import("./speech_text.ts");
+  return splitForSpeech(text, maxChars);
+}
+
+/**
+ * The built-in engine on worker threads ({@linkcode EspeakWasm} in `tts_worker.ts`), so
+ * that the relay keeps answering while a chunk is spoken. The module is compiled once, in
+ * this thread, and handed to a new worker thread for each chunk, which ends with the chunk:
+ * each instance's memory is given back at once, so an episode of any length needs one
+ * instance's memory (docs/benchmarks.md, "Reading aloud"). When no worker can start (a build
+ * without it), chunks are spoken in this thread instead.
  */
 export class EspeakWorker implements TtsEngine {
   /** A short name for logs and docs. */
   readonly name = "espeak-ng (WebAssembly, built in)";
-  #worker: Worker | undefined;
+  #compiled: Promise<WebAssembly.Module> | undefined;
   #fallback: EspeakWasm | undefined;
-  #next = 1;
-  readonly #pending = new Map<
-    number,
-    { resolve: (pcm: Pcm) => void; reject: (error: Error) => void }
-  >();
 
-  /** Speaks `text` with `voice` on the worker thread; rejects with one sentence. */
-  synthesize(text: string, voice: Voice): Promise<Pcm> {
-    if (this.#fallback) return this.#fallback.synthesize(text, voice);
-    const worker = this.#start();
-    if (worker === undefined) return this.synthesize(text, voice);
-    const id = this.#next++;
-    return new Promise<Pcm>((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
-      worker.postMessage({ id, text, voice });
+  /** Speaks `text` with `voice` on a worker thread; rejects with one sentence. */
+  async synthesize(text: string, voice: Voice): Promise<Pcm> {
+    if (this.#fallback) return await this.#fallback.synthesize(text, voice);
+    this.#compiled ??= compileEspeak();
+    const module = await this.#compiled.catch((error) => {
+      this.#compiled = undefined;
+      throw error;
     });
-  }
-
-  /** Stops the worker thread; chunks still waiting are rejected. */
-  close(): void {
-    this.#worker?.terminate();
-    this.#worker = undefined;
-    for (const { reject } of this.#pending.values()) reject(new Error("the engine was closed"));
-    this.#pending.clear();
-  }
-
-  #start(): Worker | undefined {
-    if (this.#worker) return this.#worker;
-    let worker: Worker;
-    try {
-      worker = new Worker(new URL("./tts_worker.ts", import.meta.url).href, { type: "module" });
-    } catch {
-      this.#fallback = new EspeakWasm();
-      return undefined;
+    const reply = await onWorkerThread({ kind: "speak", module, text, voice });
+    if (reply !== undefined && "samples" in reply) {
+      return { samples: reply.samples, sampleRate: reply.sampleRate };
     }
-    worker.onmessage = (
-      event: MessageEvent<
-        { id: number; samples?: Int16Array; sampleRate?: number; error?: string }
-      >,
-    ) => {
-      const { id, samples, sampleRate, error } = event.data;
-      const pending = this.#pending.get(id);
-      this.#pending.delete(id);
-      if (error !== undefined || samples === undefined || sampleRate === undefined) {
-        pending?.reject(new Error(error ?? "the speech worker answered nothing"));
-      } else pending?.resolve({ samples, sampleRate });
-    };
-    worker.onerror = (event) => {
-      event.preventDefault();
-      // A worker that cannot load or crashed: speak in this thread from now on.
-      this.#fallback = new EspeakWasm();
-      const waiting = [...this.#pending.values()];
-      this.#pending.clear();
-      this.#worker?.terminate();
-      this.#worker = undefined;
-      for (const { reject } of waiting) {
-        reject(new Error(`the speech worker failed: ${event.message}`));
-      }
-    };
-    this.#worker = worker;
-    return worker;
+    // No worker thread here: speak in this thread from now on.
+    this.#fallback = new EspeakWasm(module);
+    return await this.#fallback.synthesize(text, voice);
+  }
+
+  /** Drops the compiled module (it is compiled again for the next chunk). */
+  close(): void {
+    this.#compiled = undefined;
+    this.#fallback = undefined;
   }
 }

@@ -6,8 +6,8 @@ import {
   EspeakWasm,
   EspeakWorker,
   parseWav,
-  splitForSpeech,
 } from "../../src/builtin/tts.ts";
+import { splitForSpeech } from "../../src/builtin/speech_text.ts";
 import { walkMp3 } from "./_mp3.ts";
 
 Deno.test("splitForSpeech keeps whole sentences under the limit, Chinese and English", () => {

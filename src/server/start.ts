@@ -357,6 +357,10 @@ export async function startRelay(
     const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
     const url = `${tls === undefined ? "http" : "https"}://${host}:${addr.port}`;
     log(`relay listening on ${url}`);
+    // Without --public-url, the blog's and podcast's links name an address of this machine.
+    builtin.listening(
+      `${tls === undefined ? "http" : "https"}://${lanAddress(addr.hostname)}:${addr.port}`,
+    );
     if (options.pairing && tls !== undefined) {
       // A phone checks the certificate's name, which an address found here cannot be.
       log(

@@ -45,8 +45,9 @@ export async function serveServices(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     services.app.fetch,
   );
-  services.start();
   const url = `http://127.0.0.1:${server.addr.port}`;
+  services.listening(url);
+  services.start();
   let closed = false;
   const close = async () => {
     if (closed) return;

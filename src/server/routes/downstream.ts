@@ -20,6 +20,7 @@ import { HttpError, problemResponse } from "../../errors.ts";
 import { BlogStore } from "../../builtin/blog.ts";
 import { NotesStore, parseTags } from "../../builtin/notes.ts";
 import type { SiteUrls } from "../../builtin/html.ts";
+import { SiteOrigin } from "../../builtin/site.ts";
 import { Podcast, type PodcastStats, type Retention } from "../../builtin/podcast.ts";
 import { CommandEngine, EspeakWorker, type TtsEngine } from "../../builtin/tts.ts";
 import { keysMatch } from "../auth.ts";
@@ -46,7 +47,7 @@ export interface BuiltinOptions {
   readonly appId: string;
   /**
    * Origin for absolute URLs in feeds, pages and `redirect_url`, e.g.
-   * `https://relay.example.org` (`--public-url`); default the request's own origin.
+   * `https://relay.example.org` (`--public-url`); default where the relay listens.
    */
   readonly publicUrl?: string | undefined;
   /** Source of time, epoch ms; default `Date.now`. */
@@ -84,6 +85,11 @@ export interface BuiltinServices {
   readonly blog: BlogStore;
   /** The podcast's episodes and their worker (`<data>/podcast/`). */
   readonly podcast: Podcast;
+  /**
+   * Tells where the relay listens (`http://host:port`): the origin of absolute URLs when
+   * there is no `publicUrl`. A request's `Host` never is.
+   */
+  listening(url: string): void;
   /** Starts the podcast worker (resumes unfinished episodes). */
   start(): void;
   /** Stops the podcast worker after the chunk being spoken. */
@@ -94,8 +100,8 @@ export interface BuiltinServices {
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
-// The pages (markdown-it, ~20 MB) and the feeds (feed, ~14 MB) are loaded when first asked
-// for, not when the relay starts: docs/benchmarks.md, "Idle memory".
+// The pages and the feeds (feed, ~14 MB) are loaded when first asked for, not when the
+// relay starts: docs/benchmarks.md, "Idle memory".
 const loadPages = () => import("../../builtin/html.ts");
 const loadFeeds = () => import("../../builtin/feeds.ts");
 
@@ -301,9 +307,8 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     ...(options.retention ? { retention: options.retention } : {}),
   });
 
-  const urls = (c: Context): SiteUrls => ({
-    origin: (options.publicUrl ?? new URL(c.req.url).origin).replace(/\/+$/, ""),
-  });
+  const site = new SiteOrigin(options.publicUrl);
+  const urls = (): SiteUrls => ({ origin: site.origin });
 
   // Failed keys, app ids and cookies count per client address as on the relay's own
   // endpoints: after 10 in a minute the address gets 429 whatever it sends.
@@ -428,7 +433,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
       answer.blog = {
         status: "success",
         post_id: post.post_id,
-        redirect_url: `${urls(c).origin}/blog/${post.post_id}`,
+        redirect_url: `${urls().origin}/blog/${post.post_id}`,
       };
     }
     if (wantsNas) {
@@ -452,7 +457,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     }
     const id = c.req.param("post_id") ?? "";
     if (!(await blog.delete(id))) throw new HttpError(404, "No such blog post");
-    return new Response(null, { status: 303, headers: { location: `${urls(c).origin}/blog/` } });
+    return new Response(null, { status: 303, headers: { location: `${urls().origin}/blog/` } });
   });
 
   // Notes: private, a key with the read scope.
@@ -473,20 +478,20 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
   const blogIndex: Handler = async (c) => {
     if (options.privateBlog) requireKey(c, "read", "This blog is private: reading it");
     const { blogIndexPage, PAGE_HEADERS } = await loadPages();
-    return new Response(blogIndexPage(await blog.list(), urls(c)), { headers: PAGE_HEADERS });
+    return new Response(blogIndexPage(await blog.list(), urls()), { headers: PAGE_HEADERS });
   };
   route(GET, "/blog", blogIndex);
   route(GET, "/blog/", blogIndex);
   route(GET, "/blog/feed.xml", async (c) => {
     if (options.privateBlog) requireKey(c, "read", "This blog is private: reading it");
-    const { blogAtom } = await loadFeeds();
-    return new Response(blogAtom(await blog.list(), urls(c)), {
+    const { blogFeed } = await loadFeeds();
+    return new Response(await blogFeed(blog, urls()), {
       headers: { "content-type": "application/atom+xml; charset=utf-8" },
     });
   });
   route(GET, "/blog/posts", async (c) => {
     if (options.privateBlog) requireKey(c, "read", "This blog is private: reading it");
-    const origin = urls(c).origin;
+    const origin = urls().origin;
     return json({
       feed_url: `${origin}/blog/feed.xml`,
       posts: (await blog.list()).map((post) => ({
@@ -501,23 +506,24 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
   route(GET, "/blog/:post_id", async (c) => {
     if (options.privateBlog) requireKey(c, "read", "This blog is private: reading it");
     const post = await blog.get(c.req.param("post_id") ?? "");
-    if (post === undefined) throw new HttpError(404, "No such blog post");
+    const body = post && await blog.body(post.post_id);
+    if (post === undefined || body === undefined) throw new HttpError(404, "No such blog post");
     const { postPage, PAGE_HEADERS } = await loadPages();
-    return new Response(postPage(post, urls(c)), { headers: PAGE_HEADERS });
+    return new Response(postPage(post, body, urls()), { headers: PAGE_HEADERS });
   });
 
   // The podcast: public unless --private-podcast.
   const podcastIndex: Handler = async (c) => {
     if (options.privatePodcast) requireKey(c, "read", "This podcast is private: reading it");
     const { podcastPage, PAGE_HEADERS } = await loadPages();
-    const page = podcastPage(await podcast.list(), urls(c), { qr: !options.privatePodcast });
+    const page = podcastPage(await podcast.list(), urls(), { qr: !options.privatePodcast });
     return new Response(page, { headers: PAGE_HEADERS });
   };
   route(GET, "/podcast", podcastIndex);
   route(GET, "/podcast/", podcastIndex);
   route(GET, "/podcast/episodes", async (c) => {
     if (options.privatePodcast) requireKey(c, "read", "This podcast is private: reading it");
-    const origin = urls(c).origin;
+    const origin = urls().origin;
     return json({
       feed_url: `${origin}/podcast/feed.xml`,
       episodes: (await podcast.list()).map(({ text: _text, ...episode }) => ({
@@ -531,7 +537,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     // A private feed read with ?key= passes the key on to its enclosures.
     const key = options.privatePodcast ? c.req.query("key") : undefined;
     const { podcastRss } = await loadFeeds();
-    return new Response(podcastRss(await podcast.list(), urls(c), key), {
+    return new Response(podcastRss(await podcast.list(), urls(), key), {
       headers: { "content-type": "application/rss+xml; charset=utf-8" },
     });
   });
@@ -540,7 +546,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
   route(GET, "/podcast/qr.svg", async (c) => {
     const key = options.privatePodcast ? c.req.query("key") : undefined;
     if (options.privatePodcast) requireKey(c, "read", "This podcast is private: reading it");
-    const feed = `${urls(c).origin}/podcast/feed.xml${
+    const feed = `${urls().origin}/podcast/feed.xml${
       key === undefined ? "" : `?key=${encodeURIComponent(key)}`
     }`;
     const { default: QRCode } = await import("qrcode");
@@ -568,6 +574,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     notes,
     blog,
     podcast,
+    listening: (url) => site.listening(url),
     start: () => podcast.start(),
     stop: () => podcast.stop(),
     async stats() {

@@ -4,10 +4,18 @@
  * notes, and nothing here needs transactions (a post is written once and deleted once).
  * The posts are kept in memory after the first read; this process is the only writer.
  *
+ * A post's body is rendered to HTML once, when it is published, and kept beside it in
+ * `<id>.v<version>.html`: the blog and its feed are public, and rendering on every read let
+ * a few readers of large posts use up the relay's memory. A post with no rendering of the
+ * renderer's current version (published before, or rendered by an older renderer) is
+ * rendered when first read. Renders run one at a time, so that however many readers come
+ * at once, only one rendering's memory is held.
+ *
  * @module
  */
 
 import { join } from "node:path";
+import pLimit from "p-limit";
 import {
   isId,
   newId,
@@ -41,12 +49,24 @@ function isPost(value: unknown): value is Post {
     Array.isArray(post.tags) && typeof post.created_at === "number";
 }
 
+/** Renders at once at most: each holds a whole post's HTML and markdown-it's tokens. */
+const RENDERS_AT_ONCE = 1;
+
+// The renderer (markdown-it, about 20 MB) is loaded with the first render, not at start.
+const loadRenderer = () => import("./render.ts");
+
 /** The posts in `<data>/blog/`. */
 export class BlogStore {
   /** The folder holding the post files. */
   readonly dir: string;
   readonly #clock: () => number;
   #posts: Promise<Map<string, Post>> | undefined;
+  readonly #renderLimit = pLimit(RENDERS_AT_ONCE);
+  /** Renders under way, by post id: a second reader waits for the first one's. */
+  readonly #rendering = new Map<string, Promise<string>>();
+  #renders = 0;
+  #generation = 0;
+  #cache: { generation: number; key: string; value: Promise<unknown> } | undefined;
 
   /**
    * Reads and writes posts in `<data>/blog/`.
@@ -69,9 +89,51 @@ export class BlogStore {
     const posts = await this.#load();
     const now = this.#clock();
     const post: Post = { ...input, post_id: newId(now), created_at: now };
+    await this.#render(post);
     await this.#write(post);
     posts.set(post.post_id, post);
+    this.#generation++;
     return post;
+  }
+
+  /**
+   * A post's body as HTML: its stored rendering, read from its file, or (when there is none
+   * of the current renderer's version) rendered now, stored and returned.
+   *
+   * @returns `undefined` when there is no post with that id.
+   * @throws the file system's errors.
+   */
+  async body(postId: string): Promise<string | undefined> {
+    const post = (await this.#load()).get(postId);
+    if (post === undefined) return undefined;
+    const { RENDERER_VERSION } = await loadRenderer();
+    return await readTextIfExists(this.#htmlPath(postId, RENDERER_VERSION)) ??
+      await this.#render(post);
+  }
+
+  /** Posts rendered since this store was made (published, or first read after an upgrade). */
+  get renders(): number {
+    return this.#renders;
+  }
+
+  /**
+   * A value made from the posts, kept until a post is published, restored or deleted:
+   * `build` runs once per change and `key` (what else the value depends on), and readers
+   * who come while it runs share its result.
+   */
+  cached<T>(key: string, build: () => Promise<T>): Promise<T> {
+    const cache = this.#cache;
+    if (cache?.generation === this.#generation && cache.key === key) {
+      return cache.value as Promise<T>;
+    }
+    const value = build();
+    const entry = { generation: this.#generation, key, value };
+    this.#cache = entry;
+    // A failed build is not kept: the next reader tries again.
+    value.catch(() => {
+      if (this.#cache === entry) this.#cache = undefined;
+    });
+    return value;
   }
 
   /** Writes a post as it was exported (same id, same time). */
@@ -80,6 +142,7 @@ export class BlogStore {
     const posts = await this.#load();
     await this.#write(post);
     posts.set(post.post_id, post);
+    this.#generation++;
   }
 
   /** A post, or `undefined` when there is none with that id. */
@@ -104,7 +167,33 @@ export class BlogStore {
     if (!isId(postId) || !posts.has(postId)) return false;
     await removeIfExists(join(this.dir, `${postId}.json`));
     posts.delete(postId);
+    this.#generation++;
+    const { RENDERER_VERSION } = await loadRenderer();
+    await removeIfExists(this.#htmlPath(postId, RENDERER_VERSION));
     return true;
+  }
+
+  #htmlPath(postId: string, version: number): string {
+    return join(this.dir, `${postId}.v${version}.html`);
+  }
+
+  /** Renders a post's body and stores it, one render at a time, once per post at a time. */
+  #render(post: Post): Promise<string> {
+    const running = this.#rendering.get(post.post_id);
+    if (running !== undefined) return running;
+    const render = this.#renderLimit(async () => {
+      const { renderMarkdown, RENDERER_VERSION } = await loadRenderer();
+      const html = renderMarkdown(post.content_md ?? post.content);
+      this.#renders++;
+      await writeAtomically(this.#htmlPath(post.post_id, RENDERER_VERSION), html);
+      // The rendering of an older renderer is of no more use.
+      for (let version = 1; version < RENDERER_VERSION; version++) {
+        await removeIfExists(this.#htmlPath(post.post_id, version));
+      }
+      return html;
+    }).finally(() => this.#rendering.delete(post.post_id));
+    this.#rendering.set(post.post_id, render);
+    return render;
   }
 
   async #write(post: Post): Promise<void> {

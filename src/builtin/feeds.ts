@@ -3,44 +3,101 @@
  * RSS 2.0 feed with the iTunes tags podcast apps read (AntennaPod, Apple Podcasts): one
  * `<item>` per ready episode with title, description, pubDate, a guid that never changes,
  * `<enclosure url length type="audio/mpeg">` and `itunes:duration`. Every URL is absolute
- * (`--public-url`, else the request's origin), since a phone fetches them.
+ * (`--public-url`, else where the relay listens; never a request's `Host`), since a phone
+ * fetches them.
  *
  * @module
  */
 
 import { Feed } from "feed";
-import type { Post } from "./blog.ts";
-import { escapeHtml, renderPostBody, type SiteUrls } from "./html.ts";
+import type { BlogStore, Post } from "./blog.ts";
+import { escapeHtml, type SiteUrls } from "./html.ts";
 import { formatDuration } from "./html.ts";
 import type { Episode } from "./podcast.ts";
 import { chooseVoice } from "./tts.ts";
 
-/** Posts in the Atom feed at most, newest first. */
-const FEED_POSTS = 50;
+/** Entries in the Atom feed at most, newest first: a reader wants what is new. */
+const FEED_ENTRIES = 20;
+/** Newest entries that carry the post's whole body; older ones carry a summary and a link. */
+const FULL_ENTRIES = 5;
+/**
+ * Bytes of post bodies (HTML, UTF-8) in the feed at most: a body that would pass it gives
+ * way to a summary, so that a feed of large posts stays small enough for a phone.
+ */
+const FEED_BODY_BYTES = 512 * 1024;
+/** Characters of a post's plain summary in an entry without its body. */
+const SUMMARY_CHARS = 500;
 
-/** The blog's Atom feed. */
-export function blogAtom(posts: readonly Post[], urls: SiteUrls): string {
-  const newest = posts[0]?.created_at ?? 0;
+/** The feed's author: Atom wants one, and the relay knows no person's name. */
+const FEED_AUTHOR = "Content Relay";
+
+/** One entry of the blog's feed: the post, and its body as HTML when the feed carries it. */
+export interface FeedEntry {
+  /** The post. */
+  readonly post: Post;
+  /** Its rendered body; without it the entry has the plain summary. */
+  readonly body?: string | undefined;
+}
+
+/**
+ * The blog's Atom feed as UTF-8 bytes, made once per change of the posts and kept: its
+ * newest {@linkcode FEED_ENTRIES} posts, the newest {@linkcode FULL_ENTRIES} with their
+ * stored HTML while within {@linkcode FEED_BODY_BYTES}. Reading it renders nothing.
+ *
+ * @throws the file system's errors (reading a post's stored body).
+ */
+export function blogFeed(blog: BlogStore, urls: SiteUrls): Promise<Uint8Array<ArrayBuffer>> {
+  return blog.cached(`atom ${urls.origin}`, async () => {
+    const posts = (await blog.list()).slice(0, FEED_ENTRIES);
+    const encoder = new TextEncoder();
+    const entries: FeedEntry[] = [];
+    let budget = FEED_BODY_BYTES;
+    for (const [index, post] of posts.entries()) {
+      let body: string | undefined;
+      if (index < FULL_ENTRIES && budget > 0) {
+        body = await blog.body(post.post_id);
+        const bytes = body === undefined ? 0 : encoder.encode(body).length;
+        if (bytes > budget) body = undefined;
+        else budget -= bytes;
+      }
+      entries.push({ post, body });
+    }
+    return encoder.encode(blogAtom(entries, urls));
+  });
+}
+
+/** The blog's Atom feed (RFC 4287) of `entries`, newest first. */
+export function blogAtom(entries: readonly FeedEntry[], urls: SiteUrls): string {
+  const newest = entries[0]?.post.created_at ?? 0;
   const feed = new Feed({
     title: "Blog",
     id: `${urls.origin}/blog/`,
     link: `${urls.origin}/blog/`,
     updated: new Date(newest),
     feedLinks: { atom: `${urls.origin}/blog/feed.xml` },
+    author: { name: FEED_AUTHOR },
     copyright: "",
     generator: "Content Relay",
   });
-  for (const post of posts.slice(0, FEED_POSTS)) {
+  for (const { post, body } of entries) {
     const link = `${urls.origin}/blog/${post.post_id}`;
+    const plain = post.content.replace(/\s+/g, " ").trim();
+    const summary = plain.length > SUMMARY_CHARS ? `${plain.slice(0, SUMMARY_CHARS)}…` : plain;
     feed.addItem({
       // Atom's title here is of type "html": escaped, so that a title is shown as written.
       title: xmlChars(escapeHtml(post.title)),
       id: link,
       link,
       date: new Date(post.created_at),
-      content: xmlChars(renderPostBody(post)),
-      // The feed library leaves "<" unescaped in attributes, which XML forbids: drop it.
-      category: post.tags.map((tag) => ({ name: xmlChars(tag).replace(/[<>]/g, "") })),
+      ...(body === undefined
+        ? { description: xmlChars(escapeHtml(summary)) }
+        : { content: xmlChars(body) }),
+      // A category's term is what readers file it under; the library leaves "<" unescaped
+      // in attributes, which XML forbids: drop it.
+      category: post.tags.map((tag) => {
+        const term = xmlChars(tag).replace(/[<>]/g, "");
+        return { term, name: term };
+      }),
     });
   }
   return feed.atom1();

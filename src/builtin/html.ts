@@ -1,18 +1,14 @@
 /**
  * The public pages of the built-in services: the blog's index and posts, and the podcast's
- * episode list. Posts are rendered from Markdown with markdown-it, raw HTML off (a `<tag>`
- * in a post is shown as text) and links limited to safe schemes (markdown-it refuses
- * `javascript:`, `vbscript:`, `file:` and `data:` other than images); every other value is
- * escaped. The pages carry no script at all, and their Content-Security-Policy forbids any.
+ * episode list. A post's body comes rendered by the blog (render.ts: raw HTML off, safe
+ * link schemes only); every other value is escaped. The pages carry no script at all, and
+ * their Content-Security-Policy forbids any.
  *
  * @module
  */
 
-import MarkdownIt from "markdown-it";
 import type { Post } from "./blog.ts";
 import type { Episode } from "./podcast.ts";
-
-const markdown = new MarkdownIt({ html: false, linkify: true, typographer: false });
 
 /** Headers of every page: HTML, and a policy under which no script can run. */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
@@ -26,11 +22,6 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
 /** Escapes text for HTML element content and double-quoted attribute values. */
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
-/** Renders a post's body: its Markdown original, else its plain content, as HTML. */
-export function renderPostBody(post: Post): string {
-  return markdown.render(post.content_md ?? post.content);
 }
 
 const STYLE = `
@@ -88,7 +79,7 @@ function tags(list: readonly string[]): string {
   return list.map((tag) => `<span class="tag">${escapeHtml(tag)}</span>`).join("");
 }
 
-/** Where the pages link to: absolute URLs (`--public-url`, else the request's origin). */
+/** Where the pages link to: absolute URLs (`--public-url`, else where the relay listens). */
 export interface SiteUrls {
   /** e.g. `https://relay.example.org` (no trailing slash). */
   readonly origin: string;
@@ -117,8 +108,12 @@ ${posts.length === 0 ? "<p>No posts yet.</p>" : `<ul class="posts">\n${items}\n<
   );
 }
 
-/** One post's page: title, date, tags and the rendered body. */
-export function postPage(post: Post, urls: SiteUrls): string {
+/**
+ * One post's page: title, date, tags and the body.
+ *
+ * @param body The post's body as the blog rendered it (HTML).
+ */
+export function postPage(post: Post, body: string, urls: SiteUrls): string {
   return page(
     post.title,
     `<nav><a href="${escapeHtml(`${urls.origin}/blog/`)}">← Blog</a></nav>
@@ -127,7 +122,7 @@ export function postPage(post: Post, urls: SiteUrls): string {
 <div class="meta"><time datetime="${new Date(post.created_at).toISOString()}">${
       date(post.created_at)
     }</time> ${tags(post.tags)}</div>
-${renderPostBody(post)}
+${body}
 </article>`,
     FEED_LINK(urls.origin),
   );

@@ -8,6 +8,7 @@
  */
 
 import { BlogStore } from "./blog.ts";
+import { SiteOrigin } from "./site.ts";
 import { NotesStore } from "./notes.ts";
 import { Podcast, type PodcastStats, type Retention } from "./podcast.ts";
 import { CommandEngine, EspeakWorker, type TtsEngine } from "./tts.ts";
@@ -26,6 +27,11 @@ export interface BuiltinOptions {
   readonly ttsCommand?: string | undefined;
   /** Podcast retention limits. */
   readonly retention?: Retention;
+  /**
+   * Origin for absolute URLs in feeds, pages and `redirect_url`, e.g.
+   * `https://relay.example.org` (`--public-url`); default where the relay listens.
+   */
+  readonly publicUrl?: string | undefined;
 }
 
 /** The built-in services: their stores and the podcast's background worker. */
@@ -36,6 +42,13 @@ export interface BuiltinServices {
   readonly blog: BlogStore;
   /** The podcast's episodes and their worker (`<data>/podcast/`). */
   readonly podcast: Podcast;
+  /** The origin of the services' absolute URLs (feeds, pages, `redirect_url`). */
+  readonly site: SiteOrigin;
+  /**
+   * Tells where the relay listens (`http://host:port`): the origin of absolute URLs when
+   * there is no public URL. A request's `Host` never is.
+   */
+  listening(url: string): void;
   /** Starts the podcast worker (resumes unfinished episodes). */
   start(): void;
   /** Stops the podcast worker after the chunk being spoken. */
@@ -67,9 +80,12 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     log: options.log ?? ((line: string) => console.log(line)),
     ...(options.retention ? { retention: options.retention } : {}),
   });
+  const site = new SiteOrigin(options.publicUrl);
   return {
     notes,
     blog,
+    site,
+    listening: (url) => site.listening(url),
     podcast,
     start: () => podcast.start(),
     stop: () => podcast.stop(),

@@ -129,7 +129,8 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
     flag: "public-url",
     env: "RELAY_PUBLIC_URL",
     default: undefined,
-    help: "URL phones reach the relay at, for feed, audio and post links (default: the request's)",
+    help:
+      "URL phones reach the relay at, for feed, audio and post links (default: where it listens)",
   },
   {
     flag: "private-blog",

@@ -238,6 +238,7 @@ export async function startRelay(
       log,
       ttsCommand: config.ttsCommand,
       retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
+      publicUrl: config.publicUrl,
     });
     // Ends long-polls and results streams when the relay stops (C72).
     const closing = new AbortController();
@@ -363,6 +364,10 @@ export async function startRelay(
         `relay: cannot write ${addressFile(db)} (for relay pair): ${errorMessage(error)}`,
       );
     }
+    // Without --public-url, the blog's and podcast's links name an address of this machine.
+    builtin.listening(
+      `${tls === undefined ? "http" : "https"}://${lanAddress(addr.hostname)}:${addr.port}`,
+    );
     if (options.pairing && tls !== undefined) {
       // A phone checks the certificate's name, which an address found here cannot be.
       log(

@@ -52,7 +52,7 @@ export async function serveServices(options: ServeOptions = {}): Promise<Running
   const keysFile = join(await Deno.makeTempDir({ prefix: "relay-keys-" }), "keys.json");
   const sha256 = createHash("sha256").update(READER_KEY, "utf8").digest("hex");
   writeKeys(keysFile, [{ name: "reader", sha256, scopes: ["read"], created_at: 0 }]);
-  const services = createBuiltinServices({ log: () => {}, ...serviceOptions, dataDir });
+  const services = createBuiltinServices({ log: () => {}, ...serviceOptions, publicUrl, dataDir });
   const app = createApp({
     store: base.store,
     apiKey: MAIN_KEY,
@@ -64,8 +64,9 @@ export async function serveServices(options: ServeOptions = {}): Promise<Running
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     (request, info) => app.fetch(request, info),
   );
-  services.start();
   const url = `http://127.0.0.1:${server.addr.port}`;
+  services.listening(url);
+  services.start();
   let closed = false;
   const close = async () => {
     if (closed) return;

@@ -530,7 +530,10 @@ Deno.test("notes and blog: writing needs the app id or a key with the publish sc
     assert.equal((await postJson(url, body, { "x-app-id": APP_ID })).status, 200);
   }
   assert.equal((await fileNames(join(relay.dataDir, "notes"))).length, 2);
-  assert.equal((await fileNames(join(relay.dataDir, "blog"))).length, 2);
+  // Each post is its record and its rendered body.
+  const posts = await fileNames(join(relay.dataDir, "blog"));
+  assert.equal(posts.filter((name) => name.endsWith(".json")).length, 2);
+  assert.equal(posts.filter((name) => name.endsWith(".html")).length, 2);
 });
 
 Deno.test("failed keys are limited per address like the relay's own, and a valid key or app id is never refused", async () => {

@@ -72,9 +72,12 @@ export const postSchema = z.object({
 /** A post as {@linkcode postSchema} takes it. */
 export type PostRequest = z.infer<typeof postSchema>;
 
-/** The origin links point at: `--public-url`, else the request's own origin. */
-export function siteOrigin(builtin: BuiltinPublishing, requestUrl: URL | string): string {
-  return (builtin.publicUrl ?? new URL(requestUrl).origin).replace(/\/+$/, "");
+/**
+ * The origin links point at: `--public-url`, else the address the relay listens on; never
+ * a request's `Host` (src/builtin/site.ts says why).
+ */
+export function siteOrigin(builtin: BuiltinPublishing): string {
+  return builtin.services.site.origin;
 }
 
 /**
@@ -170,7 +173,7 @@ export function downstreamRoutes(relay: RouteContext & { builtin: BuiltinPublish
       handler: async (c, url) => {
         const fields = await jsonObject(relay, c.req.raw, "publish");
         const post = parseOr400(postSchema, fields, "publish");
-        return json(await publishPost(services, post, siteOrigin(builtin, url)));
+        return json(await publishPost(services, post, siteOrigin(builtin)));
       },
     },
     [`${DOWNSTREAM_PATH}/delete/:post_id`]: {
@@ -180,7 +183,7 @@ export function downstreamRoutes(relay: RouteContext & { builtin: BuiltinPublish
         if (!(await services.blog.delete(c.req.param("post_id") ?? ""))) {
           throw new HttpError(404, "No such blog post");
         }
-        const location = `${siteOrigin(builtin, url)}/blog/`;
+        const location = `${siteOrigin(builtin)}/blog/`;
         return new Response(null, { status: 303, headers: { location } });
       },
     },

@@ -104,7 +104,7 @@ async function publishNow(
   const builtin = relay.builtin;
   const config: PublishConfig = builtin === undefined ? relay.publish ?? NOT_CONFIGURED : {
     ...(relay.publish ?? NOT_CONFIGURED),
-    builtin: builtinTarget(relay, builtin, siteOrigin(builtin, requestUrl)),
+    builtin: builtinTarget(relay, builtin, siteOrigin(builtin)),
   };
   const missing = missingConfiguration(targets, config);
   if (missing.length > 0) {

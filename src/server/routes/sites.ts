@@ -15,8 +15,8 @@ import { json } from "../responses.ts";
 import type { BuiltinPublishing, Handler, Route, Routes } from "../route.ts";
 import { siteOrigin } from "./downstream.ts";
 
-// The pages (markdown-it, ~20 MB) and the feeds (feed, ~14 MB) are loaded when first asked
-// for, not when the relay starts: docs/benchmarks.md, "Idle memory".
+// The pages and the feeds (feed, ~14 MB) are loaded when first asked for, not when the
+// relay starts: docs/benchmarks.md, "Idle memory".
 const loadPages = () => import("../../builtin/html.ts");
 const loadFeeds = () => import("../../builtin/feeds.ts");
 
@@ -148,23 +148,23 @@ function noteRoutes(builtin: BuiltinPublishing): Routes {
 /** The blog: its index, Atom feed, posts as JSON and each post's page. */
 function blogRoutes(builtin: BuiltinPublishing): Routes {
   const { blog } = builtin.services;
-  const urls = (url: URL): SiteUrls => ({ origin: siteOrigin(builtin, url) });
+  const urls = (): SiteUrls => ({ origin: siteOrigin(builtin) });
   const index: Handler = async (_c, url) => {
     const { blogIndexPage, PAGE_HEADERS } = await loadPages();
-    return new Response(blogIndexPage(await blog.list(), urls(url)), { headers: PAGE_HEADERS });
+    return new Response(blogIndexPage(await blog.list(), urls()), { headers: PAGE_HEADERS });
   };
   const closed = builtin.privateBlog;
   return {
     "/blog": reading(closed, index),
     "/blog/": reading(closed, index),
     "/blog/feed.xml": reading(closed, async (_c, url) => {
-      const { blogAtom } = await loadFeeds();
-      return new Response(blogAtom(await blog.list(), urls(url)), {
+      const { blogFeed } = await loadFeeds();
+      return new Response(await blogFeed(blog, urls()), {
         headers: { "content-type": "application/atom+xml; charset=utf-8" },
       });
     }),
     "/blog/posts": reading(closed, async (_c, url) => {
-      const origin = urls(url).origin;
+      const origin = urls().origin;
       return json({
         feed_url: `${origin}/blog/feed.xml`,
         posts: (await blog.list()).map((post) => ({
@@ -178,9 +178,10 @@ function blogRoutes(builtin: BuiltinPublishing): Routes {
     }),
     "/blog/:post_id": reading(closed, async (c, url) => {
       const post = await blog.get(c.req.param("post_id") ?? "");
-      if (post === undefined) throw new HttpError(404, "No such blog post");
+      const body = post && await blog.body(post.post_id);
+      if (post === undefined || body === undefined) throw new HttpError(404, "No such blog post");
       const { postPage, PAGE_HEADERS } = await loadPages();
-      return new Response(postPage(post, urls(url)), { headers: PAGE_HEADERS });
+      return new Response(postPage(post, body, urls()), { headers: PAGE_HEADERS });
     }),
   };
 }
@@ -189,19 +190,19 @@ function blogRoutes(builtin: BuiltinPublishing): Routes {
 function podcastRoutes(builtin: BuiltinPublishing): Routes {
   const { podcast } = builtin.services;
   const closed = builtin.privatePodcast;
-  const urls = (url: URL): SiteUrls => ({ origin: siteOrigin(builtin, url) });
+  const urls = (): SiteUrls => ({ origin: siteOrigin(builtin) });
   // A private podcast's feed, read with ?key=, passes the key on to its enclosures and QR.
   const feedKey = (url: URL) => closed ? url.searchParams.get("key") ?? undefined : undefined;
   const index: Handler = async (_c, url) => {
     const { podcastPage, PAGE_HEADERS } = await loadPages();
-    const page = podcastPage(await podcast.list(), urls(url), { qr: !closed });
+    const page = podcastPage(await podcast.list(), urls(), { qr: !closed });
     return new Response(page, { headers: PAGE_HEADERS });
   };
   return {
     "/podcast": reading(closed, index),
     "/podcast/": reading(closed, index),
     "/podcast/episodes": reading(closed, async (_c, url) => {
-      const origin = urls(url).origin;
+      const origin = urls().origin;
       return json({
         feed_url: `${origin}/podcast/feed.xml`,
         episodes: (await podcast.list()).map(({ text: _text, ...episode }) => ({
@@ -214,14 +215,14 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
     }),
     "/podcast/feed.xml": reading(closed, async (_c, url) => {
       const { podcastRss } = await loadFeeds();
-      return new Response(podcastRss(await podcast.list(), urls(url), feedKey(url)), {
+      return new Response(podcastRss(await podcast.list(), urls(), feedKey(url)), {
         headers: { "content-type": "application/rss+xml; charset=utf-8" },
       });
     }),
     // The feed's address as a QR code, for subscribing from a phone's podcast app.
     "/podcast/qr.svg": reading(closed, async (_c, url) => {
       const key = feedKey(url);
-      const feed = `${urls(url).origin}/podcast/feed.xml${
+      const feed = `${urls().origin}/podcast/feed.xml${
         key === undefined ? "" : `?key=${encodeURIComponent(key)}`
       }`;
       const { default: QRCode } = await import("qrcode");

@@ -1,0 +1,37 @@
+/**
+ * Where the built-in services say they are: the origin of every absolute URL in their
+ * feeds, pages and answers. It is the configured public URL (`--public-url`), else the
+ * address the relay listens on, and never a request's `Host` header: a feed is kept and
+ * handed to every reader, and a cache or proxy in front of the relay keeps it too, so a
+ * `Host: evil.example` that made its way into one would send every subscriber's player to
+ * that host.
+ *
+ * @module
+ */
+
+/** Until the relay has told where it listens (a test serving the app alone). */
+const UNKNOWN_ORIGIN = "http://localhost";
+
+/** The origin of the services' absolute URLs. */
+export class SiteOrigin {
+  readonly #configured: string | undefined;
+  #listening: string | undefined;
+
+  /** @param publicUrl `--public-url`, e.g. `https://relay.example.org/relay`, if set. */
+  constructor(publicUrl: string | undefined) {
+    this.#configured = publicUrl?.replace(/\/+$/, "");
+  }
+
+  /**
+   * Records where the relay listens, e.g. `http://192.168.1.20:8787`: the origin when no
+   * public URL is configured.
+   */
+  listening(url: string): void {
+    this.#listening = url.replace(/\/+$/, "");
+  }
+
+  /** The origin, without a trailing slash: public URL, else listening address. */
+  get origin(): string {
+    return this.#configured ?? this.#listening ?? UNKNOWN_ORIGIN;
+  }
+}

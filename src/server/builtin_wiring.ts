@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { newKey } from "../access/api_key.ts";
 import type { PublishConfig, Target } from "../publish/fan_out.ts";
 import { TARGETS } from "../publish/fan_out.ts";
-import { PRIVATE_FILE_MODE } from "../util/files.ts";
+import { writePrivateFile } from "../util/files.ts";
 import { DOWNSTREAM_PATH } from "./routes/downstream.ts";
 import type { BuiltinServices } from "./routes/downstream.ts";
 
@@ -28,7 +28,7 @@ export interface AppId {
 /**
  * Finds the read-aloud queue's app id: `fromEnv` (`RELAY_APP_ID`) when set, else the file
  * `app-id` in the data directory, created on the first start (256 random bits, base64url,
- * mode 0600) and reused after.
+ * mode 0600, fsynced with its directory) and reused after.
  *
  * @param dataDir The data directory; it must exist.
  * @throws {Error} when the file cannot be written or read, or is empty.
@@ -38,8 +38,7 @@ export async function resolveAppId(fromEnv: string | undefined, dataDir: string)
   const path = join(dataDir, "app-id");
   const appId = newKey();
   try {
-    await Deno.writeTextFile(path, `${appId}\n`, { createNew: true, mode: PRIVATE_FILE_MODE });
-    await Deno.chmod(path, PRIVATE_FILE_MODE);
+    writePrivateFile(path, `${appId}\n`, { createNew: true });
     return { appId, source: "generated", path };
   } catch (error) {
     if (!(error instanceof Deno.errors.AlreadyExists)) throw error;

@@ -74,6 +74,8 @@ export async function writeCounters(store: Store, db: string): Promise<void> {
   writePrivateFile(
     countersPath(db),
     JSON.stringify({ format: COUNTERS_FORMAT, written_at: Date.now(), counters }) + "\n",
+    // Rewritten up to ten times a second; losing the last one only hides the last losses.
+    { noSync: true },
   );
 }
 

@@ -10,7 +10,7 @@ import { Buffer } from "node:buffer";
 import { dirname, join } from "node:path";
 import { ConfigError } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
-import { PRIVATE_FILE_MODE } from "../util/files.ts";
+import { writePrivateFile } from "../util/files.ts";
 
 /** Random bytes in a generated key: 256 bits, above C71's 128-bit floor. */
 const GENERATED_KEY_BYTES = 32;
@@ -38,8 +38,8 @@ export function generatedKeyPath(db: string): string {
 
 /**
  * Finds the API key (C71): `fromEnv` when set, else the trimmed contents of `keyFile`,
- * else `api-key` beside `db`, which is created (mode 0600, 256 random bits, base64url)
- * when missing and reused on later starts.
+ * else `api-key` beside `db`, which is created when missing (mode 0600, 256 random bits,
+ * base64url; fsynced with its directory before it is used) and reused on later starts.
  *
  * @param options.fromEnv `RELAY_API_KEY`, when set and non-empty.
  * @param options.keyFile `--api-key-file`, when given.
@@ -74,9 +74,9 @@ export async function createOrReadSecret(
 ): Promise<{ secret: string; created: boolean }> {
   const secret = newKey();
   try {
-    await Deno.writeTextFile(path, `${secret}\n`, { createNew: true, mode: PRIVATE_FILE_MODE });
-    // The umask can only narrow the mode given at creation; set it as meant.
-    await Deno.chmod(path, PRIVATE_FILE_MODE);
+    // Durable before the secret is shown: a phone paired with a key lost in a power cut is cut
+    // off.
+    writePrivateFile(path, `${secret}\n`, { createNew: true });
     return { secret, created: true };
   } catch (error) {
     if (!(error instanceof Deno.errors.AlreadyExists)) {

@@ -45,8 +45,8 @@ const OPTIONS: readonly OptionSpec[] = SERVER_OPTIONS.map((o) => ({
  * Runs the relay until SIGINT or SIGTERM.
  *
  * @returns 0 after a clean shutdown; 2 for a configuration error found while starting (a
- *   TLS file that cannot be used), so that systemd does not restart it (the unit's
- *   `RestartPreventExitStatus=2`); 1 when it cannot start otherwise, or requests were still
+ *   TLS file that cannot be used) or a database found damaged (at start or while serving),
+ *   so that systemd does not restart it (the unit's `RestartPreventExitStatus=2`); 1 when it cannot start otherwise, or requests were still
  *   in flight when it stopped.
  * @throws {ConfigError} for a bad option (exit code 2).
  */
@@ -97,14 +97,18 @@ async function serve(flags: Record<string, string | undefined>, io: CommandIo, v
   // A terminal closing or `kill -HUP` must not stop a service: there is nothing to reload.
   const ignoreHup = () => relay.logger.info("relay: SIGHUP ignored (nothing to reload)");
   Deno.addSignalListener("SIGHUP", ignoreHup);
-  const signal = await stopped.promise;
-  relay.logger.info(`relay: ${signal}: finishing in-flight requests`);
+  const ended = await Promise.race([stopped.promise, relay.failed]);
+  if (typeof ended === "string") {
+    relay.logger.info(`relay: ${ended}: finishing in-flight requests`);
+  } else relay.logger.error(`relay: ${ended.message}`);
   const drained = await relay.shutdown();
   for (const [name, handler] of handlers) Deno.removeSignalListener(name, handler);
   Deno.removeSignalListener("SIGHUP", ignoreHup);
   const stoppedLine = drained ? "relay: stopped" : "relay: stopped with requests still in flight";
   relay.logger.info(stoppedLine);
   await relay.flushLog();
+  // A damaged database stops the relay like one found at start: exit 2, not restarted.
+  if (typeof ended !== "string") return EXIT_USAGE;
   return drained ? 0 : EXIT_FAILURE;
 }
 

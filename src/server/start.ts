@@ -30,7 +30,11 @@ import { BatchedLog, droppedLinesNotice, Logger, messageLine } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { KeyRing } from "../access/named_keys.ts";
 import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
-import { openLockedDatabase } from "../store/database.ts";
+import {
+  damagedDatabaseError,
+  openLockedDatabase,
+  type UnsafeDatabaseError,
+} from "../store/database.ts";
 import { checkDatabase, keepCounters } from "../store/integrity.ts";
 import { createStore, type Store } from "../store/store.ts";
 import { resolveAppId } from "../access/app_id.ts";
@@ -114,6 +118,13 @@ export interface RunningRelay {
    * Call it only to stop: after its grace is spent, it no longer waits.
    */
   flushLog(): Promise<void>;
+  /**
+   * Settles when the relay must stop by itself: it found its database damaged while serving
+   * (docs/operations.md, "A damaged database"). The error's message is the line to log, with
+   * the steps that recover; the caller stops the relay and exits 2, as on a damaged database
+   * at start, so that systemd does not restart it in a loop. Never rejects.
+   */
+  readonly failed: Promise<UnsafeDatabaseError>;
 }
 
 /** A job that runs beside the server on its open store, e.g. scheduled backups. */
@@ -208,6 +219,7 @@ export async function startRelay(
     // Storage faults are logged once the database passed its check: before, they stop the
     // relay with their own line.
     let checked = false;
+    const failed = Promise.withResolvers<UnsafeDatabaseError>();
     const store = createStore(kv, {
       dedupeWindowMs: config.dedupeWindowMs,
       onCommit: metrics.commit,
@@ -216,6 +228,10 @@ export async function startRelay(
         if (!checked) return;
         if (verdict.ok) log("relay: storage: the database commits again");
         else logger.error(`relay: storage: ${verdict.reason}: see docs/operations.md`);
+        // Deno KV's background tasks die on damaged pages: stop first, with the steps.
+        if (!verdict.ok && verdict.kind === "damaged") {
+          failed.resolve(damagedDatabaseError(db, errorMessage(verdict.cause)));
+        }
       },
     });
     const warning = await checkDatabase(store, db);
@@ -422,6 +438,7 @@ export async function startRelay(
         return drained;
       },
       flushLog,
+      failed: failed.promise,
     };
   } catch (error) {
     database.close();

@@ -24,6 +24,7 @@
 import { statfsSync } from "node:fs";
 import { PRIVATE_FILE_MODE } from "../util/files.ts";
 import { classifyFault, type FaultKind, faultReason, fileSystemReadOnly } from "./_faults.ts";
+import { quickCheck } from "./_quick_check.ts";
 
 /** Bytes set aside beside the database for pulls and clears on a full disk: 1 MiB. */
 export const RESERVE_BYTES = 1024 * 1024;
@@ -31,10 +32,18 @@ export const RESERVE_BYTES = 1024 * 1024;
 /** Shortest time between two probes, ms. */
 export const PROBE_INTERVAL_MS = 1000;
 
-/** What `/health` reports: whether the store can commit, and if not, why. */
+/**
+ * What `/health` reports: whether the store can commit, and if not, why: `reason` is short
+ * (`disk full`); `cause` is the error that showed the fault, when one did (SQLite's words).
+ */
 export type HealthVerdict =
   | { readonly ok: true }
-  | { readonly ok: false; readonly kind: FaultKind; readonly reason: string };
+  | {
+    readonly ok: false;
+    readonly kind: FaultKind;
+    readonly reason: string;
+    readonly cause?: unknown;
+  };
 
 /** What a probe may do with the store: read a little, or commit a little. */
 export interface ProbeActions {
@@ -105,9 +114,14 @@ export class StoreHealth {
    * @returns The kind of storage fault `error` names, or `undefined` when it names none.
    */
   failed(error: unknown): FaultKind | undefined {
-    const named = classifyFault(error, this.#path);
+    const named = this.#classify(error);
     const kind = named ?? "io";
-    const verdict: HealthVerdict = { ok: false, kind, reason: faultReason(kind, error) };
+    const verdict: HealthVerdict = {
+      ok: false,
+      kind,
+      reason: faultReason(kind, error),
+      cause: error,
+    };
     this.#last = verdict;
     // A damaged file does not mend itself: it stays reported until the relay restarts.
     if (kind === "damaged") this.#damaged ??= verdict;
@@ -123,7 +137,25 @@ export class StoreHealth {
    * @returns The kind of storage fault, or `undefined`.
    */
   readFailed(error: unknown): FaultKind | undefined {
-    return classifyFault(error, this.#path) === undefined ? undefined : this.failed(error);
+    return this.#classify(error) === undefined ? undefined : this.failed(error);
+  }
+
+  /**
+   * The kind of fault `error` names; an error that names none, or only an I/O error, counts
+   * as `damaged` when SQLite's check of the file finds damaged pages. Deno KV reports a
+   * value on a damaged page in words of its own (`The value encoding N is unknown`), which
+   * no message check can know in advance. A damaged file is found once: it stays reported.
+   */
+  #classify(error: unknown): FaultKind | undefined {
+    const named = classifyFault(error, this.#path);
+    if (named !== undefined && named !== "io") return named;
+    if (this.#damaged !== undefined) return named ?? "damaged";
+    if (this.#path === undefined) return named;
+    try {
+      return quickCheck(this.#path) === undefined ? named : "damaged";
+    } catch {
+      return named; // the check itself could not read the file: nothing more is known
+    }
   }
 
   /**

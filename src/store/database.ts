@@ -10,6 +10,7 @@ import { dirname, resolve } from "node:path";
 import { ConfigError } from "../config/config.ts";
 import { createPrivateFile, makePrivateDirectory, restrictFile } from "../util/files.ts";
 import { lockDatabase } from "./lock.ts";
+import { quickCheck } from "./_quick_check.ts";
 import { createStore, type Store } from "./store.ts";
 
 /**
@@ -24,6 +25,22 @@ export class UnsafeDatabaseError extends Error {
     super(message);
     this.name = "UnsafeDatabaseError";
   }
+}
+
+/**
+ * The error for a database whose pages SQLite finds damaged, with the steps that recover
+ * from it: what the relay says (and exits 2 on) whether it finds the damage at start or
+ * while it serves.
+ *
+ * @param path The database file.
+ * @param problem What SQLite found, e.g. `database disk image is malformed`.
+ */
+export function damagedDatabaseError(path: string, problem: string): UnsafeDatabaseError {
+  return new UnsafeDatabaseError(
+    `the database "${path}" is damaged (${problem}): move it and its -wal and -shm files ` +
+      "aside, then restore the latest backup with relay import (docs/operations.md, " +
+      "A damaged database)",
+  );
 }
 
 /** An open KV database and the lock that makes it this process's alone (C73). */
@@ -52,7 +69,11 @@ export interface LockedDatabase {
  * @throws {ConfigError} when the directory cannot be created or the file cannot be opened
  *   (corrupt, unwritable, not SQLite).
  * @throws {DatabaseInUseError} when another process holds the database.
- * @throws {UnsafeDatabaseError} when the database file has more than one name.
+ * Before Deno KV opens the file, SQLite checks its pages (`PRAGMA quick_check`, read-only):
+ * on a damaged page Deno KV's own background tasks panic, which no caller can catch.
+ *
+ * @throws {UnsafeDatabaseError} when the database file has more than one name, or SQLite
+ *   finds its pages damaged.
  */
 export async function openLockedDatabase(db: string): Promise<LockedDatabase> {
   const path = resolve(db);
@@ -75,9 +96,12 @@ export async function openLockedDatabase(db: string): Promise<LockedDatabase> {
     createPrivateFile(path);
     restrictFile(`${path}-wal`);
     restrictFile(`${path}-shm`);
+    const problem = quickCheck(path);
+    if (problem !== undefined) throw damagedDatabaseError(path, problem);
     kv = await Deno.openKv(path);
   } catch (error) {
     lock.release();
+    if (error instanceof UnsafeDatabaseError) throw error;
     const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
     throw new ConfigError(`cannot open the database "${path}": ${reason}`);
   }
@@ -101,7 +125,7 @@ export async function openLockedDatabase(db: string): Promise<LockedDatabase> {
  * @returns What `job` returns.
  * @throws {ConfigError} when the database cannot be opened.
  * @throws {DatabaseInUseError} when a relay (or another job) holds the database.
- * @throws {UnsafeDatabaseError} when the database file has more than one name.
+ * @throws {UnsafeDatabaseError} when the database file has more than one name or is damaged.
  */
 export async function withStore<T>(
   db: string,

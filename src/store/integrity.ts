@@ -24,7 +24,7 @@
 import { errorMessage } from "../errors.ts";
 import { writePrivateFile } from "../util/files.ts";
 import { QUEUE_NAMES } from "../queue_names.ts";
-import { UnsafeDatabaseError } from "./database.ts";
+import { damagedDatabaseError, UnsafeDatabaseError } from "./database.ts";
 import { COLLECTIONS } from "./_state.ts";
 import {
   nextChange,
@@ -74,6 +74,8 @@ export async function writeCounters(store: Store, db: string): Promise<void> {
   writePrivateFile(
     countersPath(db),
     JSON.stringify({ format: COUNTERS_FORMAT, written_at: Date.now(), counters }) + "\n",
+    // Rewritten up to ten times a second; losing the last one only hides the last losses.
+    { noSync: true },
   );
 }
 
@@ -102,11 +104,7 @@ export async function checkDatabase(store: Store, db: string): Promise<string | 
       );
     }
     if (!(error instanceof StorageError) || error.kind !== "damaged") throw error;
-    throw new UnsafeDatabaseError(
-      `the database "${db}" is damaged (${errorMessage(error.cause)}): move it and its -wal ` +
-        "and -shm files aside, then restore the latest backup with relay import " +
-        "(docs/operations.md)",
-    );
+    throw damagedDatabaseError(db, errorMessage(error.cause));
   }
   return await checkCounters(store, db);
 }

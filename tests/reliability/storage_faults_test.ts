@@ -10,7 +10,6 @@
  */
 
 import assert from "node:assert/strict";
-import { statfsSync } from "node:fs";
 import {
   assertProblem,
   eventually,
@@ -24,100 +23,15 @@ import {
 import { createApp } from "../../src/server/app.ts";
 import { Logger } from "../../src/server/log.ts";
 import { createStore } from "../../src/store/store.ts";
-
-/** Runs a command; returns its exit code and output. */
-async function sh(program: string, ...args: string[]) {
-  const out = await new Deno.Command(program, { args, stdout: "piped", stderr: "piped" })
-    .output();
-  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
-  return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
-}
-
-/** Why file systems cannot be mounted here, or `undefined` when they can. */
-async function cannotMount(): Promise<string | undefined> {
-  if (Deno.build.os !== "linux") return "not Linux";
-  if (Deno.uid() !== 0) return "not root";
-  const dir = await Deno.makeTempDir({ prefix: "relay-mount-probe-" });
-  try {
-    const mounted = await sh("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir);
-    if (mounted.code !== 0) return `mount failed: ${mounted.stderr.trim()}`;
-    await sh("umount", dir);
-    return undefined;
-  } catch (error) {
-    return `cannot run mount: ${String(error)}`;
-  } finally {
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
-}
-
-const NO_MOUNT = await cannotMount();
-if (NO_MOUNT !== undefined) {
-  console.warn(
-    `storage_faults_test: skipping the tests that mount a tmpfs or an ext4 image: ${NO_MOUNT}`,
-  );
-}
-
-/** A mounted file system in a temp folder, unmounted and removed on dispose. */
-interface Mounted extends AsyncDisposable {
-  /** Where it is mounted. */
-  dir: string;
-}
-
-/** Mounts a tmpfs of `size` (e.g. `"8m"`). */
-async function mountTmpfs(size: string): Promise<Mounted> {
-  const dir = await Deno.makeTempDir({ prefix: "relay-tmpfs-" });
-  const mounted = await sh("mount", "-t", "tmpfs", "-o", `size=${size},mode=0700`, "tmpfs", dir);
-  assert.equal(mounted.code, 0, mounted.stderr);
-  return {
-    dir,
-    async [Symbol.asyncDispose]() {
-      await sh("umount", "-l", dir);
-      await Deno.remove(dir, { recursive: true });
-    },
-  };
-}
-
-/**
- * Mounts a new ext4 image of 32 MiB through a loop device, with `errors=remount-ro`: an error
- * the kernel finds (or one triggered through sysfs) turns it read-only, as on a failing disk.
- */
-async function mountExt4(): Promise<Mounted & { device: string }> {
-  const work = await Deno.makeTempDir({ prefix: "relay-ext4-" });
-  const image = `${work}/disk.img`;
-  const dir = `${work}/mnt`;
-  await Deno.mkdir(dir);
-  await sh("truncate", "-s", "32M", image);
-  const made = await sh("mkfs.ext4", "-q", "-F", image);
-  assert.equal(made.code, 0, made.stderr);
-  const mounted = await sh("mount", "-o", "loop,errors=remount-ro", image, dir);
-  assert.equal(mounted.code, 0, mounted.stderr);
-  const source = (await sh("findmnt", "-n", "-o", "SOURCE", dir)).stdout.trim();
-  return {
-    dir,
-    device: source.replace(/^\/dev\//, ""),
-    async [Symbol.asyncDispose]() {
-      await sh("umount", "-l", dir);
-      await Deno.remove(work, { recursive: true });
-    },
-  };
-}
-
-/** Bytes the file system of `path` has free. */
-function freeBytes(path: string): number {
-  const s = statfsSync(path);
-  return s.bavail * s.bsize;
-}
-
-/** Content of about `bytes` that no compression or duplicate check shrinks. */
-function randomContent(bytes: number): string {
-  const raw = new Uint8Array(Math.ceil(bytes * 3 / 4));
-  for (let at = 0; at < raw.length; at += 65536) {
-    crypto.getRandomValues(raw.subarray(at, at + 65536));
-  }
-  let text = "";
-  for (const b of raw) text += String.fromCharCode(b);
-  return btoa(text);
-}
+import {
+  errorTrigger,
+  freeBytes,
+  mountExt4,
+  mountTmpfs,
+  NO_MOUNT,
+  randomContent,
+  sh,
+} from "./_mounts.ts";
 
 /** `/health`'s status and body. */
 async function health(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -276,13 +190,8 @@ Deno.test({
   ignore: NO_MOUNT !== undefined,
   async fn() {
     await using disk = await mountExt4();
-    const trigger = `/sys/fs/ext4/${disk.device}/trigger_fs_error`;
-    try {
-      await Deno.stat(trigger);
-    } catch {
-      console.warn(`storage_faults_test: no ${trigger}: the read-only case is not run`);
-      return;
-    }
+    const trigger = await errorTrigger(disk, "the read-only case");
+    if (trigger === undefined) return;
     await using relay = await startRelayProcess(disk.dir, { env: { RELAY_API_KEY: KEY } });
     const call = relayCall(relay.url);
     const before = await call("/submit", { method: "POST", body: "kept" });

@@ -66,6 +66,21 @@ Deno.test("writePrivateFile() writes 0600 whatever the umask, replaces in one st
   });
 });
 
+Deno.test("writePrivateFile() with createNew creates a missing file once and never replaces one, leaving no temporary file", () => {
+  inTempDir((dir) => {
+    const path = join(dir, "api-key");
+    writePrivateFile(path, new TextEncoder().encode("first\n"), { createNew: true });
+    assert.equal(mode(path), "600");
+    assert.throws(
+      () => writePrivateFile(path, "second\n", { createNew: true }),
+      Deno.errors.AlreadyExists,
+    );
+    assert.equal(Deno.readTextFileSync(path), "first\n");
+    assert.equal(Deno.statSync(path).nlink, 1, "the temporary name is gone");
+    assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["api-key"]);
+  });
+});
+
 Deno.test("createPrivateFile() makes a missing file 0600 and restricts an existing one without touching its contents", () => {
   inTempDir((dir) => {
     const path = join(dir, "relay.kv");

@@ -1,0 +1,126 @@
+/**
+ * Real file systems for the reliability tests: a small tmpfs to fill up, an ext4 image on a
+ * loop device that the kernel turns read-only (and whose journal it aborts) on an error, as
+ * after real disk errors. Mounting needs root: {@linkcode NO_MOUNT} says why it is not
+ * possible here, and the tests that need it are skipped.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { statfsSync } from "node:fs";
+
+/** Runs a command; returns its exit code and output. */
+export async function sh(program: string, ...args: string[]) {
+  const out = await new Deno.Command(program, { args, stdout: "piped", stderr: "piped" })
+    .output();
+  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+  return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
+}
+
+/** Why file systems cannot be mounted here, or `undefined` when they can. */
+export async function cannotMount(): Promise<string | undefined> {
+  if (Deno.build.os !== "linux") return "not Linux";
+  if (Deno.uid() !== 0) return "not root";
+  const dir = await Deno.makeTempDir({ prefix: "relay-mount-probe-" });
+  try {
+    const mounted = await sh("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir);
+    if (mounted.code !== 0) return `mount failed: ${mounted.stderr.trim()}`;
+    await sh("umount", dir);
+    return undefined;
+  } catch (error) {
+    return `cannot run mount: ${String(error)}`;
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+/** Why file systems cannot be mounted here (the tests that mount are skipped), or `undefined`. */
+export const NO_MOUNT: string | undefined = await cannotMount();
+if (NO_MOUNT !== undefined) {
+  console.warn(
+    `reliability tests: skipping the tests that mount a tmpfs or an ext4 image: ${NO_MOUNT}`,
+  );
+}
+
+/** A mounted file system in a temp folder, unmounted and removed on dispose. */
+export interface Mounted extends AsyncDisposable {
+  /** Where it is mounted. */
+  dir: string;
+}
+
+/** Mounts a tmpfs of `size` (e.g. `"8m"`). */
+export async function mountTmpfs(size: string): Promise<Mounted> {
+  const dir = await Deno.makeTempDir({ prefix: "relay-tmpfs-" });
+  const mounted = await sh("mount", "-t", "tmpfs", "-o", `size=${size},mode=0700`, "tmpfs", dir);
+  assert.equal(mounted.code, 0, mounted.stderr);
+  return {
+    dir,
+    async [Symbol.asyncDispose]() {
+      await sh("umount", "-l", dir);
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+/**
+ * Mounts a new ext4 image of 32 MiB through a loop device, with `errors=remount-ro`: an error
+ * the kernel finds (or one triggered through sysfs) turns it read-only, as on a failing disk.
+ */
+export async function mountExt4(): Promise<Mounted & { device: string; image: string }> {
+  const work = await Deno.makeTempDir({ prefix: "relay-ext4-" });
+  const image = `${work}/disk.img`;
+  const dir = `${work}/mnt`;
+  await Deno.mkdir(dir);
+  await sh("truncate", "-s", "32M", image);
+  const made = await sh("mkfs.ext4", "-q", "-F", image);
+  assert.equal(made.code, 0, made.stderr);
+  const mounted = await sh("mount", "-o", "loop,errors=remount-ro", image, dir);
+  assert.equal(mounted.code, 0, mounted.stderr);
+  const source = (await sh("findmnt", "-n", "-o", "SOURCE", dir)).stdout.trim();
+  return {
+    dir,
+    device: source.replace(/^\/dev\//, ""),
+    image,
+    async [Symbol.asyncDispose]() {
+      await sh("umount", "-l", dir);
+      await Deno.remove(work, { recursive: true });
+    },
+  };
+}
+
+/** Bytes the file system of `path` has free. */
+export function freeBytes(path: string): number {
+  const s = statfsSync(path);
+  return s.bavail * s.bsize;
+}
+
+/** Content of about `bytes` that no compression or duplicate check shrinks. */
+export function randomContent(bytes: number): string {
+  const raw = new Uint8Array(Math.ceil(bytes * 3 / 4));
+  for (let at = 0; at < raw.length; at += 65536) {
+    crypto.getRandomValues(raw.subarray(at, at + 65536));
+  }
+  let text = "";
+  for (const b of raw) text += String.fromCharCode(b);
+  return btoa(text);
+}
+
+/**
+ * The sysfs file that makes the kernel treat an ext4 file system as failed (remounted
+ * read-only, its journal aborted: what was not yet on the disk is lost); `undefined`, with a
+ * line saying that `what` is not run, when the kernel has none.
+ */
+export async function errorTrigger(
+  disk: { device: string },
+  what: string,
+): Promise<string | undefined> {
+  const trigger = `/sys/fs/ext4/${disk.device}/trigger_fs_error`;
+  try {
+    await Deno.stat(trigger);
+    return trigger;
+  } catch {
+    console.warn(`no ${trigger}: ${what} is not run`);
+    return undefined;
+  }
+}

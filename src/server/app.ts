@@ -42,6 +42,7 @@ import type { RequestEnv, RouteContext, Routes } from "./route.ts";
 import type { Scope } from "../access/named_keys.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { pageRoutes } from "./routes/pages.ts";
+import { headLength } from "./representation.ts";
 import { publishRoutes } from "./routes/publish.ts";
 import { queueRoutes } from "./routes/queues.ts";
 import { resultRoutes } from "./routes/results.ts";
@@ -239,6 +240,8 @@ export function createApp(options: AppOptions): RelayApp {
 
   const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
   const app = new Hono();
+  // What every answer gets on its way out, whichever route made it.
+  app.use(headLength());
 
   // One handler per endpoint, in C3's order: method (405 with Allow), then key and scope.
   // Hono answers HEAD with the GET route; `c.req.method` is still the real method.

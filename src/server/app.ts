@@ -42,7 +42,7 @@ import type { RequestEnv, RouteContext, Routes } from "./route.ts";
 import type { Scope } from "../access/named_keys.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { pageRoutes } from "./routes/pages.ts";
-import { headLength } from "./representation.ts";
+import { headLength, lacksHost } from "./representation.ts";
 import { publishRoutes } from "./routes/publish.ts";
 import { queueRoutes } from "./routes/queues.ts";
 import { resultRoutes } from "./routes/results.ts";
@@ -375,6 +375,12 @@ export function createApp(options: AppOptions): RelayApp {
         400,
         "Cannot read the request: its Host header does not make a valid URL",
       );
+    } else if (info?.remoteAddr !== undefined && lacksHost(request, url)) {
+      response = problemResponse(
+        400,
+        "Cannot read the request: it has no Host header (HTTP/1.1 requires one): send " +
+          "Host: with the relay's address, as every HTTP client does",
+      );
     } else {
       const env: RequestEnv = { url, remoteAddr: info?.remoteAddr };
       try {
@@ -394,7 +400,8 @@ export function createApp(options: AppOptions): RelayApp {
   const fetch = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
     const started = performance.now();
     const url = URL.parse(request.url);
-    const hit = url !== null && request.method === "GET"
+    const hit = url !== null && request.method === "GET" &&
+        (info?.remoteAddr === undefined || !lacksHost(request, url))
       ? fromCache(request, url, info)
       : undefined;
     return hit === undefined

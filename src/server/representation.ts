@@ -46,3 +46,23 @@ export function headLength(): MiddlewareHandler {
     c.res = new Response(null, { status: res.status, statusText: res.statusText, headers });
   };
 }
+
+/**
+ * Whether a request came without a `Host` header (or with an empty one), which an
+ * HTTP/1.1 server must refuse with 400 (RFC 9112, "Request Target"). Deno's request does
+ * not say which HTTP version carried it, and an HTTP/2 request has no `Host` header (its
+ * host travels as `:authority`, which Deno puts in the URL); without either, Deno makes
+ * the URL's host `localhost`. So a request lacks its host when it has no `Host` header
+ * and its URL says `localhost` over plain HTTP. An HTTPS request may be HTTP/2 and is let
+ * through; a cleartext HTTP/2 client that names `localhost` looks the same and is refused.
+ *
+ * @param request A request that came over the network (in-process requests have no host).
+ * @param url Its URL as parsed.
+ * @returns `true` when it must be refused with 400.
+ */
+export function lacksHost(request: Request, url: URL): boolean {
+  if (url.protocol !== "http:") return false;
+  const host = request.headers.get("host");
+  if (host === "") return true;
+  return host === null && url.hostname === "localhost";
+}

@@ -93,3 +93,36 @@ Deno.test("HEAD answers with the headers of GET on every GET route", async () =>
   assert.deepEqual(wrong, []);
   assert.ok(checked >= 25, `checked ${checked} GET routes`);
 });
+
+/** Sends `request` as raw bytes on a new connection; the answer's status line and body. */
+async function rawRequest(url: string, request: string): Promise<{ status: string; body: string }> {
+  const { hostname, port } = new URL(url);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  await conn.write(new TextEncoder().encode(request));
+  const answer = await new Response(conn.readable).text();
+  const [head = "", body = ""] = answer.split("\r\n\r\n");
+  return { status: head.split("\r\n")[0] ?? "", body };
+}
+
+Deno.test("a request without Host gets 400", async (t) => {
+  await using relay = await serveRelay();
+  const key = `X-Auth-Key: ${KEY}\r\nConnection: close\r\n`;
+  for (const path of ["/health", "/peek", "/results", "/app/app.js"]) {
+    await t.step(`GET ${path} without Host`, async () => {
+      const answer = await rawRequest(relay.url, `GET ${path} HTTP/1.1\r\n${key}\r\n`);
+      assert.equal(answer.status, "HTTP/1.1 400 Bad Request");
+      assert.match(JSON.parse(answer.body).detail, /no Host header/);
+    });
+  }
+  await t.step("an empty Host", async () => {
+    const answer = await rawRequest(relay.url, `GET /health HTTP/1.1\r\nHost: \r\n${key}\r\n`);
+    assert.equal(answer.status, "HTTP/1.1 400 Bad Request");
+  });
+  await t.step("with Host, the same requests are answered", async () => {
+    const host = `Host: ${new URL(relay.url).host}\r\n`;
+    for (const path of ["/health", "/results"]) {
+      const answer = await rawRequest(relay.url, `GET ${path} HTTP/1.1\r\n${host}${key}\r\n`);
+      assert.equal(answer.status, "HTTP/1.1 200 OK");
+    }
+  });
+});

@@ -50,6 +50,7 @@ import { adminRoutes } from "./routes/admin.ts";
 import { downstreamRoutes } from "./routes/downstream.ts";
 import { siteRoutes } from "./routes/sites.ts";
 import { pageRoutes } from "./routes/pages.ts";
+import { headLength, lacksHost } from "./representation.ts";
 import { publishRoutes } from "./routes/publish.ts";
 import { queueRoutes } from "./routes/queues.ts";
 import { resultRoutes } from "./routes/results.ts";
@@ -256,6 +257,8 @@ export function createApp(options: AppOptions): RelayApp {
 
   const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
   const app = new Hono();
+  // What every answer gets on its way out, whichever route made it.
+  app.use(headLength());
 
   // One handler per endpoint, in C3's order: method (405 with Allow; a CORS preflight from
   // an origin let in is answered instead), then Origin, key and scope. Hono answers HEAD
@@ -394,6 +397,12 @@ export function createApp(options: AppOptions): RelayApp {
         400,
         "Cannot read the request: its Host header does not make a valid URL",
       );
+    } else if (info?.remoteAddr !== undefined && lacksHost(request, url)) {
+      response = problemResponse(
+        400,
+        "Cannot read the request: it has no Host header (HTTP/1.1 requires one): send " +
+          "Host: with the relay's address, as every HTTP client does",
+      );
     } else {
       const env: RequestEnv = { url, remoteAddr: info?.remoteAddr };
       try {
@@ -413,7 +422,8 @@ export function createApp(options: AppOptions): RelayApp {
   const fetch = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
     const started = performance.now();
     const url = URL.parse(request.url);
-    const hit = url !== null && request.method === "GET"
+    const hit = url !== null && request.method === "GET" &&
+        (info?.remoteAddr === undefined || !lacksHost(request, url))
       ? fromCache(request, url, info)
       : undefined;
     return hit === undefined

@@ -153,6 +153,34 @@ function isFieldsOf(text: string, names: readonly string[]): boolean {
 }
 
 /**
+ * A body sent without saying it is JSON that is a JSON object naming a field the endpoint
+ * takes: `curl -d '{"content": "…"}'` without `-H 'Content-Type: application/json'` (curl
+ * then says the body is a form), the most common mistake with curl. Storing such a body
+ * as text would queue the JSON itself instead of its content, so it is read as the JSON it
+ * is. Anything else (text that merely starts with a brace, JSON naming no known field) is
+ * left as text.
+ *
+ * @param text The decoded body.
+ * @param names The field names the endpoint takes.
+ * @returns The object's fields, or `undefined` when the body is not such an object.
+ */
+function jsonFieldsOf(text: string, names: readonly string[]): ParsedBody | undefined {
+  const trimmed = text.trim();
+  if (!trimmed.startsWith("{") || !trimmed.endsWith("}")) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(trimmed);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  const fields = value as Record<string, unknown>;
+  return Object.keys(fields).some((name) => names.includes(name))
+    ? { kind: "fields", fields }
+    : undefined;
+}
+
+/**
  * Decodes and parses a body by its type (C5, amended; docs/api.md, "Submitting"): JSON
  * must be an object; a form body is read as fields only when every field in it is one of
  * `formFields`, and otherwise taken whole as plain text, so that
@@ -164,13 +192,16 @@ function isFieldsOf(text: string, names: readonly string[]): boolean {
  * @param options.action What the request does, for messages: `"submit"` or `"push"`.
  * @param options.formFields The field names the endpoint takes from a form body, e.g.
  *   `["content"]`; default none (every form body is text).
+ * @param options.typeGiven `false` when the request had no `Content-Type` (`type` is then
+ *   `text/plain`). A body with no type or a form type that is a JSON object naming one of
+ *   `formFields` is read as JSON ({@linkcode jsonFieldsOf}); default `true`.
  * @throws {HttpError} 400 for bytes that are not UTF-8, malformed JSON, or JSON that is not
  *   an object.
  */
 export function parseBody(
   bytes: Uint8Array,
   type: BodyType,
-  options: { action: string; formFields?: readonly string[] },
+  options: { action: string; formFields?: readonly string[]; typeGiven?: boolean },
 ): ParsedBody {
   const { action, formFields = [] } = options;
   let text: string;
@@ -181,9 +212,14 @@ export function parseBody(
   }
   switch (type) {
     case "text/plain":
+      if (options.typeGiven === false) {
+        return jsonFieldsOf(text, formFields) ?? { kind: "text", text };
+      }
       return { kind: "text", text };
     case "application/x-www-form-urlencoded": {
-      if (!isFieldsOf(text, formFields)) return { kind: "text", text };
+      if (!isFieldsOf(text, formFields)) {
+        return jsonFieldsOf(text, formFields) ?? { kind: "text", text };
+      }
       return { kind: "fields", fields: Object.fromEntries(new URLSearchParams(text)) };
     }
     case "application/json": {
@@ -222,5 +258,5 @@ export async function readBody(
 ): Promise<ParsedBody> {
   const type = bodyType(request.headers, options.accepted);
   const bytes = await readLimited(request, limit);
-  return parseBody(bytes, type, options);
+  return parseBody(bytes, type, { ...options, typeGiven: request.headers.has("content-type") });
 }

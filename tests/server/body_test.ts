@@ -245,3 +245,45 @@ const curlLink = fc.tuple(
   const [base, fragment] = hash < 0 ? [url, ""] : [url.slice(0, hash), url.slice(hash)];
   return `${before}${base}${base.includes("?") ? "&" : "?"}${query}${fragment}${after}`;
 });
+
+Deno.test("POST /submit and /push read JSON sent without saying it is JSON", async (t) => {
+  const json = '{"content": "Remember the plants", "queue": "article"}';
+  await t.step("curl -d with a JSON object submits its content to its queue", async () => {
+    await using app = await makeApp();
+    const res = await curlData(app, "/submit", json);
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), "OK (article)");
+    assert.deepEqual(await peekAll(app), ["article: Remember the plants"]);
+  });
+
+  await t.step("a body without Content-Type that is a JSON object is read as JSON", async () => {
+    await using app = await makeApp();
+    const body = new TextEncoder().encode(json); // bytes: fetch adds no Content-Type
+    const res = await app.call("/submit", { method: "POST", body });
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), "OK (article)");
+    assert.deepEqual(await peekAll(app), ["article: Remember the plants"]);
+  });
+
+  await t.step("push with curl -d stores the content, not the JSON", async () => {
+    await using app = await makeApp();
+    assert.equal((await curlData(app, "/push", '{"content": "# Summary"}')).status, 200);
+    const results = await (await app.call("/results")).json();
+    assert.deepEqual(results.items.map((item: { c: string }) => item.c), ["# Summary"]);
+  });
+
+  await t.step("text that is not such an object, or declared text/plain, stays text", async () => {
+    await using app = await makeApp();
+    for (const text of ['{"title": "no field of submit"}', "{not json}"]) {
+      assert.equal((await curlData(app, "/submit", text)).status, 200);
+    }
+    const plain = { "content-type": "text/plain" };
+    const res = await app.call("/submit", { method: "POST", body: json, headers: plain });
+    assert.equal(await res.text(), "OK (general)");
+    assert.deepEqual((await peekAll(app)).sort(), [
+      'general: {"content": "Remember the plants", "queue": "article"}',
+      'general: {"title": "no field of submit"}',
+      "general: {not json}",
+    ]);
+  });
+});

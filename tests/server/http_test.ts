@@ -1,0 +1,123 @@
+/**
+ * HTTP semantics of every answer (RFC 9110, RFC 9112): `HEAD` answers carry the headers of
+ * the `GET` answer, requests without `Host` are refused, validators and compression. The
+ * relay's real app, with its built-in services, on a real server on 127.0.0.1.
+ */
+import assert from "node:assert/strict";
+import { createApp } from "../../src/server/app.ts";
+import { Logger } from "../../src/server/log.ts";
+import { type BuiltinServices, createBuiltinServices } from "../../src/builtin/services.ts";
+import { KEY, makeStore } from "../_helpers.ts";
+
+const APP_ID = "app-id-0123456789abcdef";
+
+/** The whole relay app (API, web app, built-in services) on a real loopback server. */
+async function serveRelay() {
+  const base = await makeStore();
+  const dataDir = await Deno.makeTempDir({ prefix: "relay-http-" });
+  const services: BuiltinServices = createBuiltinServices({ dataDir, log: () => {} });
+  const app = createApp({
+    store: base.store,
+    apiKey: KEY,
+    logger: new Logger({ write: () => {} }),
+    builtin: { services, appId: APP_ID },
+  });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.fetch);
+  const url = `http://127.0.0.1:${server.addr.port}`;
+  return {
+    app,
+    services,
+    url,
+    async [Symbol.asyncDispose]() {
+      await server.shutdown();
+      await services.stop();
+      await base[Symbol.asyncDispose]();
+      await Deno.remove(dataDir, { recursive: true });
+    },
+  };
+}
+
+/** Every path the app serves `GET` on, its parameters filled in with `values`. */
+function getPaths(
+  routes: readonly { path: string; method: string }[],
+  values: Record<string, string>,
+): string[] {
+  const paths = new Set<string>();
+  for (const { path, method } of routes) {
+    if ((method !== "GET" && method !== "ALL") || path.includes("*")) continue;
+    paths.add(path.replace(/:(\w+)/g, (_, name: string) => values[name] ?? name));
+  }
+  return [...paths];
+}
+
+Deno.test("HEAD answers with the headers of GET on every GET route", async () => {
+  await using relay = await serveRelay();
+  const note = await relay.services.notes.save({ title: "A note", markdown: "# Hi", tags: [] });
+  const post = await relay.services.blog.publish({ title: "A post", content: "Body", tags: [] });
+  const paths = getPaths(relay.app.routes, {
+    doc_id: note.doc_id,
+    post_id: post.post_id,
+    file: "missing.mp3",
+  });
+  const headers = { "x-auth-key": KEY };
+  const wrong: string[] = [];
+  let checked = 0;
+  for (const path of paths) {
+    const head = await fetch(`${relay.url}${path}`, {
+      method: "HEAD",
+      headers,
+      redirect: "manual",
+    });
+    await head.body?.cancel();
+    if (head.status === 405) continue; // a POST-only endpoint
+    if (head.headers.get("content-type")?.startsWith("text/event-stream")) continue;
+    const get = await fetch(`${relay.url}${path}`, { headers, redirect: "manual" });
+    const bytes = (await get.arrayBuffer()).byteLength;
+    assert.equal(head.status, get.status, `HEAD ${path}`);
+    assert.equal(head.headers.get("content-type"), get.headers.get("content-type"), path);
+    // A 204 has no body and no length (RFC 9110).
+    const length = get.status === 204 ? null : String(bytes);
+    const said = head.headers.get("content-length");
+    // The metrics count each request, the HEAD too: their length changes between the two.
+    const changes = path === "/metrics" && said !== null && Number(said) > 0;
+    if (said !== length && !changes) {
+      wrong.push(`HEAD ${path}: Content-Length ${said}, GET sent ${bytes}`);
+    }
+    checked++;
+  }
+  assert.deepEqual(wrong, []);
+  assert.ok(checked >= 25, `checked ${checked} GET routes`);
+});
+
+/** Sends `request` as raw bytes on a new connection; the answer's status line and body. */
+async function rawRequest(url: string, request: string): Promise<{ status: string; body: string }> {
+  const { hostname, port } = new URL(url);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  await conn.write(new TextEncoder().encode(request));
+  const answer = await new Response(conn.readable).text();
+  const [head = "", body = ""] = answer.split("\r\n\r\n");
+  return { status: head.split("\r\n")[0] ?? "", body };
+}
+
+Deno.test("a request without Host gets 400", async (t) => {
+  await using relay = await serveRelay();
+  const key = `X-Auth-Key: ${KEY}\r\nConnection: close\r\n`;
+  for (const path of ["/health", "/peek", "/results", "/app/app.js"]) {
+    await t.step(`GET ${path} without Host`, async () => {
+      const answer = await rawRequest(relay.url, `GET ${path} HTTP/1.1\r\n${key}\r\n`);
+      assert.equal(answer.status, "HTTP/1.1 400 Bad Request");
+      assert.match(JSON.parse(answer.body).detail, /no Host header/);
+    });
+  }
+  await t.step("an empty Host", async () => {
+    const answer = await rawRequest(relay.url, `GET /health HTTP/1.1\r\nHost: \r\n${key}\r\n`);
+    assert.equal(answer.status, "HTTP/1.1 400 Bad Request");
+  });
+  await t.step("with Host, the same requests are answered", async () => {
+    const host = `Host: ${new URL(relay.url).host}\r\n`;
+    for (const path of ["/health", "/results"]) {
+      const answer = await rawRequest(relay.url, `GET ${path} HTTP/1.1\r\n${host}${key}\r\n`);
+      assert.equal(answer.status, "HTTP/1.1 200 OK");
+    }
+  });
+});

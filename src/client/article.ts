@@ -65,6 +65,8 @@ export interface Article {
   url: string;
   /** The article's body in Markdown, without its title. */
   markdown: string;
+  /** The article's body as plain text (what a read-aloud service speaks), when known. */
+  text?: string;
 }
 
 /**
@@ -80,10 +82,12 @@ export function extractArticle(document: PageDocument, url: string): Article | n
   setBase(copy, url);
   const found = new Readability(copy as never, { charThreshold: 100 }).parse();
   if (!found?.content) return null;
-  const title = (found.title ?? "").trim() || url;
-  const body = htmlToMarkdown(copy, found.content, title);
+  const { title, markdown: body } = htmlToMarkdown(copy, found.content, found.title ?? "", url);
   if (!body) return null;
   const article: Article = { title, url, markdown: body };
+  // The DOM's text keeps the source's line breaks, which fall mid-sentence: one line of text.
+  const text = found.textContent ? oneLine(found.textContent) : "";
+  if (text) article.text = text;
   const byline = found.byline?.trim();
   if (byline) article.byline = byline;
   const siteName = found.siteName?.trim();
@@ -133,23 +137,29 @@ function turndown(): TurndownService {
 }
 
 /**
- * Readability's article HTML as Markdown. The HTML is parsed into an element of `owner` (no
- * script runs: an element made with `innerHTML` does not run its scripts) so that a first
- * heading that repeats the title can be dropped, since the result prints the title itself.
+ * Readability's article HTML as Markdown, and the article's title. The HTML is parsed into an
+ * element of `owner` (no script runs: an element made with `innerHTML` does not run its
+ * scripts) so that a first heading that repeats the title can be dropped, since the result
+ * prints the title itself. A page whose `<title>` Readability could not find (a title outside
+ * `<head>` in broken HTML) takes its first heading as the title, and one without either its
+ * address.
  */
-function htmlToMarkdown(owner: PageDocument, html: string, title: string): string {
+function htmlToMarkdown(
+  owner: PageDocument,
+  html: string,
+  found: string,
+  url: string,
+): { title: string; markdown: string } {
   const container = owner.createElement("div");
   container.innerHTML = html;
   const first = container.querySelector("h1, h2");
-  if (first && normalise(first.textContent ?? "") === normalise(title)) first.remove();
+  const heading = oneLine(first?.textContent ?? "");
+  const title = oneLine(found) || heading || url;
+  if (first && heading.toLowerCase() === title.toLowerCase()) first.remove();
   // Turndown gets the HTML as text and parses it with its own parser (domino in Deno, the
   // browser's DOMParser in the extension): linkedom's elements lack `table.rows`, which the GFM
   // table rule reads.
-  return turndown().turndown(container.innerHTML).trim();
-}
-
-function normalise(text: string): string {
-  return text.replace(/\s+/g, " ").trim().toLowerCase();
+  return { title, markdown: turndown().turndown(container.innerHTML).trim() };
 }
 
 function oneLine(text: string): string {

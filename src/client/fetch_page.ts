@@ -15,7 +15,7 @@
 import { decodeHtml } from "./charset.ts";
 
 /**
- * Most redirects followed, as the extractor's issue asks; browsers allow 20, but a page that
+ * Most redirects followed: browsers allow 20, but a page that
  * needs more than a handful is a loop or a tracker chain.
  */
 export const MAX_REDIRECTS = 5;

@@ -93,10 +93,17 @@ Deno.test("relay work --extract pushes each link's article, reports links it can
   });
 });
 
-Deno.test("relay work --extract --publish blog,nas publishes each article; a failed target is kept", async () => {
+Deno.test("relay work --extract --publish blog,nas publishes each article with a key of the reader's scopes; a failed target is kept", async () => {
   await withTempDir(async (dir) => {
     await using pages = servePages();
     await using downstream = startDownstream();
+    const db = join(dir, "data", "relay.kv");
+    await Deno.mkdir(join(dir, "data"));
+    // The key relay-reader.service is given: only what the reader does.
+    const added = await runRelay(
+      ["keys", "add", "reader", "--scope", "consume,push,publish", "--db", db],
+    );
+    assert.equal(added.code, 0, added.stderr);
     await using relay = await startRelayProcess(join(dir, "data"), {
       args: ["--publish-url", downstream.url],
       env: { RELAY_API_KEY: KEY, RELAY_APP_ID: downstream.appId },
@@ -104,7 +111,7 @@ Deno.test("relay work --extract --publish blog,nas publishes each article; a fai
     const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
     const worker = spawnRelay(
       ["work", "--queue", "general", "--extract", "--publish", "blog,nas"],
-      { env },
+      { env: { RELAY_URL: relay.url, RELAY_API_KEY: added.stdout.trim() } },
     );
     assert.equal((await runRelay(["submit", `${pages.url}/table`], { env })).code, 0);
     await eventually(() => downstream.requests.length === 2, "the blog and the podcast");

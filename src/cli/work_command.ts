@@ -214,8 +214,9 @@ const workCommand: Command = {
 /** The worker's start line with `--extract`. */
 function describeExtract(extract: ExtractSettings): string {
   const to = extract.publish.length > 0 ? `, publishing to ${extract.publish.join(", ")}` : "";
-  return `the built-in reader (pages up to ${extract.maxBytes} bytes within ` +
-    `${extract.timeoutMs / 1000} s${to})`;
+  const mib = extract.maxBytes / (1 << 20);
+  const size = Number.isInteger(mib) ? `${mib} MiB` : `${extract.maxBytes} bytes`;
+  return `the built-in reader (pages up to ${size} within ${extract.timeoutMs / 1000} s${to})`;
 }
 
 /** The `work` command. */

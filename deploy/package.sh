@@ -4,7 +4,9 @@
 # before 1.2.0, as semver does). Each package holds:
 #   /usr/bin/relay                     the program
 #   /lib/systemd/system/relay.service  deploy/relay.service, ExecStart=/usr/bin/relay serve
+#   /lib/systemd/system/relay-reader.service  deploy/relay-reader.service (the reader; disabled)
 #   /etc/relay/env                     the settings (a conffile, mode 0600 in a 0700 folder)
+#   /etc/relay/reader.env              the reader's settings and key (a conffile, mode 0600)
 #   /usr/share/doc/relay/              README.md and docs/*.md
 # and the maintainer scripts of deploy/debian/ (enable without starting, stop on remove, delete
 # the data on purge). The program is the single binary of `deno task compile` when one is given
@@ -138,11 +140,15 @@ for arch in $arches; do
   chmod 0644 "$root/lib/systemd/system/relay.service"
   grep -q '^ExecStart=/usr/bin/relay serve$' "$root/lib/systemd/system/relay.service" ||
     die "deploy/relay.service: no ExecStart=/usr/local/bin/relay serve to point at /usr/bin/relay"
+  sed -e 's|/usr/local/bin/relay|/usr/bin/relay|g' "$repo/deploy/relay-reader.service" \
+    >"$root/lib/systemd/system/relay-reader.service"
+  chmod 0644 "$root/lib/systemd/system/relay-reader.service"
 
   # The settings: only root may read them (they may hold the key).
   install -d -m 0700 "$root/etc/relay"
   install -m 0600 "$repo/deploy/debian/env" "$root/etc/relay/env"
-  echo /etc/relay/env >"$root/DEBIAN/conffiles"
+  install -m 0600 "$repo/deploy/debian/reader.env" "$root/etc/relay/reader.env"
+  printf '%s\n' /etc/relay/env /etc/relay/reader.env >"$root/DEBIAN/conffiles"
 
   # The documentation.
   install -d -m 0755 "$root/usr/share/doc/relay/docs"

@@ -128,6 +128,8 @@ Deno.test({
       assert.deepEqual(files.get("./etc/relay/")?.[0], "drwx------");
       assert.deepEqual(files.get("./etc/relay/env")?.[0], "-rw-------");
       assert.deepEqual(files.get("./lib/systemd/system/relay.service")?.[0], "-rw-r--r--");
+      assert.deepEqual(files.get("./lib/systemd/system/relay-reader.service")?.[0], "-rw-r--r--");
+      assert.deepEqual(files.get("./etc/relay/reader.env")?.[0], "-rw-------");
       assert.ok(files.has("./usr/share/doc/relay/docs/operations.md"));
       assert.ok(![...files.keys()].some((p) => p.startsWith("./usr/lib/relay")), listing);
 
@@ -138,9 +140,16 @@ Deno.test({
       assert.equal(unit, source.replaceAll("/usr/local/bin/relay", "/usr/bin/relay"));
       assert.match(unit, /^ExecStart=\/usr\/bin\/relay serve$/m);
       assert.match(unit, /^DynamicUser=yes$/m);
+      const reader = await Deno.readTextFile(
+        join(extracted, "lib/systemd/system/relay-reader.service"),
+      );
+      assert.match(
+        reader,
+        /^ExecStart=\/usr\/bin\/relay work --queue general --extract \$RELAY_READER_ARGS$/m,
+      );
       assert.equal(
         await Deno.readTextFile(join(extracted, "DEBIAN/conffiles")),
-        "/etc/relay/env\n",
+        "/etc/relay/env\n/etc/relay/reader.env\n",
       );
       for (const script of ["postinst", "prerm", "postrm"]) {
         const path = join(extracted, "DEBIAN", script);
@@ -190,6 +199,36 @@ Deno.test({
       assert.deepEqual([...Deno.readDirSync(dir)], []);
     });
   },
+});
+
+/** The `Name=value` lines of a unit's section, in order. */
+function unitLines(unit: string, from: string, to: string): string[] {
+  const part = unit.slice(unit.indexOf(from), unit.indexOf(to));
+  return part.split("\n").filter((line) => /^\w+=/.test(line));
+}
+
+Deno.test("relay-reader.service runs the reader with the relay's hardening, disabled until enabled", async () => {
+  const relay = await Deno.readTextFile(join(ROOT, "deploy", "relay.service"));
+  const reader = await Deno.readTextFile(join(ROOT, "deploy", "relay-reader.service"));
+  const hardening = unitLines(relay, "# Hardening.", "MemoryMax=");
+  assert.ok(hardening.length > 20, "the relay's hardening was found");
+  assert.deepEqual(unitLines(reader, "# Hardening.", "MemoryMax="), hardening);
+  for (const line of ["DynamicUser=yes", "UMask=0077", "TasksMax=64"]) {
+    assert.ok(reader.split("\n").includes(line), line);
+  }
+  assert.doesNotMatch(reader, /^MemoryDenyWriteExecute=/m);
+  assert.match(
+    reader,
+    /^ExecStart=\/usr\/local\/bin\/relay work --queue general --extract \$RELAY_READER_ARGS$/m,
+  );
+  assert.match(reader, /^EnvironmentFile=\/etc\/relay\/reader\.env$/m);
+  // No state of its own: it cannot touch the relay's database.
+  assert.doesNotMatch(reader, /^StateDirectory=/m);
+  const env = await Deno.readTextFile(join(ROOT, "deploy", "debian", "reader.env"));
+  assert.match(env, /--scope consume,push,publish/);
+  // The package installs it; the admin enables it (docs/operations.md, "The reader").
+  const postinst = await Deno.readTextFile(join(ROOT, "deploy", "debian", "postinst"));
+  assert.doesNotMatch(postinst, /\b(enable|start)\b[^\n]*relay-reader/);
 });
 
 Deno.test("deploy/package.sh answers a wrong option with its usage and exit code 2", async () => {

@@ -19,6 +19,11 @@ const LOADED_WHEN_NEEDED: Record<string, string> = {
   "prom-client": "GET /metrics",
   "zod-openapi": "GET /openapi.json",
   "qrcode": "the pairing QR code",
+  "@mozilla/readability": "relay work --extract, with its first link",
+  "linkedom": "relay work --extract, with its first link",
+  "turndown": "relay work --extract, with its first link",
+  "turndown-plugin-gfm": "relay work --extract, with its first link",
+  "chardet": "relay work --extract, with its first link",
 };
 
 interface InfoModule {

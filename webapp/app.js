@@ -4,7 +4,10 @@
 // #publish, #settings, #share). The API key lives in this browser's localStorage and goes
 // only to this relay, in the X-Auth-Key header (or ?key= for the results stream, since
 // EventSource cannot set headers). Content from the relay is always shown with textContent,
-// never as HTML.
+// never as HTML: a result's Markdown is rendered by markdown.js, which builds elements and
+// puts the text in with textContent.
+
+import { plainText, renderMarkdown } from "./markdown.js";
 
 /** The relay's root: the parent of the app's folder (/app/ → /), so a proxy may add a prefix. */
 const RELAY = new URL("../", import.meta.url);
@@ -489,17 +492,51 @@ function saveResults() {
 function resultItem({ t, c }) {
   const li = document.createElement("li");
   const content = document.createElement("div");
-  content.className = "content";
-  content.textContent = c;
+  content.className = "content markdown";
+  content.append(renderMarkdown(c));
   li.append(content);
+  const meta = document.createElement("div");
+  meta.className = "meta";
   const date = new Date(t);
   if (Number.isFinite(t) && !Number.isNaN(date.getTime())) {
-    const meta = document.createElement("div");
-    meta.className = "meta";
     meta.append(timeElement(date, dateTime.format(date)));
-    li.append(meta);
   }
+  const publish = document.createElement("button");
+  publish.type = "button";
+  publish.className = "publish-result";
+  publish.textContent = "Publish to blog and podcast";
+  const status = document.createElement("p");
+  status.className = "status";
+  status.setAttribute("role", "status");
+  publish.addEventListener("click", () => publishResult(c, content, publish, status));
+  meta.append(publish);
+  li.append(meta, status);
   return li;
+}
+
+/**
+ * Sends one result to the blog and the podcast (POST /publish): its first line is the title,
+ * its Markdown the post, its rendered text what the podcast reads aloud.
+ */
+function publishResult(markdown, rendered, button, status) {
+  const firstLine = markdown.trim().split("\n", 1)[0].replace(/^#+\s*/, "").trim();
+  const title = firstLine.length > 120 ? `${firstLine.slice(0, 119)}…` : firstLine;
+  const body = {
+    title: title || "Result",
+    content: plainText(rendered) || markdown,
+    content_md: markdown,
+    targets: ["blog", "nas"],
+    transform: "read",
+  };
+  return whileBusy(button, async () => {
+    setStatus(status, "Publishing…");
+    const answer = await postPublish("publish", body, status);
+    if (answer === undefined) return;
+    const outcomes = Object.entries(answer.results ?? {}).map(([target, outcome]) =>
+      `${TARGET_NAMES[target] ?? target}: ${outcome?.status === "success" ? "published" : "failed"}`
+    );
+    setStatus(status, outcomes.join(", "), answer.status === "ok" ? "ok" : "error");
+  });
 }
 
 function renderResults() {

@@ -15,6 +15,7 @@ const SUBMIT_URL = new URL("../submit", SCOPE).href;
 const SHELL_FILES = [
   "index.html",
   "app.js",
+  "markdown.js",
   "app.css",
   "manifest.webmanifest",
   "icon.svg",

@@ -1,12 +1,14 @@
 /**
- * `relay work`: run a command for each item of a queue and push its output (see
- * `src/client/work.ts` for the loop; docs/cli.md, "relay work", for what happens to an item).
+ * `relay work`: run a command for each item of a queue and push its output, or with
+ * `--extract` read each link and push its article (see `src/client/work.ts` for the loop;
+ * docs/cli.md, "relay work", for what happens to an item).
  *
  * @module
  */
 
+import { parseSize } from "../config/config.ts";
 import { MAX_LEASE_MS } from "../store/store.ts";
-import { work } from "../client/work.ts";
+import { type ExtractSettings, work } from "../client/work.ts";
 import type { Args, Command } from "./command.ts";
 import { durationOption } from "./client_commands.ts";
 import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
@@ -19,6 +21,14 @@ const MAX_ATTEMPTS = 100;
 const DEFAULT_BACKOFF_MS = 2000;
 /** Default `--lease`, ms: five minutes. */
 const DEFAULT_LEASE_MS = 5 * 60_000;
+/** Default `--timeout`, ms: a slow site on a slow link still answers within 20 s. */
+const DEFAULT_PAGE_TIMEOUT_MS = 20_000;
+/** Default `--max-page`, bytes: 5 MiB, far above a real article, well below the Pi's memory. */
+const DEFAULT_MAX_PAGE_BYTES = 5 * 1024 * 1024;
+/** Default `--accept-language`: English, as a browser set to English sends it. */
+const DEFAULT_ACCEPT_LANGUAGE = "en-US,en;q=0.8";
+/** Targets `--publish` takes: the relay's publish targets. */
+const PUBLISH_TARGETS = ["notes", "blog", "nas"];
 
 /** `--lease`: whole seconds, 1 s to 12 h. */
 function leaseSeconds(args: Args): number {
@@ -43,10 +53,45 @@ function attempts(args: Args): number {
   return n;
 }
 
+/** The `--extract` settings, or `undefined` without `--extract`. */
+function extractSettings(args: Args): ExtractSettings | undefined {
+  const publish = (args.string("publish") ?? "").split(",").map((t) => t.trim()).filter((t) => t);
+  if (!args.flag("extract")) {
+    for (const name of ["publish", "timeout", "max-page", "accept-language"]) {
+      if (args.string(name) !== undefined) throw args.usage(`--${name} needs --extract`);
+    }
+    return undefined;
+  }
+  const unknown = publish.find((target) => !PUBLISH_TARGETS.includes(target));
+  if (unknown !== undefined || new Set(publish).size !== publish.length) {
+    throw args.usage(
+      `invalid --publish "${args.string("publish")}": distinct targets from ${
+        PUBLISH_TARGETS.join(", ")
+      }, comma-separated`,
+    );
+  }
+  const sizeText = args.string("max-page");
+  const maxBytes = sizeText === undefined ? DEFAULT_MAX_PAGE_BYTES : parseSize(sizeText);
+  if (maxBytes === undefined || maxBytes < 1) {
+    throw args.usage(`invalid --max-page "${sizeText}": use bytes, or a number with KiB or MiB`);
+  }
+  const acceptLanguage = args.string("accept-language") ?? DEFAULT_ACCEPT_LANGUAGE;
+  if (!/^[\w*-]+(?:;q=[\d.]+)?(?:\s*,\s*[\w*-]+(?:;q=[\d.]+)?)*$/.test(acceptLanguage)) {
+    throw args.usage(`invalid --accept-language "${acceptLanguage}": e.g. de-DE,de;q=0.9,en;q=0.5`);
+  }
+  return {
+    timeoutMs: durationOption(args, "timeout", DEFAULT_PAGE_TIMEOUT_MS),
+    maxBytes,
+    acceptLanguage,
+    publish,
+  };
+}
+
 const workCommand: Command = {
   name: "work",
-  synopsis: "--queue Q [--lease D] [--attempts N] [--backoff D] -- CMD [ARGS…]",
-  summary: "run CMD for each item of a queue and push its output as a result",
+  synopsis: "--queue Q [--lease D] [--attempts N] [--backoff D] (-- CMD [ARGS…] | --extract " +
+    "[--publish TARGETS])",
+  summary: "run CMD for each item of a queue (or read each link) and push the result",
   help: [
     "Takes one item at a time under a lease and runs CMD with the item on stdin. When CMD",
     "exits 0, its stdout (if any) is pushed to the results feed and the item is deleted.",
@@ -55,6 +100,13 @@ const workCommand: Command = {
     "when its lease ends. When CMD cannot start (not found, not executable), the worker",
     "stops at once with exit code 1 and the item likewise goes back when its lease ends.",
     "SIGINT or SIGTERM stops the worker after the current item (exit code 0).",
+    "",
+    "With --extract no command runs: each item that is an http(s) link is fetched, its main",
+    "article found (Readability) and pushed as Markdown; an item that is not a link is",
+    "pushed as it is. A link that cannot be read (an HTTP error, --timeout, not a web page,",
+    "no article) is fetched again after --backoff, up to --attempts times; then one line",
+    "saying why (Could not read URL: HTTP 404) is pushed instead and the item deleted.",
+    "--publish also sends each article to those targets through the relay's /publish.",
   ].join("\n"),
   options: [
     {
@@ -85,6 +137,34 @@ const workCommand: Command = {
       help: "wait after the first failed run; doubles after each further one",
       default: "2s",
     },
+    { name: "extract", type: "boolean", help: "read each link's article instead of running CMD" },
+    {
+      name: "publish",
+      type: "string",
+      value: "TARGETS",
+      help: "with --extract: also publish each article to notes, blog and/or nas (comma-separated)",
+    },
+    {
+      name: "timeout",
+      type: "string",
+      value: "D",
+      help: "with --extract: time limit of fetching one page, redirects and body included",
+      default: "20s",
+    },
+    {
+      name: "max-page",
+      type: "string",
+      value: "SIZE",
+      help: "with --extract: most bytes of a page read; a longer page is cut, with a note",
+      default: "5MiB",
+    },
+    {
+      name: "accept-language",
+      type: "string",
+      value: "LANGS",
+      help: "with --extract: the Accept-Language header sent",
+      default: DEFAULT_ACCEPT_LANGUAGE,
+    },
     ...CLIENT_OPTIONS,
   ],
   positionals: true,
@@ -93,12 +173,19 @@ const workCommand: Command = {
     const queue = args.string("queue");
     if (queue === undefined) throw args.needs("--queue (qa, article or general)");
     const command = [...args.positionals];
-    if (command.length === 0) {
-      throw args.needs("a command after --, e.g. relay work --queue general -- ./summarise");
+    const extract = extractSettings(args);
+    if (extract !== undefined && command.length > 0) {
+      throw args.usage("--extract runs no command: give either --extract or -- CMD");
+    }
+    if (extract === undefined && command.length === 0) {
+      throw args.needs(
+        "a command after --, or --extract, e.g. relay work --queue general -- ./summarise",
+      );
     }
     const options = {
       queue,
       command,
+      extract,
       attempts: attempts(args),
       backoffMs: durationOption(args, "backoff", DEFAULT_BACKOFF_MS),
       leaseS: leaseSeconds(args),
@@ -113,12 +200,24 @@ const workCommand: Command = {
           `than --lease ${options.leaseS}s: an item may go to another worker while it is retried`,
       );
     }
-    io.err(`relay: working on queue "${queue}" with: ${command.join(" ")}`);
+    io.err(
+      `relay: working on queue "${queue}" with: ${
+        extract === undefined ? command.join(" ") : describeExtract(extract)
+      }`,
+    );
     const summary = await work(client, options);
     io.err(`relay: stopped after ${summary.done} done and ${summary.failed} given up on`);
     return 0;
   },
 };
+
+/** The worker's start line with `--extract`. */
+function describeExtract(extract: ExtractSettings): string {
+  const to = extract.publish.length > 0 ? `, publishing to ${extract.publish.join(", ")}` : "";
+  const mib = extract.maxBytes / (1 << 20);
+  const size = Number.isInteger(mib) ? `${mib} MiB` : `${extract.maxBytes} bytes`;
+  return `the built-in reader (pages up to ${size} within ${extract.timeoutMs / 1000} s${to})`;
+}
 
 /** The `work` command. */
 export const WORK_COMMANDS: readonly Command[] = [workCommand];

@@ -65,6 +65,8 @@ export interface Article {
   url: string;
   /** The article's body in Markdown, without its title. */
   markdown: string;
+  /** The article's body as plain text (what a read-aloud service speaks), when known. */
+  text?: string;
 }
 
 /**
@@ -78,12 +80,21 @@ export interface Article {
 export function extractArticle(document: PageDocument, url: string): Article | null {
   const copy = document.cloneNode(true) as PageDocument;
   setBase(copy, url);
+  // The page's one <h1>, read before Readability rearranges (and often drops) it.
+  const h1s = Array.from(copy.querySelectorAll("h1"));
+  const h1 = h1s.length === 1 ? oneLine(h1s[0]!.textContent ?? "") : "";
   const found = new Readability(copy as never, { charThreshold: 100 }).parse();
   if (!found?.content) return null;
-  const title = (found.title ?? "").trim() || url;
-  const body = htmlToMarkdown(copy, found.content, title);
+  const { title, markdown: body } = htmlToMarkdown(copy, found.content, {
+    found: found.title ?? "",
+    h1,
+    url,
+  });
   if (!body) return null;
   const article: Article = { title, url, markdown: body };
+  // The DOM's text keeps the source's line breaks, which fall mid-sentence: one line of text.
+  const text = found.textContent ? oneLine(found.textContent) : "";
+  if (text) article.text = text;
   const byline = found.byline?.trim();
   if (byline) article.byline = byline;
   const siteName = found.siteName?.trim();
@@ -133,23 +144,35 @@ function turndown(): TurndownService {
 }
 
 /**
- * Readability's article HTML as Markdown. The HTML is parsed into an element of `owner` (no
- * script runs: an element made with `innerHTML` does not run its scripts) so that a first
- * heading that repeats the title can be dropped, since the result prints the title itself.
+ * Readability's article HTML as Markdown, and the article's title. The HTML is parsed into an
+ * element of `owner` (no script runs: an element made with `innerHTML` does not run its
+ * scripts) so that a first heading that repeats the title can be dropped, since the result
+ * prints the title itself.
+ *
+ * The title is Readability's, except that a `<title>` holding the page's one `<h1>` and more
+ * (the site's name: "Tending tomatoes | Garden Weekly", which Readability keeps whole when the
+ * heading is short) gives way to that `<h1>`. A page whose `<title>` Readability could not find
+ * (a title outside `<head>` in broken HTML) takes its first heading, and one without either its
+ * address.
  */
-function htmlToMarkdown(owner: PageDocument, html: string, title: string): string {
+function htmlToMarkdown(
+  owner: PageDocument,
+  html: string,
+  names: { found: string; h1: string; url: string },
+): { title: string; markdown: string } {
   const container = owner.createElement("div");
   container.innerHTML = html;
   const first = container.querySelector("h1, h2");
-  if (first && normalise(first.textContent ?? "") === normalise(title)) first.remove();
+  const heading = oneLine(first?.textContent ?? "");
+  const full = oneLine(names.found);
+  const title = names.h1 && full.toLowerCase().includes(names.h1.toLowerCase())
+    ? names.h1
+    : full || heading || names.url;
+  if (first && heading.toLowerCase() === title.toLowerCase()) first.remove();
   // Turndown gets the HTML as text and parses it with its own parser (domino in Deno, the
   // browser's DOMParser in the extension): linkedom's elements lack `table.rows`, which the GFM
   // table rule reads.
-  return turndown().turndown(container.innerHTML).trim();
-}
-
-function normalise(text: string): string {
-  return text.replace(/\s+/g, " ").trim().toLowerCase();
+  return { title, markdown: turndown().turndown(container.innerHTML).trim() };
 }
 
 function oneLine(text: string): string {

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type Backoff, sleep } from "../util/backoff.ts";
+import { Backoff, sleep } from "../util/backoff.ts";
 import { fetchFailure } from "../errors.ts";
 import { joinUrl } from "../util/url.ts";
 
@@ -68,6 +68,39 @@ export async function waitToRetry(
   const wait = backoff.next();
   log(`relay: ${error.message}; trying again in ${wait} ms`);
   await sleep(wait, signal);
+}
+
+/**
+ * Retries a call to the relay with a backoff while it fails in a retryable way. Even after
+ * `signal` aborts it keeps trying a few times, because giving up would lose the item.
+ *
+ * @param attempt The call.
+ * @param what What it does, for the log: `push the result`.
+ * @throws {RelayError} when the relay refuses the call (a 4xx), or still fails a few tries
+ *   after `signal` aborted.
+ */
+export async function retrying(
+  attempt: () => Promise<unknown>,
+  what: string,
+  log: (line: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  const backoff = new Backoff();
+  for (let afterAbort = 0;;) {
+    try {
+      await attempt();
+      return;
+    } catch (error) {
+      if (!(error instanceof RelayError) || !error.retryable) throw error;
+      if (signal.aborted && ++afterAbort > 3) {
+        log(`relay: could not ${what} before stopping: ${error.message}`);
+        throw error;
+      }
+      const wait = backoff.next();
+      log(`relay: cannot ${what}: ${error.message}; trying again in ${wait} ms`);
+      await sleep(wait);
+    }
+  }
 }
 
 /** One item of `GET /results` (spec §4.5). */

@@ -12,6 +12,9 @@
  * once, the item likewise left to its lease. The wait for the next item is a long-poll, so
  * a submitted item starts within milliseconds.
  *
+ * With `extract` (`relay work --extract`) no command runs: the worker reads each item that is a
+ * link itself (src/client/extract_item.ts) and pushes the article as Markdown.
+ *
  * @module
  */
 
@@ -22,10 +25,13 @@ import {
   leaseItems,
   pushResult,
   type RelayClient,
-  RelayError,
+  retrying,
   waitToRetry,
 } from "./client.ts";
 import { CannotStartError, runCapturing } from "./run.ts";
+import { type ExtractSettings, readItem } from "./extract_item.ts";
+
+export type { ExtractSettings } from "./extract_item.ts";
 
 /** Long-poll of each leased pull, s: the most the relay allows (issue 6). */
 const LONG_POLL_S = 60;
@@ -34,8 +40,10 @@ const LONG_POLL_S = 60;
 export interface WorkOptions {
   /** The queue to pull: `qa`, `article` or `general`. */
   queue: string;
-  /** The program and its arguments, run once per item. */
+  /** The program and its arguments, run once per item (empty with `extract`). */
   command: string[];
+  /** Reads each link itself instead of running a command (`relay work --extract`). */
+  extract?: ExtractSettings | undefined;
   /** How many times the command runs for one item before the worker gives up on it, ≥ 1. */
   attempts: number;
   /** Wait after the first failed attempt, ms; doubles after each further one. */
@@ -55,7 +63,10 @@ export interface WorkOptions {
 export interface WorkSummary {
   /** Items whose command exited 0 (and whose output, if any, was pushed). */
   done: number;
-  /** Items whose command failed every attempt, left for their lease to return them. */
+  /**
+   * Items whose command failed every attempt, left for their lease to return them; with
+   * `extract`, links that could not be read, reported in the results feed and acknowledged.
+   */
   failed: number;
 }
 
@@ -87,6 +98,13 @@ export async function work(client: RelayClient, options: WorkOptions): Promise<W
       continue;
     }
     for (const item of items) {
+      if (options.extract) {
+        const read = await readItem(client, item, { ...options, ...options.extract });
+        if (read === undefined) continue;
+        summary[read ? "done" : "failed"]++;
+        await acknowledge(client, item, log, signal);
+        continue;
+      }
       const output = await runAttempts(item, options);
       if (output === undefined) {
         summary.failed++;
@@ -175,33 +193,5 @@ async function acknowledge(
       `relay: item ${item.id} was no longer leased to this worker (its lease ended); ` +
         "it may be processed twice: raise --lease above the command's longest run",
     );
-  }
-}
-
-/**
- * Retries a call to the relay with a backoff while it fails in a retryable way. Even after
- * `signal` aborts it keeps trying a few times, because giving up would lose the item.
- */
-async function retrying(
-  attempt: () => Promise<unknown>,
-  what: string,
-  log: (line: string) => void,
-  signal: AbortSignal,
-): Promise<void> {
-  const backoff = new Backoff();
-  for (let afterAbort = 0;;) {
-    try {
-      await attempt();
-      return;
-    } catch (error) {
-      if (!(error instanceof RelayError) || !error.retryable) throw error;
-      if (signal.aborted && ++afterAbort > 3) {
-        log(`relay: could not ${what} before stopping: ${error.message}`);
-        throw error;
-      }
-      const wait = backoff.next();
-      log(`relay: cannot ${what}: ${error.message}; trying again in ${wait} ms`);
-      await sleep(wait);
-    }
   }
 }

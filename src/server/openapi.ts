@@ -238,6 +238,18 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
         ...problems(400),
       },
     },
+    "/results/feed.xml": {
+      summary: "The results feed as Atom, for feed readers",
+      description: "Every result, newest first, with its whole content rendered from " +
+        "Markdown (raw HTML shown as text). A feed reader cannot send headers: pass a " +
+        "read-scoped key as `?key=`.",
+      responses: {
+        "200": {
+          description: "An Atom feed",
+          content: { "application/atom+xml": { schema: z.string() } },
+        },
+      },
+    },
     "/results/stream": {
       summary: "The results feed as Server-Sent Events (issue 6)",
       description: "Each result is an event with `id: <t>` and `data: <content>`; a " +

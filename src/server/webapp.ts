@@ -13,6 +13,7 @@ import { WEBAPP_PATH } from "../constants.ts";
 export const WEBAPP_FILES: Readonly<Record<string, string>> = {
   "index.html": "text/html; charset=utf-8",
   "app.js": "text/javascript; charset=utf-8",
+  "markdown.js": "text/javascript; charset=utf-8",
   "app.css": "text/css; charset=utf-8",
   "sw.js": "text/javascript; charset=utf-8",
   "manifest.webmanifest": "application/manifest+json; charset=utf-8",

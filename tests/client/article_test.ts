@@ -55,3 +55,14 @@ Deno.test("article: a page with no article gives null, not an empty result", () 
     null,
   );
 });
+
+Deno.test("article: a <title> with the site's name around the heading gives the heading as title", () => {
+  const found = article(
+    PAGE.replace(
+      "<title>Tending tomatoes</title>",
+      "<title>Tending tomatoes | Garden Weekly</title>",
+    ),
+  );
+  assert.equal(found?.title, "Tending tomatoes");
+  assert.equal(articleResult(found!).match(/Tending tomatoes/g)?.length, 1, "the title once");
+});

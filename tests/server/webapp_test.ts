@@ -480,17 +480,80 @@ Deno.test("issue 7 web app: Results update live after a push, keep line breaks a
     await post(call, "/push", "Reading list for the weekend:\n- WAL\n- fsync\n- group commit");
     await eventually(async () => await items.count() === 3, "the third result");
     // Resumed after the last seen result: nothing arrives twice.
-    const texts = await page.locator("#results-list .content").allTextContents();
+    const texts = await page.locator("#results-list .content").evaluateAll((all) =>
+      all.map((e) => (e as unknown as PageElement).innerText)
+    );
     assert.deepEqual(texts.map((t) => t.split("\n")[0]), [
       "Reading list for the weekend:",
       "Q: how do I show <script> on a page?",
-      "# Summary: why SQLite WAL needs fsync",
+      "Summary: why SQLite WAL needs fsync",
     ]);
     assert.match(
       await page.evaluate(() => localStorage.getItem("relay.results.since")) ?? "",
       /^\d+$/,
     );
     await screenshot(page, "results");
+  });
+});
+
+Deno.test("web app: Results render their Markdown with no markup of their own, and Publish sends one to the blog and the podcast", async () => {
+  await using downstream = startDownstream();
+  await withApp({
+    env: { RELAY_PUBLISH_URL: downstream.url, RELAY_APP_ID: downstream.appId },
+  }, async ({ relay, page, call }) => {
+    const markdown = [
+      "# Sowing calendar",
+      "",
+      "Source: https://garden.example/sowing",
+      "",
+      "| Vegetable | Indoors |",
+      "| --- | --- |",
+      "| Tomato | March |",
+      "",
+      "- Water at the **root**",
+      "- Never on the leaves",
+      "",
+      '<script>document.title = "owned"</script> <img src=x onerror="document.title=1">',
+      "[a bad link](javascript:alert(1)) ![a tomato](https://garden.example/t.jpg)",
+    ].join("\n");
+    await post(call, "/push", markdown);
+    await openApp(page, relay, "results");
+    const card = page.locator("#results-list > li").first();
+    await card.waitFor();
+    assert.equal(await card.locator("h3").textContent(), "Sowing calendar");
+    assert.deepEqual(await card.locator("td").allTextContents(), ["Tomato", "March"]);
+    assert.deepEqual(await card.locator("li").allTextContents(), [
+      "Water at the root",
+      "Never on the leaves",
+    ]);
+    assert.equal(await card.locator("strong").textContent(), "root");
+    // What looked like markup is text: no element came of it, and no link to javascript:.
+    assert.equal(await card.locator("script, img, [onerror]").count(), 0);
+    assert.match(await card.locator(".content").textContent() ?? "", /<script>document\.title/);
+    assert.equal(await card.locator("a[href^='javascript']").count(), 0);
+    assert.equal(
+      await card.getByRole("link", { name: "Image: a tomato" }).getAttribute("href"),
+      "https://garden.example/t.jpg",
+    );
+    assert.notEqual(await page.title(), "owned");
+    await screenshot(page, "results-markdown");
+
+    await card.getByRole("button", { name: "Publish to blog and podcast" }).click();
+    assert.equal(
+      await textOf(page, "#results-list > li .status", /Podcast/),
+      "Blog: published, Podcast: published",
+    );
+    const podcast = downstream.requests.find((r) => r.service === "podcast")?.body as
+      | Record<string, unknown>
+      | undefined;
+    assert.equal(podcast?.title, "Sowing calendar");
+    assert.equal(podcast?.content_md, markdown);
+    assert.equal(podcast?.transform, "read");
+    // The podcast reads the text, not the Markdown's marks.
+    assert.match(String(podcast?.content), /^Sowing calendar\n\nSource: https:\/\/garden/);
+    assert.match(String(podcast?.content), /Water at the root/);
+    assert.doesNotMatch(String(podcast?.content), /\||\*\*|^#/m);
+    assert.deepEqual(downstream.requests.map((r) => r.service).sort(), ["blog", "podcast"]);
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * The results feed's endpoints: `POST /push` (spec §4.4), `GET /results` (§4.5, with the
- * long-poll of issue 6) and the live delivery of `GET /results/stream` (Server-Sent
- * Events, issue 6). Each handler parses the request, calls one store function and answers.
+ * long-poll of issue 6), the live delivery of `GET /results/stream` (Server-Sent
+ * Events, issue 6) and the feed for feed readers, `GET /results/feed.xml` (Atom). Each handler parses the request, calls one store function and answers.
  *
  * @module
  */
@@ -20,6 +20,15 @@ import { parseOr400, pushFieldsSchema, resultsQuerySchema, streamStartSchema } f
 const RESULTS_CACHE_ANSWERS = 64;
 
 const FEED = ["feed"] as const;
+
+/** The Atom feed's builder, with the `feed` and `markdown-it` packages: loaded when first asked. */
+const loadAtom = () => import("../results_feed.ts");
+
+/** Entries of the Atom feed: the whole results feed, which holds at most 50. */
+const ATOM_ENTRIES = 50;
+
+/** The Atom feed's content type (RFC 4287, section 7). */
+const ATOM_TYPE = "application/atom+xml; charset=utf-8";
 
 /**
  * The routes of the results feed: push (scope `push`), results and results/stream
@@ -106,6 +115,18 @@ export function resultRoutes(relay: RouteContext): Routes {
           signal: c.req.raw.signal,
           attempt: found,
         }) ?? (await read()).answer;
+      },
+    },
+    "/results/feed.xml": {
+      scope: "read",
+      methods: ["GET", "HEAD"],
+      handler: async (_c, url) => {
+        const { resultsAtom } = await loadAtom();
+        const page = await bulkRead(() => readResults(store, { since: 0, limit: ATOM_ENTRIES }));
+        const origin = (relay.builtin?.publicUrl ?? url.origin).replace(/\/+$/, "");
+        return new Response(resultsAtom(page.items, origin), {
+          headers: { "content-type": ATOM_TYPE },
+        });
       },
     },
     "/results/stream": {

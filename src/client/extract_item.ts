@@ -1,0 +1,165 @@
+/**
+ * One item of `relay work --extract`: an item that is an `http(s)` link is fetched and its
+ * article pushed to the results feed as Markdown (and published, with `--publish`); an item
+ * that is not a link is pushed as it is. A link that cannot be read is tried again, up to the
+ * worker's attempts with doubling waits, and then reported in the results feed as one line
+ * (`Could not read <url>: HTTP 404`): every link ends as a result, none loops for ever and none
+ * is dropped in silence. The extractor (Readability, Turndown, linkedom) is imported with the
+ * first link, so a worker that only ever sees text never loads it.
+ *
+ * @module
+ */
+
+import { sleep } from "../util/backoff.ts";
+import {
+  type LeasedItem,
+  publishArticle,
+  pushResult,
+  type RelayClient,
+  retrying,
+} from "./client.ts";
+import type { Article, ReadLink } from "./extract.ts";
+
+/** What `--extract` adds to the worker's options. */
+export interface ExtractSettings {
+  /** The time limit of one fetch, redirects and body included, ms. */
+  timeoutMs: number;
+  /** The most bytes of a page read; a longer page is cut there, with a note. */
+  maxBytes: number;
+  /** The `Accept-Language` header sent with each fetch. */
+  acceptLanguage: string;
+  /** Targets each article is published to through `POST /publish` (`notes`, `blog`, `nas`). */
+  publish: readonly string[];
+}
+
+/** The worker's options {@linkcode readItem} uses besides the {@linkcode ExtractSettings}. */
+export interface ReadItemOptions extends ExtractSettings {
+  /** Fetches of one link before it is reported as unreadable, ≥ 1. */
+  attempts: number;
+  /** Wait after the first failed fetch, ms; doubles after each further one. */
+  backoffMs: number;
+  /** Stops between attempts (the worker is stopping). */
+  signal: AbortSignal;
+  /** Where progress and errors go, one line each. */
+  log: (line: string) => void;
+}
+
+/**
+ * Schemes of an item that is one link the worker must not read: they are reported as links
+ * that cannot be read, not pushed as text. Anything else with a colon (`note:…`) is text.
+ */
+const REFUSED_SCHEMES = /^(?:javascript|vbscript|data|file|blob|about|ftp|view-source):/i;
+
+/**
+ * The link an item is, or `undefined` for an item that is not one link: one token (no white
+ * space) that starts with `http://`, `https://` or one of {@linkcode REFUSED_SCHEMES}.
+ */
+export function linkOf(content: string): string | undefined {
+  const text = content.trim();
+  if (/\s/.test(text)) return undefined;
+  return /^https?:\/\//i.test(text) || REFUSED_SCHEMES.test(text) ? text : undefined;
+}
+
+/**
+ * Handles one item: reads it if it is a link, pushes the result, publishes the article.
+ *
+ * @returns `true` when a result for the item was pushed (its article, or the item itself),
+ *   `false` when its link could not be read and that was pushed instead, `undefined` when the
+ *   worker stopped before the item was finished (it is left to its lease).
+ * @throws {RelayError} when the relay refuses a push (a 4xx).
+ */
+export async function readItem(
+  client: RelayClient,
+  item: LeasedItem,
+  options: ReadItemOptions,
+): Promise<boolean | undefined> {
+  const { log, signal } = options;
+  const push = (content: string) =>
+    retrying(() => pushResult(client, content), "push the result", log, signal);
+  const link = linkOf(item.content);
+  if (link === undefined) {
+    log(`relay: item ${item.id} is not a link; pushed as it is`);
+    await push(item.content.trim());
+    return true;
+  }
+  const outcome = await readAttempts(link, item, options);
+  if (outcome === undefined) return undefined;
+  if (typeof outcome === "string") {
+    await push(`Could not read ${link}: ${outcome}`);
+    return false;
+  }
+  log(`relay: read ${link} (item ${item.id}): "${outcome.article.title}"`);
+  await push(outcome.result);
+  if (options.publish.length > 0) await publish(client, outcome.article, options);
+  return true;
+}
+
+/**
+ * Reads `link` up to `options.attempts` times.
+ *
+ * @returns The article, the reason of the last failure, or `undefined` when the worker is
+ *   stopping.
+ */
+async function readAttempts(
+  link: string,
+  item: LeasedItem,
+  options: ReadItemOptions,
+): Promise<ReadLink | string | undefined> {
+  const { attempts, log, signal } = options;
+  const { readLink, PageError } = await import("./extract.ts");
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await readLink(link, options);
+    } catch (error) {
+      if (!(error instanceof PageError)) throw error;
+      if (signal.aborted) return undefined;
+      const last = attempt >= attempts || !error.retryable;
+      log(
+        `relay: could not read ${link} (item ${item.id}, attempt ${attempt} of ${attempts}): ` +
+          `${error.message}${last ? "; reported in the results feed" : ""}`,
+      );
+      if (last) return error.message;
+      if (!await sleep(options.backoffMs * 2 ** (attempt - 1), signal)) return undefined;
+    }
+  }
+}
+
+/**
+ * Tries to publish to `options.publish` this many times when the relay cannot be reached;
+ * a target that fails is kept by the relay in its failed publishes, not retried here.
+ */
+const PUBLISH_TRIES = 3;
+
+/** Publishes an article through `POST /publish`, logging the outcome of each target. */
+async function publish(client: RelayClient, article: Article, options: ReadItemOptions) {
+  const { log } = options;
+  const body = {
+    title: article.title,
+    content: article.text ?? article.markdown,
+    content_md: `${article.markdown.trim()}\n\nSource: <${article.url}>\n`,
+    targets: options.publish,
+    transform: "read",
+  };
+  for (let attempt = 1;; attempt++) {
+    try {
+      const answer = await publishArticle(client, body);
+      const failed = Object.entries(answer.body.results)
+        .filter(([, result]) => result.status !== "success")
+        .map(([target, result]) => `${target}: ${result.error ?? result.status}`);
+      log(
+        failed.length === 0
+          ? `relay: published "${article.title}" to ${options.publish.join(", ")}`
+          : `relay: publishing "${article.title}" failed for ${failed.join("; ")} ` +
+            "(kept in the relay's failed publishes: relay publish --failed)",
+      );
+      return;
+    } catch (error) {
+      const retry = attempt < PUBLISH_TRIES && (error as { retryable?: boolean }).retryable;
+      log(
+        `relay: could not publish "${article.title}": ${(error as Error).message}` +
+          (retry ? "; trying again" : ""),
+      );
+      if (!retry || !await sleep(options.backoffMs * 2 ** (attempt - 1), options.signal)) return;
+    }
+  }
+}

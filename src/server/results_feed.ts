@@ -1,0 +1,87 @@
+/**
+ * The results feed as Atom (RFC 4287), for any feed reader: `GET /results/feed.xml`. Each
+ * result is one entry with its whole content, its Markdown rendered to HTML by markdown-it
+ * with raw HTML off (a `<script>` in a result is shown as text, never run by a reader) and
+ * links limited to the schemes markdown-it deems safe. The feed is built with the npm package
+ * `feed`, like the blog's, and both libraries load with the first request for it.
+ *
+ * @module
+ */
+
+import { Feed } from "feed";
+import MarkdownIt from "markdown-it";
+
+/** One result as the store gives it. */
+export interface FeedResult {
+  /** Push time and cursor, epoch ms. */
+  readonly t: number;
+  /** The result's content (Markdown, or plain text). */
+  readonly content: string;
+}
+
+/** Characters of an entry's title at most (a result's first line can be a whole paragraph). */
+const TITLE_CHARS = 120;
+
+const markdown = new MarkdownIt({ html: false, linkify: true });
+
+/**
+ * The results feed as an Atom document, newest entry first.
+ *
+ * @param results The results, in any order.
+ * @param origin The relay's public origin, e.g. `https://relay.example.org` (no key: the feed's
+ *   own links must not carry one).
+ * @returns The XML text.
+ */
+export function resultsAtom(results: readonly FeedResult[], origin: string): string {
+  const newest = [...results].sort((a, b) => b.t - a.t);
+  const feed = new Feed({
+    title: "Relay results",
+    description: "What the relay's readers and workers made of the links and text it was sent",
+    id: `${origin}/results/feed.xml`,
+    link: `${origin}/app/`,
+    updated: new Date(newest[0]?.t ?? 0),
+    feedLinks: { atom: `${origin}/results/feed.xml` },
+    copyright: "",
+    generator: "Content Relay",
+  });
+  for (const result of newest) {
+    const content = xmlChars(result.content);
+    feed.addItem({
+      // Atom's title is of type "html" here: escaped, so a title is shown as written.
+      title: escapeHtml(entryTitle(content)),
+      // The cursor never repeats, also after a clear or a restart: a stable entry id.
+      id: `${origin}/results#${result.t}`,
+      link: sourceOf(content) ?? `${origin}/app/`,
+      date: new Date(result.t),
+      content: markdown.render(content),
+    });
+  }
+  return feed.atom1();
+}
+
+/** An entry's title: the result's first line, without a Markdown heading's `#`. */
+function entryTitle(content: string): string {
+  const first = content.trim().split("\n", 1)[0]!.replace(/^#+\s*/, "").trim();
+  return first.length > TITLE_CHARS ? `${first.slice(0, TITLE_CHARS - 1)}…` : first;
+}
+
+/** The `Source: <url>` line a reader writes under an article, when the result has one. */
+function sourceOf(content: string): string | undefined {
+  const url = /^Source: <?(https?:\/\/[^\s>]+)>?$/m.exec(content)?.[1];
+  return url?.replace(/[<>"]/g, "");
+}
+
+/**
+ * Drops the characters XML 1.0 forbids even escaped: control characters other than tab and
+ * line breaks, U+FFFE, U+FFFF and lone surrogates; a feed holding one is refused whole.
+ */
+function xmlChars(text: string): string {
+  return text
+    // deno-lint-ignore no-control-regex
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, "")
+    .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "");
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}

@@ -1,0 +1,110 @@
+/**
+ * Reading a link (src/client/extract.ts, fetch_page.ts, charset.ts) against loopback pages:
+ * pages in GBK, GB18030, Big5 and Shift_JIS that name their charset only in a `<meta>`, one
+ * that names none, a table; and the hostile ones, each ending as a reason within its bounds.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { PageError, readLink } from "../../src/client/extract.ts";
+import { checkedUrl, fetchPage } from "../../src/client/fetch_page.ts";
+import { CJK_TEXT, CJK_TITLE, servePages } from "./_pages.ts";
+
+const OPTIONS = { timeoutMs: 10_000, maxBytes: 5 * 1024 * 1024, acceptLanguage: "en" };
+
+/** The reason `readLink` gives for `url`. */
+async function reason(url: string, options = OPTIONS): Promise<PageError> {
+  const error = await readLink(url, options).then(() => undefined, (e) => e);
+  assert.ok(error instanceof PageError, `${url}: ${error}`);
+  return error;
+}
+
+Deno.test("readLink() decodes CJK pages by their <meta> charset, their header, or detection", async (t) => {
+  await using pages = servePages();
+  for (const label of Object.keys(CJK_TEXT)) {
+    await t.step(`${label}, named only in <meta>`, async () => {
+      const { result, article } = await readLink(`${pages.url}/cjk/${label}`, OPTIONS);
+      assert.match(result, new RegExp(`^# ${CJK_TITLE[label]}\n`));
+      assert.ok(result.includes(CJK_TEXT[label]!), result);
+      assert.ok(!result.includes("\uFFFD"), "no undecodable bytes");
+      assert.ok(article.text?.includes(CJK_TEXT[label]!));
+    });
+  }
+  const cases: Array<[string, string, string]> = [
+    ["/cjk-undeclared", "gbk", "GBK with no charset anywhere (detected)"],
+    ["/cjk-header", "big5", "Big5 in the header, over a <meta> that says utf-8"],
+    ["/cjk-http-equiv", "gbk", 'gb2312 in <meta http-equiv="Content-Type">'],
+  ];
+  for (const [path, label, name] of cases) {
+    await t.step(name, async () => {
+      const { result } = await readLink(`${pages.url}${path}`, OPTIONS);
+      assert.ok(result.includes(CJK_TEXT[label]!), result);
+      assert.match(result, new RegExp(`^# ${CJK_TITLE[label]}\n`));
+    });
+  }
+});
+
+Deno.test("readLink() writes a page with a table as Markdown with a GFM table, after redirects", async () => {
+  await using pages = servePages();
+  const { result, article } = await readLink(`${pages.url}/moved`, OPTIONS);
+  assert.equal(
+    article.url,
+    `${pages.url}/table`,
+    "the address after five redirects, the most followed",
+  );
+  assert.match(result, /^# Sowing calendar\n\nAna Gomez · Garden Weekly\n\n/);
+  assert.ok(result.includes(`Source: ${pages.url}/table\n`));
+  assert.match(result, /^\| Vegetable \| Indoors \| Outdoors \|$/m);
+  assert.match(result, /^\| --- \| --- \| --- \|$/m);
+  assert.match(result, /^\| Bean \| April \| June \|$/m);
+  assert.match(result, /~+sow them in March~+/);
+  assert.doesNotMatch(result, /About us|Copyright/);
+});
+
+Deno.test("readLink() ends each hostile or unreadable page as a reason, within its bounds", async (t) => {
+  await using pages = servePages();
+  const cases: Array<[string, RegExp, boolean]> = [
+    ["/missing", /^HTTP 404$/, true],
+    ["/loop", /^more than 5 redirects$/, true],
+    ["/to-file", /^only http and https links are read, not file:$/, false],
+    ["/pdf", /^not a web page but application\/pdf$/, true],
+    ["/untyped-binary", /^not a web page \(no Content-Type, and the body is not HTML\)$/, true],
+    ["/login", /^no article found on the page$/, true],
+  ];
+  for (const [path, expected, retryable] of cases) {
+    await t.step(path, async () => {
+      const error = await reason(`${pages.url}${path}`);
+      assert.match(error.message, expected);
+      assert.equal(error.retryable, retryable);
+    });
+  }
+  await t.step("a javascript: or file: link is refused before any fetch", () => {
+    for (const url of ["javascript:alert(1)", "file:///etc/passwd", "data:text/html,<p>x"]) {
+      assert.throws(() => checkedUrl(url), (e) => e instanceof PageError && !e.retryable);
+    }
+  });
+  await t.step("a slow drip is cut off at the time limit", async () => {
+    const error = await reason(`${pages.url}/slow`, { ...OPTIONS, timeoutMs: 300 });
+    assert.equal(error.message, "no complete answer within 0.3 s");
+  });
+  await t.step("an endless body is cut at the cap, and the result says so", async () => {
+    const maxBytes = 64 * 1024;
+    const page = await fetchPage(`${pages.url}/endless`, { ...OPTIONS, maxBytes });
+    assert.equal(page.truncated, true);
+    assert.ok(page.html.length <= maxBytes, `${page.html.length} characters`);
+    const { result } = await readLink(`${pages.url}/endless`, { ...OPTIONS, maxBytes });
+    assert.match(result, /Water at the root in the morning/);
+    assert.match(result, /_The page was longer than 64 KiB: only its beginning was read\._\n$/);
+  });
+  await t.step("a page of scripts is read without running them", async () => {
+    const { result } = await readLink(`${pages.url}/scripts`, OPTIONS);
+    assert.match(result, /Water at the root in the morning/);
+    assert.doesNotMatch(result, /while \(true\)|xxxx/);
+  });
+  await t.step("malformed HTML still gives its article", async () => {
+    const { result } = await readLink(`${pages.url}/malformed`, OPTIONS);
+    assert.match(result, /^# Broken\n/);
+    assert.match(result, /Water at the root in the morning/);
+  });
+});

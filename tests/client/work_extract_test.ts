@@ -1,0 +1,155 @@
+/**
+ * `relay work --extract` with real processes: a relay, the worker, loopback pages and (for
+ * `--publish`) the downstream test server. Each link ends as one result, the article or a line
+ * saying why it could not be read, and is acknowledged; text is pushed as it is.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  eventually,
+  getStats,
+  runRelay,
+  spawnRelay,
+  startRelayProcess,
+  withTempDir,
+} from "../_helpers.ts";
+import { startDownstream } from "../downstream.ts";
+import { servePages } from "./_pages.ts";
+
+const KEY = "extract-test-key-0123456789";
+
+/** The contents of the results feed, oldest first. */
+async function results(url: string): Promise<string[]> {
+  const res = await fetch(`${url}/results`, { headers: { "x-auth-key": KEY } });
+  return ((await res.json()) as { items: { c: string }[] }).items.map((item) => item.c);
+}
+
+Deno.test("relay work --extract pushes each link's article, reports links it cannot read, and acks every item", async () => {
+  await withTempDir(async (dir) => {
+    await using pages = servePages();
+    await using relay = await startRelayProcess(join(dir, "data"), {
+      env: { RELAY_API_KEY: KEY },
+    });
+    const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
+    const items = [
+      `${pages.url}/table`,
+      `${pages.url}/missing`,
+      "javascript:alert(1)",
+      "remember to buy seeds",
+      `${pages.url}/endless`,
+    ];
+    for (const item of items) {
+      assert.equal((await runRelay(["submit", "--queue", "general", item], { env })).code, 0);
+    }
+    const worker = spawnRelay(
+      [
+        "work",
+        "--queue",
+        "general",
+        "--extract",
+        "--attempts",
+        "2",
+        "--backoff",
+        "10ms",
+        "--max-page",
+        "64KiB",
+      ],
+      { env },
+    );
+    let feed: string[] = [];
+    await eventually(async () => (feed = await results(relay.url)).length === 5, "5 results");
+    worker.child.kill("SIGTERM");
+    const status = await worker.done;
+    assert.equal(status.code, 0, worker.stderr.join("\n"));
+
+    assert.match(feed[0]!, /^# Sowing calendar\n/);
+    assert.match(feed[0]!, /^\| Bean \| April \| June \|$/m);
+    assert.equal(feed[1], `Could not read ${pages.url}/missing: HTTP 404`);
+    assert.equal(
+      feed[2],
+      "Could not read javascript:alert(1): only http and https links are read, not javascript:",
+    );
+    assert.equal(feed[3], "remember to buy seeds");
+    assert.match(feed[4]!, /^# Endless\n/);
+    assert.match(feed[4]!, /The page was longer than 64 KiB: only its beginning was read/);
+
+    const stats = await getStats((path) =>
+      fetch(`${relay.url}${path}`, { headers: { "x-auth-key": KEY } })
+    );
+    assert.equal(stats.queues.general.depth, 0, "every item acknowledged");
+    const log = worker.stderr.join("\n");
+    assert.match(
+      log,
+      /could not read \S+\/missing \(item general:\d+, attempt 1 of 2\): HTTP 404\n/,
+    );
+    assert.match(log, /attempt 2 of 2\): HTTP 404; reported in the results feed/);
+    // A javascript: link is not fetched again: no second attempt can read it.
+    assert.match(log, /javascript:alert\(1\) \(item general:\d+, attempt 1 of 2\): .*; reported/);
+    assert.doesNotMatch(log, /javascript:alert\(1\) \(item general:\d+, attempt 2/);
+    assert.match(worker.stderr.at(-1)!, /^relay: stopped after 3 done and 2 given up on$/);
+  });
+});
+
+Deno.test("relay work --extract --publish blog,nas publishes each article with a key of the reader's scopes; a failed target is kept", async () => {
+  await withTempDir(async (dir) => {
+    await using pages = servePages();
+    await using downstream = startDownstream();
+    const db = join(dir, "data", "relay.kv");
+    await Deno.mkdir(join(dir, "data"));
+    // The key relay-reader.service is given: only what the reader does.
+    const added = await runRelay(
+      ["keys", "add", "reader", "--scope", "consume,push,publish", "--db", db],
+    );
+    assert.equal(added.code, 0, added.stderr);
+    await using relay = await startRelayProcess(join(dir, "data"), {
+      args: ["--publish-url", downstream.url],
+      env: { RELAY_API_KEY: KEY, RELAY_APP_ID: downstream.appId },
+    });
+    const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
+    const worker = spawnRelay(
+      ["work", "--queue", "general", "--extract", "--publish", "blog,nas"],
+      { env: { RELAY_URL: relay.url, RELAY_API_KEY: added.stdout.trim() } },
+    );
+    assert.equal((await runRelay(["submit", `${pages.url}/table`], { env })).code, 0);
+    await eventually(() => downstream.requests.length === 2, "the blog and the podcast");
+    const byService = Object.fromEntries(
+      downstream.requests.map((r) => [r.service, r.body]),
+    ) as Record<string, Record<string, unknown>>;
+    assert.equal(byService.podcast?.title, "Sowing calendar");
+    assert.equal(byService.podcast?.transform, "read");
+    assert.match(String(byService.podcast?.content), /When to sow what in a small garden/);
+    assert.match(String(byService.blog?.content_md), /^\| Tomato \| March \| May \|$/m);
+    assert.match(String(byService.blog?.content_md), new RegExp(`Source: <${pages.url}/table>`));
+
+    downstream.modes.blog = "fail";
+    assert.equal((await runRelay(["submit", `${pages.url}/table?again`], { env })).code, 0);
+    await eventually(
+      () => worker.stderr.some((line) => /publishing "Sowing calendar" failed for blog/.test(line)),
+      "the failed publish",
+    );
+    const failed = await runRelay(["publish", "--failed"], { env });
+    assert.match(failed.stdout, /Sowing calendar/);
+    assert.equal((await results(relay.url)).length, 2, "both articles are results");
+    worker.child.kill("SIGTERM");
+    assert.equal((await worker.done).code, 0);
+  });
+});
+
+Deno.test("relay work --extract refuses a command, and its options without --extract", async () => {
+  const cases: Array<[string[], RegExp]> = [
+    [["--extract", "--", "cat"], /--extract runs no command/],
+    [["--publish", "blog", "--", "cat"], /--publish needs --extract/],
+    [["--extract", "--publish", "blog,radio"], /invalid --publish "blog,radio"/],
+    [["--extract", "--max-page", "lots"], /invalid --max-page "lots"/],
+  ];
+  for (const [args, message] of cases) {
+    const out = await runRelay(["work", "--queue", "general", ...args], {
+      env: { RELAY_URL: "http://127.0.0.1:9", RELAY_API_KEY: KEY },
+    });
+    assert.equal(out.code, 2, out.stderr);
+    assert.match(out.stderr, message);
+  }
+});

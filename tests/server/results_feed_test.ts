@@ -1,0 +1,73 @@
+/**
+ * `GET /results/feed.xml`: the results feed as Atom for feed readers, read with a read-scoped
+ * key in the URL, each result's Markdown rendered with raw HTML shown as text.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { XMLParser } from "fast-xml-parser";
+import { addKey, KeyRing } from "../../src/access/named_keys.ts";
+import { assertProblem, makeApp, withTempDir } from "../_helpers.ts";
+
+const ARTICLE = `# Sowing calendar
+
+Ana Gomez · Garden Weekly
+
+Source: https://garden.example/sowing
+
+| Vegetable | Indoors |
+| --- | --- |
+| Tomato | March |
+
+<script>alert("x")</script> and [a bad link](javascript:alert(1)).
+`;
+
+Deno.test("GET /results/feed.xml", async (t) => {
+  await withTempDir(async (dir) => {
+    const path = join(dir, "keys.json");
+    const reader = addKey(path, "feed-reader", ["read"], Date.now());
+    const pusher = addKey(path, "pusher", ["push"], Date.now());
+    await using relay = await makeApp({ keyRing: new KeyRing(path, Date.now, () => {}) });
+    const push = async (content: string) =>
+      assert.equal((await relay.call("/push", { method: "POST", body: content })).status, 200);
+
+    await t.step("an empty feed is a valid Atom feed without entries", async () => {
+      const res = await relay.app.request(`/results/feed.xml?key=${reader}`);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("content-type"), "application/atom+xml; charset=utf-8");
+      const feed = new XMLParser().parse(await res.text()).feed;
+      assert.equal(feed.title, "Relay results");
+      assert.equal(feed.entry, undefined);
+    });
+
+    await t.step("each result is an entry with its whole content, newest first", async () => {
+      await push("Could not read https://garden.example/gone: HTTP 404");
+      await push(ARTICLE);
+      const res = await relay.app.request(`/results/feed.xml?key=${reader}`);
+      assert.equal(res.status, 200);
+      const text = await res.text();
+      const parser = new XMLParser({ ignoreAttributes: false });
+      const entries = parser.parse(text).feed.entry;
+      assert.equal(entries.length, 2);
+      assert.equal(entries[0].title["#text"], "Sowing calendar");
+      assert.equal(entries[0].link["@_href"], "https://garden.example/sowing");
+      const html = entries[0].content["#text"] as string;
+      assert.match(html, /<table>/);
+      assert.match(html, /<td>Tomato<\/td>/);
+      assert.match(html, /&lt;script&gt;alert/, "raw HTML shown as text");
+      assert.doesNotMatch(html, /<script|href="javascript:/);
+      assert.equal(
+        entries[1].title["#text"],
+        "Could not read https://garden.example/gone: HTTP 404",
+      );
+      assert.ok(!text.includes(reader), "the key is not in the feed's own links");
+    });
+
+    await t.step("a key without the read scope is refused, as is no key", async () => {
+      await assertProblem(await relay.app.request(`/results/feed.xml?key=${pusher}`), 403);
+      await assertProblem(await relay.app.request("/results/feed.xml"), 401);
+    });
+  });
+});

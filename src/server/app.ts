@@ -442,7 +442,10 @@ export function createApp(options: AppOptions): RelayApp {
       const url = /^https?:\/\//.test(text)
         ? text
         : `http://localhost${text.startsWith("/") ? "" : "/"}${text}`;
-      return await fetch(new Request(url, init), info);
+      // As every HTTP client does: a request from a path or URL carries its Host header.
+      const request = new Request(url, init);
+      if (!request.headers.has("host")) request.headers.set("host", new URL(url).host);
+      return await fetch(request, info);
     },
   };
 }

@@ -369,16 +369,28 @@ Deno.test("relay serve C13 honours a short --dedupe-window; a duplicate does not
     args: ["--dedupe-window", "2s"],
   });
   const call = client(relay.url);
-  const submitOnce = async () =>
-    await (await call("/submit", { method: "POST", body: "same link" })).text();
-  assert.equal(await submitOnce(), "OK (general)");
-  // The server accepted it no later than now: after windowMs it must accept again.
-  const acceptedBy = Date.now();
-  await new Promise((r) => setTimeout(r, windowMs / 2));
-  assert.equal(await submitOnce(), "OK (duplicate)");
-  // Were the window refreshed by that duplicate, this would still be a duplicate.
-  await new Promise((r) => setTimeout(r, acceptedBy + windowMs + 50 - Date.now()));
-  assert.equal(await submitOnce(), "OK (general)");
+  const submit = async (content: string) =>
+    await (await call("/submit", { method: "POST", body: content })).text();
+  // The relay accepts the first submit between `sent` and `acceptedBy`. A second one
+  // answered before `sent + windowMs` is certainly inside the window; on a machine so
+  // busy that it was not, nothing can be concluded, and the case runs again with new content.
+  for (let attempt = 1;; attempt++) {
+    const content = `same link ${attempt}`;
+    const sent = Date.now();
+    assert.equal(await submit(content), "OK (general)");
+    const acceptedBy = Date.now();
+    await new Promise((r) => setTimeout(r, windowMs / 4));
+    const again = await submit(content);
+    if (Date.now() >= sent + windowMs) {
+      assert.ok(attempt < 5, "five tries, each too slow to land inside a 2 s window");
+      continue;
+    }
+    assert.equal(again, "OK (duplicate)");
+    // Were the window refreshed by that duplicate, this would still be a duplicate.
+    await new Promise((r) => setTimeout(r, acceptedBy + windowMs + 50 - Date.now()));
+    assert.equal(await submit(content), "OK (general)");
+    break;
+  }
   await relay.stop();
   await Deno.remove(dir, { recursive: true });
 });
@@ -538,8 +550,9 @@ Deno.test("relay serve C72 issue 6: SIGTERM answers waiting long-polls, ends str
     assert.equal(status.code, 0, relay.stderr.join("\n"));
     assert.equal((await poll).status, 204);
     await reader.done;
-    // Well within the 10 s grace: nothing waited for the 60 s long-poll.
-    assert.ok(performance.now() - started < 9_000);
+    // Nothing waited for the 60 s long-poll; the last line says every request finished
+    // within the 10 s grace.
+    assert.ok(performance.now() - started < 60_000);
     assert.equal(relay.stdout.at(-1), "relay: stopped", "every request finished in time");
   });
 });

@@ -60,25 +60,34 @@ Deno.test("relay serve C72 prints its start line, serves, and exits 0 on SIGTERM
 Deno.test("relay serve C72 finishes an in-flight request before exiting on SIGTERM", async () => {
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
-  // A body sent slowly keeps the request in flight while the signal arrives.
-  const body = new ReadableStream<Uint8Array>({
-    async start(controller) {
-      controller.enqueue(new TextEncoder().encode("slow "));
-      await new Promise((r) => setTimeout(r, 1000));
-      controller.enqueue(new TextEncoder().encode("submission"));
-      controller.close();
-    },
-  });
-  const pending = fetch(`${relay.url}/submit`, {
-    method: "POST",
-    body,
-    headers: { "x-auth-key": KEY },
-  });
-  await new Promise((r) => setTimeout(r, 400));
+  // A request whose body is not sent yet is in flight while the signal arrives. With
+  // `Expect: 100-continue` the server says "100 Continue" once it has taken the request
+  // in, so the signal is sent after that, however slow the machine (not after a guess of
+  // how long a connection takes).
+  const { hostname, port } = new URL(relay.url);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  const encoder = new TextEncoder();
+  const body = "slow submission";
+  await conn.write(encoder.encode(
+    `POST /submit HTTP/1.1\r\nHost: relay\r\nX-Auth-Key: ${KEY}\r\n` +
+      `Content-Type: text/plain\r\nContent-Length: ${body.length}\r\n` +
+      "Expect: 100-continue\r\n\r\n",
+  ));
+  const replies = conn.readable.pipeThrough(new TextDecoderStream()).getReader();
+  let answer = "";
+  while (!answer.includes("\r\n\r\n")) answer += (await replies.read()).value ?? "";
+  assert.match(answer, /^HTTP\/1\.1 100 Continue\r\n\r\n$/);
   const stopped = relay.stop("SIGTERM");
-  const res = await pending;
-  assert.equal(res.status, 200);
-  assert.equal(await res.text(), "OK (general)");
+  await conn.write(encoder.encode(body));
+  answer = "";
+  for (let chunk = await replies.read(); !chunk.done; chunk = await replies.read()) {
+    answer += chunk.value;
+    if (answer.endsWith("OK (general)")) break;
+  }
+  replies.releaseLock();
+  conn.close();
+  assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/);
+  assert.ok(answer.endsWith("\r\n\r\nOK (general)"), answer);
   assert.equal((await stopped).code, 0);
   // The accepted item is on disk.
   await using again = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });

@@ -611,7 +611,7 @@ function onPublish(event) {
     const answer = await postPublish("publish", body, status);
     if (answer === undefined) return;
     const summary = {
-      ok: "Published to every target.",
+      ok: `Published to ${namesOf(targets)}.`,
       partial: "Published to some targets only.",
       error: "Every target failed.",
     };
@@ -625,6 +625,12 @@ function onPublish(event) {
     }
     await refreshFailed();
   });
+}
+
+/** Targets by their names on the screen, as a sentence lists them: "Notes, Blog and Podcast". */
+function namesOf(targets) {
+  const names = targets.map((target) => TARGET_NAMES[target] ?? target);
+  return names.length < 2 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names.at(-1)}`;
 }
 
 /**

@@ -60,25 +60,34 @@ Deno.test("relay serve C72 prints its start line, serves, and exits 0 on SIGTERM
 Deno.test("relay serve C72 finishes an in-flight request before exiting on SIGTERM", async () => {
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
-  // A body sent slowly keeps the request in flight while the signal arrives.
-  const body = new ReadableStream<Uint8Array>({
-    async start(controller) {
-      controller.enqueue(new TextEncoder().encode("slow "));
-      await new Promise((r) => setTimeout(r, 1000));
-      controller.enqueue(new TextEncoder().encode("submission"));
-      controller.close();
-    },
-  });
-  const pending = fetch(`${relay.url}/submit`, {
-    method: "POST",
-    body,
-    headers: { "x-auth-key": KEY },
-  });
-  await new Promise((r) => setTimeout(r, 400));
+  // A request whose body is not sent yet is in flight while the signal arrives. With
+  // `Expect: 100-continue` the server says "100 Continue" once it has taken the request
+  // in, so the signal is sent after that, however slow the machine (not after a guess of
+  // how long a connection takes).
+  const { hostname, port } = new URL(relay.url);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  const encoder = new TextEncoder();
+  const body = "slow submission";
+  await conn.write(encoder.encode(
+    `POST /submit HTTP/1.1\r\nHost: relay\r\nX-Auth-Key: ${KEY}\r\n` +
+      `Content-Type: text/plain\r\nContent-Length: ${body.length}\r\n` +
+      "Expect: 100-continue\r\n\r\n",
+  ));
+  const replies = conn.readable.pipeThrough(new TextDecoderStream()).getReader();
+  let answer = "";
+  while (!answer.includes("\r\n\r\n")) answer += (await replies.read()).value ?? "";
+  assert.match(answer, /^HTTP\/1\.1 100 Continue\r\n\r\n$/);
   const stopped = relay.stop("SIGTERM");
-  const res = await pending;
-  assert.equal(res.status, 200);
-  assert.equal(await res.text(), "OK (general)");
+  await conn.write(encoder.encode(body));
+  answer = "";
+  for (let chunk = await replies.read(); !chunk.done; chunk = await replies.read()) {
+    answer += chunk.value;
+    if (answer.endsWith("OK (general)")) break;
+  }
+  replies.releaseLock();
+  conn.close();
+  assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/);
+  assert.ok(answer.endsWith("\r\n\r\nOK (general)"), answer);
   assert.equal((await stopped).code, 0);
   // The accepted item is on disk.
   await using again = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
@@ -369,16 +378,28 @@ Deno.test("relay serve C13 honours a short --dedupe-window; a duplicate does not
     args: ["--dedupe-window", "2s"],
   });
   const call = client(relay.url);
-  const submitOnce = async () =>
-    await (await call("/submit", { method: "POST", body: "same link" })).text();
-  assert.equal(await submitOnce(), "OK (general)");
-  // The server accepted it no later than now: after windowMs it must accept again.
-  const acceptedBy = Date.now();
-  await new Promise((r) => setTimeout(r, windowMs / 2));
-  assert.equal(await submitOnce(), "OK (duplicate)");
-  // Were the window refreshed by that duplicate, this would still be a duplicate.
-  await new Promise((r) => setTimeout(r, acceptedBy + windowMs + 50 - Date.now()));
-  assert.equal(await submitOnce(), "OK (general)");
+  const submit = async (content: string) =>
+    await (await call("/submit", { method: "POST", body: content })).text();
+  // The relay accepts the first submit between `sent` and `acceptedBy`. A second one
+  // answered before `sent + windowMs` is certainly inside the window; on a machine so
+  // busy that it was not, nothing can be concluded, and the case runs again with new content.
+  for (let attempt = 1;; attempt++) {
+    const content = `same link ${attempt}`;
+    const sent = Date.now();
+    assert.equal(await submit(content), "OK (general)");
+    const acceptedBy = Date.now();
+    await new Promise((r) => setTimeout(r, windowMs / 4));
+    const again = await submit(content);
+    if (Date.now() >= sent + windowMs) {
+      assert.ok(attempt < 5, "five tries, each too slow to land inside a 2 s window");
+      continue;
+    }
+    assert.equal(again, "OK (duplicate)");
+    // Were the window refreshed by that duplicate, this would still be a duplicate.
+    await new Promise((r) => setTimeout(r, acceptedBy + windowMs + 50 - Date.now()));
+    assert.equal(await submit(content), "OK (general)");
+    break;
+  }
   await relay.stop();
   await Deno.remove(dir, { recursive: true });
 });
@@ -538,8 +559,9 @@ Deno.test("relay serve C72 issue 6: SIGTERM answers waiting long-polls, ends str
     assert.equal(status.code, 0, relay.stderr.join("\n"));
     assert.equal((await poll).status, 204);
     await reader.done;
-    // Well within the 10 s grace: nothing waited for the 60 s long-poll.
-    assert.ok(performance.now() - started < 9_000);
+    // Nothing waited for the 60 s long-poll; the last line says every request finished
+    // within the 10 s grace.
+    assert.ok(performance.now() - started < 60_000);
     assert.equal(relay.stdout.at(-1), "relay: stopped", "every request finished in time");
   });
 });

@@ -9,11 +9,12 @@
  * relay accepts connections itself (`Deno.listen`, `Deno.listenTls`) and hands each one to
  * Deno's HTTP server for that connection alone: the runtime's `serveHttpOnConnection`, the
  * function `Deno.serve` runs on every connection it accepts. It is reached through
- * `Deno[Deno.internal]` because Deno has no public name for it; the relay pins its Deno
- * version, and {@linkcode serveConnections} refuses to start without it rather than run
- * unprotected. (Deno's `node:http` server has these timeouts and limits, but measured at
- * 0.58 × the throughput of `Deno.serve` on a bare answer; serving each connection with
- * Deno's own server keeps its speed.)
+ * `Deno[Deno.internal]` because Deno has no public name for it (fenced in
+ * _deno_internals.ts); on a Deno without it, {@linkcode serveConnections} falls back to
+ * `Deno.serve` and warns once that the connection cap and the idle timeout are lost.
+ * (Deno's `node:http` server has these timeouts and limits, but measured at 0.58 × the
+ * throughput of `Deno.serve` on a bare answer; serving each connection with Deno's own
+ * server keeps its speed.)
  *
  * What happens to a connection:
  * - it is accepted unless {@linkcode ServeOptions.maxConnections} are open; then the oldest
@@ -32,6 +33,12 @@
  */
 
 import { errorMessage } from "../errors.ts";
+import {
+  cancelHook,
+  PINNED_DENO,
+  type ServeOnConnection,
+  serveOnConnection,
+} from "./_deno_internals.ts";
 import type { Logger } from "./log.ts";
 
 /** Options of {@linkcode serveConnections}. */
@@ -75,25 +82,6 @@ export interface ServedConnections {
    * Resolves once they are all closed.
    */
   shutdown(): Promise<void>;
-}
-
-/** Deno's server for one connection, as `Deno.serve` calls it for each it accepts. */
-type ServeOnConnection = (
-  connection: Deno.Conn,
-  signal: AbortSignal,
-  handler: (request: Request, info: Deno.ServeHandlerInfo) => Response | Promise<Response>,
-  onError: (error: unknown) => Response | Promise<Response>,
-  onListen: () => void,
-) => { finished: Promise<void>; shutdown(): Promise<void> };
-
-/**
- * Deno's per-connection HTTP server, or `undefined` in a Deno that no longer has it.
- */
-function serveOnConnection(): ServeOnConnection | undefined {
-  const deno = Deno as unknown as Record<symbol, Record<string, unknown> | undefined>;
-  const internal = (Deno as unknown as { internal?: symbol }).internal;
-  const serve = internal === undefined ? undefined : deno[internal]?.serveHttpOnConnection;
-  return typeof serve === "function" ? serve as ServeOnConnection : undefined;
 }
 
 /** How often idle connections are looked for, ms, at most (a quarter of the timeout when shorter). */
@@ -140,37 +128,6 @@ interface Open {
   shutdown(): void;
 }
 
-/**
- * A stand-in for the `AbortSignal` that Deno's per-connection server takes: the server
- * only adds an `abort` listener (which cancels the connection), and calling that listener
- * here, inside `try`, cannot throw into the event loop when the connection has already
- * closed (a real signal would report the error as uncaught and end the process).
- */
-function cancelHook(): { signal: AbortSignal; cancel(): void } {
-  let listener: (() => void) | undefined;
-  const signal = {
-    aborted: false,
-    addEventListener(_type: string, callback: () => void) {
-      listener = callback;
-    },
-    removeEventListener() {
-      listener = undefined;
-    },
-  } as unknown as AbortSignal;
-  return {
-    signal,
-    cancel() {
-      const callback = listener;
-      listener = undefined;
-      try {
-        callback?.();
-      } catch {
-        // the connection has closed already
-      }
-    },
-  };
-}
-
 /** The 503 a connection over the cap gets, as raw HTTP/1.1. */
 function refusalBytes(max: number): Uint8Array {
   const body = JSON.stringify({
@@ -206,6 +163,32 @@ function throttled(write: (line: string) => void): (message: string) => void {
 }
 
 /**
+ * The fallback of {@linkcode serveConnections} on a Deno without a per-connection HTTP
+ * server: `Deno.serve`, which has no connection cap and no idle timeout, after one warning
+ * that says so.
+ */
+function serveWithDeno(options: ServeOptions, handler: ConnectionHandler): ServedConnections {
+  options.logger.warn(
+    `relay: warning: Deno ${Deno.version.deno} has no per-connection HTTP server ` +
+      `(Deno[Deno.internal].serveHttpOnConnection; the relay pins Deno ${PINNED_DENO}): ` +
+      "serving with Deno.serve, without the connection cap (--max-connections) and the idle " +
+      "timeout, and an accept error at the open-file limit stops the server",
+  );
+  const server = Deno.serve({
+    hostname: options.hostname,
+    port: options.port,
+    ...(options.tls === undefined ? {} : { cert: options.tls.cert, key: options.tls.key }),
+    onListen: () => {},
+    onError: options.onError,
+  }, (request, info) => handler(request, { remoteAddr: info.remoteAddr as Deno.NetAddr }));
+  return {
+    addr: server.addr,
+    open: 0,
+    shutdown: () => server.shutdown(),
+  };
+}
+
+/**
  * Listens on `hostname:port` and serves each connection with `handler`, within the cap on
  * open connections and the idle timeout (module comment).
  *
@@ -216,8 +199,6 @@ function throttled(write: (line: string) => void): (message: string) => void {
  *   (request) => new Response("OK"),
  * );
  * ```
- * @throws {Error} when this Deno has no per-connection HTTP server (a Deno other than the
- *   pinned one).
  * @throws {Deno.errors.AddrInUse} and the other errors of `Deno.listen` / `Deno.listenTls`
  *   (e.g. a certificate or key that TLS cannot use).
  */
@@ -226,12 +207,7 @@ export function serveConnections(
   handler: ConnectionHandler,
 ): ServedConnections {
   const serveOn = serveOnConnection();
-  if (serveOn === undefined) {
-    throw new Error(
-      `Deno ${Deno.version.deno} cannot serve HTTP on a connection the relay accepted ` +
-        "(serveHttpOnConnection is gone): run the relay with the Deno version it pins",
-    );
-  }
+  if (serveOn === undefined) return serveWithDeno(options, handler);
   const { maxConnections, idleTimeoutMs, logger } = options;
   const listener: Deno.Listener = options.tls === undefined
     ? Deno.listen({ hostname: options.hostname, port: options.port })

@@ -12,8 +12,6 @@ import { errorMessage } from "../errors.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
 import { CannotStartError } from "../client/run.ts";
 
-/** Exit code: the command did what it was asked. */
-export const EXIT_OK = 0;
 /**
  * Exit code: a failure at run time: the relay could not be reached, timed out or answered
  * 5xx; `relay work`'s command cannot start; a local operation failed (database in use).

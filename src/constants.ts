@@ -50,9 +50,9 @@ export type LogFormat = typeof LOG_FORMATS[number];
 export const WEBAPP_PATH = "/app/";
 
 /**
- * The publish targets (spec §4.8): the notes store, the blog, and `nas`, which is the
- * podcast (read-aloud) queue: the specification's name for it, kept in requests, options
- * and answers.
+ * The publish targets: the notes store, the blog, and `nas`, which is the podcast
+ * (read-aloud) queue: the specification's name for it, kept in requests, options and
+ * answers.
  */
 export const TARGETS = ["notes", "blog", "nas"] as const;
 

@@ -232,9 +232,10 @@ function routeContext(options: AppOptions, logger: Logger, metrics: RelayMetrics
 }
 
 /**
- * Registers one Hono handler per endpoint, in C3's order: method (405 with Allow; a CORS
- * preflight from an origin let in is answered instead), then Origin, key and scope. Hono
- * answers HEAD with the GET route; `c.req.method` is still the real method.
+ * Registers one Hono handler per endpoint, checking in the contract's order: method (405
+ * with Allow; a CORS preflight from an origin let in is answered instead), then Origin,
+ * key and scope. Hono answers HEAD with the GET route; `c.req.method` is still the real
+ * method.
  */
 function registerRoutes(
   app: Hono,
@@ -280,7 +281,7 @@ function notFound(routes: Readonly<Routes>, builtin: boolean): (c: Context) => R
     );
 }
 
-/** Every error as a problem document (C1); an unexpected one is logged and answers 500. */
+/** Every error as an RFC 9457 problem document; an unexpected one is logged and answers 500. */
 function errorResponder(logger: Logger): (error: unknown) => Response {
   return (error) => {
     if (error instanceof HttpError) {

@@ -190,7 +190,7 @@ interface RelayParts {
   readonly publish: PublishConfig;
   readonly builtin: BuiltinServices;
   readonly app: RelayApp;
-  /** Aborted when the relay stops: long-polls and results streams end (C72). */
+  /** Aborted when the relay stops: long-polls and results streams end at once. */
   readonly closing: AbortController;
 }
 
@@ -408,7 +408,7 @@ class Drain {
   }
 }
 
-/** Memory given back once the relay is idle (issue 19), its collections at level debug. */
+/** Memory given back once the relay is idle, its collections logged at level debug. */
 function idleMemoryOf(logger: Logger): IdleMemory {
   return new IdleMemory({
     collected: ({ rssBefore, rssAfter, heapBefore, heapAfter, ms }) =>
@@ -421,7 +421,7 @@ function idleMemoryOf(logger: Logger): IdleMemory {
   });
 }
 
-/** Prints how to pair a phone with the relay at `addr` (issue 7). */
+/** Prints how to pair a phone with the relay at `addr`. */
 function printPairing(parts: RelayParts, addr: Deno.NetAddr): void {
   const log = parts.logger.info;
   if (parts.tls !== undefined) {

@@ -48,7 +48,7 @@ export function formatTimestamp(ms: number): string {
 /** Peek answers kept: one per distinct query string (`?queue=…`). */
 const PEEK_CACHE_ANSWERS = 16;
 
-/** `POST /submit` (scope `submit`): a link or text into a queue (C10, C11). */
+/** `POST /submit` (scope `submit`): a link or text into its queue, or the one named. */
 function submitRoute(relay: RouteContext): Route {
   const { store } = relay;
   return {
@@ -92,7 +92,7 @@ function submitRoute(relay: RouteContext): Route {
   };
 }
 
-/** `GET /pull` (scope `consume`): a queue's items, or a lease of some (issue 6). */
+/** `GET /pull` (scope `consume`): a queue's items, or a lease of some. */
 function pullRoute(relay: RouteContext): Route {
   const { store, bulkRead } = relay;
   return {
@@ -136,7 +136,7 @@ function pullRoute(relay: RouteContext): Route {
   };
 }
 
-/** `POST /ack` (scope `consume`): acknowledges leased items (issue 6). */
+/** `POST /ack` (scope `consume`): acknowledges leased items. */
 function ackRoute(relay: RouteContext): Route {
   const { store } = relay;
   return {

@@ -111,7 +111,7 @@ function resultsRoute(relay: RouteContext): Route {
   };
 }
 
-/** `GET /results/stream` (scope `read`): the feed as server-sent events (issue 6). */
+/** `GET /results/stream` (scope `read`): the feed as server-sent events. */
 function streamRoute(relay: RouteContext): Route {
   const { store } = relay;
   return {

@@ -6,7 +6,7 @@
 #
 #   .ci/source-smoke.sh        (.ci/run runs it after the tests)
 #
-# Needs npx (for Deno 2.9.5), curl and the npm registry. Exit 1 when a check fails.
+# Needs npx (for the pinned Deno, denoVersion in deno.json), curl and the npm registry. Exit 1 when a check fails.
 set -euo pipefail
 name=source-smoke
 # shellcheck source=.ci/nspawn-lib.sh
@@ -14,8 +14,9 @@ name=source-smoke
 
 command -v curl >/dev/null 2>&1 || skip "no curl here (apt-get install curl)"
 grep -qF -- "deno task start" "$doc" || fail "not in docs/operations.md: deno task start"
-deno=$(npx -y deno@2.9.5 eval 'console.log(Deno.execPath())')
-check "Deno" "deno 2.9.5" "$("$deno" --version | head -n 1 | cut -d' ' -f1,2)"
+deno_version=$("$repo/deploy/deno-version.sh")
+deno=$(npx -y "deno@$deno_version" eval 'console.log(Deno.execPath())')
+check "Deno" "deno $deno_version" "$("$deno" --version | head -n 1 | cut -d' ' -f1,2)"
 
 checkout=$work/relay
 mkdir -p "$checkout"

@@ -16,8 +16,8 @@
 # registry, or an npm cache that already holds both.
 set -euo pipefail
 
-DENO_VERSION=2.9.5
 repo=$(cd "$(dirname "$0")/.." && pwd)
+DENO_VERSION=$("$repo/deploy/deno-version.sh")
 out=${1:?usage: deploy/stage-program.sh OUT [x86_64|aarch64]}
 arch=${2:-$(uname -m)}
 case "$arch" in

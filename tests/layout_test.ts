@@ -1,7 +1,8 @@
 /**
  * The layout's rules (docs/design.md, "Parts and imports"), checked on the real source:
  * no import cycles, imports point down only, the client talks to a relay over HTTP only,
- * at most six floors of parts, and no source file over 600 lines.
+ * at most six floors of parts, no source file over 600 lines and no function over 80 lines
+ * of logic.
  *
  * @module
  */
@@ -15,6 +16,8 @@ const ROOT = resolve(import.meta.dirname ?? ".", "..");
 const MAX_LINES = 600;
 /** Most floors of parts: main → cli → server → store/publish/builtin/access → shared → leaves. */
 const MAX_FLOORS = 6;
+/** Most lines of logic (not blank, not comment) a function may have before it is split. */
+const MAX_FUNCTION_LINES = 80;
 
 /** What each part must not import (parts are src/ folders, or top-level src/ files). */
 const FORBIDDEN: Record<string, readonly string[]> = {
@@ -170,4 +173,46 @@ Deno.test("layout: no two source files share a name", async () => {
     seen.set(name, [...seen.get(name) ?? [], relative(ROOT, file)]);
   }
   assert.deepEqual([...seen.values()].filter((paths) => paths.length > 1), []);
+});
+
+/** Lines of `text` that hold code: neither blank nor only a comment. */
+function logicLines(text: string): number {
+  return text.split("\n").filter((line) => {
+    const trimmed = line.trim();
+    return trimmed !== "" && !trimmed.startsWith("//") && !trimmed.startsWith("*") &&
+      !trimmed.startsWith("/*");
+  }).length;
+}
+
+/** A lint plugin, run on each file by Deno's own parser, reporting long functions. */
+const functionLength = {
+  name: "layout",
+  rules: {
+    "function-length": {
+      create(context: { sourceCode: { text: string }; report(d: unknown): void }) {
+        const check = (node: { range: [number, number] }) => {
+          const lines = logicLines(context.sourceCode.text.slice(...node.range));
+          if (lines > MAX_FUNCTION_LINES) context.report({ node, message: String(lines) });
+        };
+        return {
+          FunctionDeclaration: check,
+          FunctionExpression: check,
+          ArrowFunctionExpression: check,
+        };
+      },
+    },
+  },
+};
+
+Deno.test("layout: no function is over 80 lines of logic", async () => {
+  const long: string[] = [];
+  for (const file of await sourceFiles(join(ROOT, "src"))) {
+    const text = await Deno.readTextFile(file);
+    // deno-lint-ignore no-explicit-any
+    for (const found of Deno.lint.runPlugin(functionLength as any, file, text)) {
+      const line = text.slice(0, found.range[0]).split("\n").length;
+      long.push(`${relative(ROOT, file)}:${line}: ${found.message} lines`);
+    }
+  }
+  assert.deepEqual(long, []);
 });

@@ -78,11 +78,8 @@ export const publishingStatsSchema: z.ZodType = z.object({
   }),
 }).meta({ description: "The built-in notes store, blog and podcast" });
 
-/**
- * The built-in services' operations by path, for the relay's API document; their methods
- * and access are taken from the routes that serve them.
- */
-export function builtinPaths(): Record<string, ZodOpenApiOperationObject> {
+/** The services' API under `/downstream`. */
+function downstreamPaths(): Record<string, ZodOpenApiOperationObject> {
   return {
     "/downstream/api/notes/import": {
       summary: "Save a note (built-in notes store)",
@@ -158,6 +155,12 @@ export function builtinPaths(): Record<string, ZodOpenApiOperationObject> {
         ...problems([404, "No such post"]),
       },
     },
+  };
+}
+
+/** The notes (a key with the read scope). */
+function notePaths(): Record<string, ZodOpenApiOperationObject> {
+  return {
     "/notes": {
       summary: "The same as /notes/",
       responses: { "200": json("Notes", z.object({ notes: z.array(note) })) },
@@ -177,6 +180,12 @@ export function builtinPaths(): Record<string, ZodOpenApiOperationObject> {
         ...problems([404, "No such note"]),
       },
     },
+  };
+}
+
+/** The blog's pages, feed and posts. */
+function blogPaths(): Record<string, ZodOpenApiOperationObject> {
+  return {
     "/blog": { summary: "The same as /blog/", responses: { "200": html } },
     "/blog/": {
       summary: "The blog's index, newest first",
@@ -211,6 +220,12 @@ export function builtinPaths(): Record<string, ZodOpenApiOperationObject> {
       parameters: [id("post_id", "20261123-114218-x8d0a1mz")],
       responses: { "200": html, ...problems([404, "No such post"]) },
     },
+  };
+}
+
+/** The podcast's page, episodes, feed, QR code and audio. */
+function podcastPaths(): Record<string, ZodOpenApiOperationObject> {
+  return {
     "/podcast": { summary: "The same as /podcast/", responses: { "200": html } },
     "/podcast/": {
       summary: "The podcast page: feed address and every episode with its state",
@@ -257,4 +272,12 @@ export function builtinPaths(): Record<string, ZodOpenApiOperationObject> {
       },
     },
   };
+}
+
+/**
+ * The built-in services' operations by path, for the relay's API document; their methods
+ * and access are taken from the routes that serve them.
+ */
+export function builtinPaths(): Record<string, ZodOpenApiOperationObject> {
+  return { ...downstreamPaths(), ...notePaths(), ...blogPaths(), ...podcastPaths() };
 }

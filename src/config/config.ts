@@ -363,18 +363,13 @@ export function readEnv(
 }
 
 /**
- * Builds and validates the configuration (C70).
- *
- * @param flags Flag values by flag name (`{"port": "9000"}`); absent flags are `undefined`.
- * @param env Reads an environment variable; an empty value counts as unset.
- * @returns The validated configuration.
- * @throws {ConfigError} naming the first bad option, its value and where it came from.
+ * Each server option's text, before checking: its flag, else its environment variable,
+ * else its default; and where it came from (`--port`, `RELAY_PORT`), for errors.
  */
-export function loadConfig(
+function rawOptions(
   flags: Readonly<Record<string, string | undefined>>,
-  env: (name: string) => string | undefined,
-): Config {
-  const read = (name: string) => readEnv(env, name);
+  read: (name: string) => string | undefined,
+): { raw: Record<string, string | undefined>; origin: Record<string, string> } {
   const raw: Record<string, string | undefined> = {};
   const origin: Record<string, string> = {};
   for (const option of SERVER_OPTIONS) {
@@ -393,6 +388,23 @@ export function loadConfig(
       origin[option.flag] = `--${option.flag}`;
     }
   }
+  return { raw, origin };
+}
+
+/**
+ * Builds and validates the configuration (C70).
+ *
+ * @param flags Flag values by flag name (`{"port": "9000"}`); absent flags are `undefined`.
+ * @param env Reads an environment variable; an empty value counts as unset.
+ * @returns The validated configuration.
+ * @throws {ConfigError} naming the first bad option, its value and where it came from.
+ */
+export function loadConfig(
+  flags: Readonly<Record<string, string | undefined>>,
+  env: (name: string) => string | undefined,
+): Config {
+  const read = (name: string) => readEnv(env, name);
+  const { raw, origin } = rawOptions(flags, read);
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -11,17 +11,14 @@
  */
 
 import type { Config } from "../config/config.ts";
+import type { Target } from "../constants.ts";
 import { fetchFailure } from "../errors.ts";
 import { readAtMost } from "../util/streams.ts";
 import { sleep } from "../util/backoff.ts";
 import { publishWithAdapter } from "./adapters.ts";
 import type { AdapterTarget, TargetsFile } from "./targets.ts";
 
-/** The publish targets of spec §4.8; `nas` is the podcast (read-aloud) queue. */
-export const TARGETS = ["notes", "blog", "nas"] as const;
-
-/** One of {@linkcode TARGETS}. */
-export type Target = typeof TARGETS[number];
+export { type Target, TARGETS } from "../constants.ts";
 
 /** A validated publish request (C60). Optional fields are absent, never empty. */
 export interface Article {

@@ -22,6 +22,7 @@
 import { dirname, isAbsolute, join } from "node:path";
 import { z } from "zod";
 import { ConfigError, parseDuration } from "../config/config.ts";
+import { type Target, TARGETS } from "../constants.ts";
 
 /** Where a secret comes from: an environment variable or a file (trimmed). */
 const secretRef = z.union([
@@ -152,11 +153,11 @@ export type AdapterTarget = ImaTarget | MemosTarget | HttpTarget;
 /** What the targets file says, per target. */
 export interface TargetsFile {
   /** Targets sent through an adapter. */
-  readonly adapters: Partial<Record<"notes" | "blog" | "nas", AdapterTarget>>;
+  readonly adapters: Partial<Record<Target, AdapterTarget>>;
   /** Targets of kind `spec` with their URL (it wins over `--notes-url` …). */
-  readonly urls: Partial<Record<"notes" | "blog" | "nas", string>>;
+  readonly urls: Partial<Record<Target, string>>;
   /** Targets of kind `builtin`: the built-in service even when a URL option is set. */
-  readonly builtin: ReadonlyArray<"notes" | "blog" | "nas">;
+  readonly builtin: readonly Target[];
 }
 
 /** Default base URL of IMA's notes API. */
@@ -202,6 +203,155 @@ const PRESETS = {
   },
 } as const;
 
+/** An entry of the targets file, as checked. */
+type Entry = z.infer<typeof entrySchema>;
+
+/** How {@linkcode loadTargetsFile} resolves an entry's secrets and retries. */
+interface Resolver {
+  /** The value of a secret reference; `where` names the field, for errors. */
+  secret(ref: { env: string } | { file: string }, where: string): string;
+  /** A target's retry policy from its `retry` field. */
+  retry(
+    r: { attempts?: number | undefined; delay?: string | undefined } | undefined,
+    where: string,
+  ): RetryPolicy;
+  /** A configuration error about `where` in the file. */
+  error(where: string, message: string): ConfigError;
+}
+
+/** The {@linkcode Resolver} of the targets file at `path`. */
+function resolver(path: string, env: (name: string) => string | undefined): Resolver {
+  const error = (where: string, message: string) =>
+    new ConfigError(`targets file "${path}", ${where}: ${message}`);
+  return {
+    error,
+    secret(ref, where) {
+      if ("env" in ref) {
+        const value = env(ref.env);
+        if (value === undefined || value === "") throw error(where, `${ref.env} is not set`);
+        return value;
+      }
+      const file = isAbsolute(ref.file) ? ref.file : join(dirname(path), ref.file);
+      let value: string;
+      try {
+        value = Deno.readTextFileSync(file).trim();
+      } catch (cause) {
+        throw error(where, `cannot read "${file}": ${(cause as Error).message}`);
+      }
+      if (value === "") throw error(where, `"${file}" is empty`);
+      return value;
+    },
+    retry(r, where) {
+      const delayMs = r?.delay === undefined ? DEFAULT_RETRY.delayMs : parseDuration(r.delay);
+      if (delayMs === undefined || delayMs < 1 || delayMs > 60_000) {
+        throw error(`${where}.retry.delay`, "must be a duration from 1ms to 60s (e.g. 2s)");
+      }
+      return { attempts: r?.attempts ?? DEFAULT_RETRY.attempts, delayMs };
+    },
+  };
+}
+
+/** An `http` entry, starting from its preset when it names one. */
+function httpTarget(
+  target: Target,
+  entry: Extract<Entry, { kind: "http" }>,
+  resolve: Resolver,
+): HttpTarget {
+  const preset = entry.preset === undefined ? undefined : PRESETS[entry.preset];
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(entry.headers ?? {})) {
+    headers[name] = typeof value === "string"
+      ? value
+      : resolve.secret(value, `${target}.headers.${name}`);
+  }
+  const url = preset === undefined ? entry.url : `${entry.url.replace(/\/+$/, "")}${preset.path}`;
+  const body = entry.body ?? preset?.body;
+  if (body === undefined) throw resolve.error(target, "an http target needs a body or a preset");
+  // A success rule given replaces the preset's whole.
+  const success: {
+    status?: number[] | undefined;
+    path?: string | undefined;
+    equals?: unknown;
+  } = entry.success ?? preset?.success ?? {};
+  return {
+    kind: "http",
+    url,
+    method: entry.method ?? "POST",
+    headers,
+    body,
+    success: {
+      status: success.status,
+      ...(success.path === undefined ? {} : { path: success.path }),
+      ...("equals" in success ? { equals: success.equals } : {}),
+    },
+    report: entry.report ?? preset?.report,
+    label: preset?.label ?? `${new URL(url).host}`,
+    retry: resolve.retry(entry.retry, target),
+  };
+}
+
+/** The adapter of an `ima`, `memos` or `http` entry, its secrets resolved. */
+function adapterOf(
+  target: Target,
+  entry: Exclude<Entry, { kind: "builtin" | "spec" }>,
+  resolve: Resolver,
+): AdapterTarget {
+  switch (entry.kind) {
+    case "ima":
+      return {
+        kind: "ima",
+        url: (entry.url ?? IMA_URL).replace(/\/+$/, ""),
+        clientId: resolve.secret(entry.client_id, `${target}.client_id`),
+        apiKey: resolve.secret(entry.api_key, `${target}.api_key`),
+        folderId: entry.folder_id,
+        retry: resolve.retry(entry.retry, target),
+      };
+    case "memos":
+      return {
+        kind: "memos",
+        url: entry.url.replace(/\/+$/, ""),
+        token: resolve.secret(entry.token, `${target}.token`),
+        visibility: entry.visibility ?? "PRIVATE",
+        retry: resolve.retry(entry.retry, target),
+      };
+    case "http":
+      return httpTarget(target, entry, resolve);
+  }
+}
+
+/**
+ * The targets file's entries as checked, or `undefined` when there is none to read.
+ *
+ * @throws {ConfigError} when it cannot be read, is not JSON or not a valid targets file.
+ */
+function readTargetsFile(
+  path: string | undefined,
+  required: boolean,
+): z.infer<typeof fileSchema> | undefined {
+  if (path === undefined) return undefined;
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound && !required) return undefined;
+    throw new ConfigError(`cannot read the targets file "${path}": ${(error as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`the targets file "${path}" is not JSON: ${(error as Error).message}`);
+  }
+  const parsed = fileSchema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new ConfigError(
+    `invalid targets file "${path}" at ${issue?.path.join(".") || "top level"}: ${
+      issue?.message ?? "invalid"
+    }`,
+  );
+}
+
 /**
  * Reads and checks the targets file, resolving every secret it names.
  *
@@ -216,135 +366,19 @@ export function loadTargetsFile(
   env: (name: string) => string | undefined,
   required: boolean,
 ): TargetsFile {
-  const empty: TargetsFile = { adapters: {}, urls: {}, builtin: [] };
-  if (path === undefined) return empty;
-  let text: string;
-  try {
-    text = Deno.readTextFileSync(path);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound && !required) return empty;
-    throw new ConfigError(`cannot read the targets file "${path}": ${(error as Error).message}`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError(`the targets file "${path}" is not JSON: ${(error as Error).message}`);
-  }
-  const parsed = fileSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new ConfigError(
-      `invalid targets file "${path}" at ${issue?.path.join(".") || "top level"}: ${
-        issue?.message ?? "invalid"
-      }`,
-    );
-  }
-  const secret = (ref: { env: string } | { file: string }, where: string): string => {
-    if ("env" in ref) {
-      const value = env(ref.env);
-      if (value === undefined || value === "") {
-        throw new ConfigError(`targets file "${path}", ${where}: ${ref.env} is not set`);
-      }
-      return value;
-    }
-    const file = isAbsolute(ref.file) ? ref.file : join(dirname(path), ref.file);
-    let value: string;
-    try {
-      value = Deno.readTextFileSync(file).trim();
-    } catch (error) {
-      throw new ConfigError(
-        `targets file "${path}", ${where}: cannot read "${file}": ${(error as Error).message}`,
-      );
-    }
-    if (value === "") throw new ConfigError(`targets file "${path}", ${where}: "${file}" is empty`);
-    return value;
-  };
-  const retry = (
-    r: { attempts?: number | undefined; delay?: string | undefined } | undefined,
-    where: string,
-  ): RetryPolicy => {
-    const delayMs = r?.delay === undefined ? DEFAULT_RETRY.delayMs : parseDuration(r.delay);
-    if (delayMs === undefined || delayMs < 1 || delayMs > 60_000) {
-      throw new ConfigError(
-        `targets file "${path}", ${where}.retry.delay: must be a duration from 1ms to 60s (e.g. 2s)`,
-      );
-    }
-    return { attempts: r?.attempts ?? DEFAULT_RETRY.attempts, delayMs };
-  };
-  const adapters: Partial<Record<"notes" | "blog" | "nas", AdapterTarget>> = {};
-  const urls: Partial<Record<"notes" | "blog" | "nas", string>> = {};
-  const builtin: Array<"notes" | "blog" | "nas"> = [];
-  for (const target of ["notes", "blog", "nas"] as const) {
-    const entry = parsed.data[target];
+  const adapters: Partial<Record<Target, AdapterTarget>> = {};
+  const urls: Partial<Record<Target, string>> = {};
+  const builtin: Target[] = [];
+  const file = readTargetsFile(path, required);
+  if (file === undefined || path === undefined) return { adapters, urls, builtin };
+  const resolve = resolver(path, env);
+  for (const target of TARGETS) {
+    const entry = file[target];
     if (entry === undefined) continue;
-    switch (entry.kind) {
-      case "builtin":
-        builtin.push(target);
-        break;
-      case "spec":
-        if (entry.url !== undefined) urls[target] = entry.url;
-        break;
-      case "ima":
-        adapters[target] = {
-          kind: "ima",
-          url: (entry.url ?? IMA_URL).replace(/\/+$/, ""),
-          clientId: secret(entry.client_id, `${target}.client_id`),
-          apiKey: secret(entry.api_key, `${target}.api_key`),
-          folderId: entry.folder_id,
-          retry: retry(entry.retry, target),
-        };
-        break;
-      case "memos":
-        adapters[target] = {
-          kind: "memos",
-          url: entry.url.replace(/\/+$/, ""),
-          token: secret(entry.token, `${target}.token`),
-          visibility: entry.visibility ?? "PRIVATE",
-          retry: retry(entry.retry, target),
-        };
-        break;
-      case "http": {
-        const preset = entry.preset === undefined ? undefined : PRESETS[entry.preset];
-        const headers: Record<string, string> = {};
-        for (const [name, value] of Object.entries(entry.headers ?? {})) {
-          headers[name] = typeof value === "string"
-            ? value
-            : secret(value, `${target}.headers.${name}`);
-        }
-        const url = preset === undefined
-          ? entry.url
-          : `${entry.url.replace(/\/+$/, "")}${preset.path}`;
-        const body = entry.body ?? preset?.body;
-        if (body === undefined) {
-          throw new ConfigError(
-            `targets file "${path}", ${target}: an http target needs a body or a preset`,
-          );
-        }
-        // A success rule given replaces the preset's whole.
-        const success: {
-          status?: number[] | undefined;
-          path?: string | undefined;
-          equals?: unknown;
-        } = entry.success ?? preset?.success ?? {};
-        adapters[target] = {
-          kind: "http",
-          url,
-          method: entry.method ?? "POST",
-          headers,
-          body,
-          success: {
-            status: success.status,
-            ...(success.path === undefined ? {} : { path: success.path }),
-            ...("equals" in success ? { equals: success.equals } : {}),
-          },
-          report: entry.report ?? preset?.report,
-          label: preset?.label ?? `${new URL(url).host}`,
-          retry: retry(entry.retry, target),
-        };
-        break;
-      }
-    }
+    if (entry.kind === "builtin") builtin.push(target);
+    else if (entry.kind === "spec") {
+      if (entry.url !== undefined) urls[target] = entry.url;
+    } else adapters[target] = adapterOf(target, entry, resolve);
   }
   return { adapters, urls, builtin };
 }

@@ -37,9 +37,11 @@ import { StorageError, type Store, StoreBusyError } from "../store/store.ts";
 import {
   type Access,
   AuthFailureLimiter,
+  type Authorize,
   createAuthorize,
   KEY_ID,
   redactedTarget,
+  type Secrets,
 } from "./auth.ts";
 import { corsOrigin, granted, isPreflight, preflightResponse } from "./cors.ts";
 import { KEEP_ALIVE_MS, StreamLimits } from "./live.ts";
@@ -209,27 +211,10 @@ export interface RequestInfo {
   readonly remoteAddr?: { readonly hostname?: string } | undefined;
 }
 
-/**
- * Builds the relay's HTTP app from the store and the configured options. Serve it with
- * `Deno.serve(app.fetch)` or call `app.request()` in tests.
- *
- * Each endpoint is one Hono handler that checks the method, the key and its scope and then
- * runs the route (no middleware chain); the access log and the metrics wrap the whole app,
- * and the request URL is parsed once, here, and handed down in Hono's `env`
- * ({@linkcode RequestEnv}).
- *
- * @example
- * ```ts
- * const app = createApp({ store, apiKey: "secret" });
- * const res = await app.request("/health");
- * ```
- */
-export function createApp(options: AppOptions): RelayApp {
-  const { store } = options;
-  const logger = options.logger ?? new Logger();
-  const metrics = options.metrics ?? new RelayMetrics();
-  const relay: RouteContext = {
-    store,
+/** What the handlers share, from the app's options. */
+function routeContext(options: AppOptions, logger: Logger, metrics: RelayMetrics): RouteContext {
+  return {
+    store: options.store,
     qaHosts: options.qaHosts ?? DEFAULT_QA_HOSTS,
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     publish: options.publish,
@@ -245,24 +230,20 @@ export function createApp(options: AppOptions): RelayApp {
       perKey: options.maxStreamsPerKey ?? DEFAULT_MAX_STREAMS_PER_KEY,
     }),
   };
-  const routes = appRoutes(relay);
-  const authorize = createAuthorize({
-    apiKey: options.apiKey,
-    keyRing: options.keyRing,
-    failures: new AuthFailureLimiter(store.clock),
-    allowedOrigins: options.allowedOrigins,
-    appId: options.builtin?.appId,
-  });
-  const cors = corsOrigin(options.allowedOrigins ?? []);
+}
 
-  const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
-  const app = new Hono();
-  // What every answer gets on its way out, whichever route made it.
-  app.use(headLength());
-
-  // One handler per endpoint, in C3's order: method (405 with Allow; a CORS preflight from
-  // an origin let in is answered instead), then Origin, key and scope. Hono answers HEAD
-  // with the GET route; `c.req.method` is still the real method.
+/**
+ * Registers one Hono handler per endpoint, checking in the contract's order: method (405
+ * with Allow; a CORS preflight from an origin let in is answered instead), then Origin,
+ * key and scope. Hono answers HEAD with the GET route; `c.req.method` is still the real
+ * method.
+ */
+function registerRoutes(
+  app: Hono,
+  routes: Readonly<Routes>,
+  checks: { authorize: Authorize; cors: (headers: Headers) => string | undefined },
+): void {
+  const { authorize, cors } = checks;
   for (const [path, route] of Object.entries(routes)) {
     const { methods, handler } = route;
     const allow = methods.join(", ");
@@ -283,24 +264,27 @@ export function createApp(options: AppOptions): RelayApp {
       return handler(c, url);
     });
   }
+}
 
-  // The API's endpoints and the app's entry, for the 404 message (not every app file).
+/** The 404 of a path no route serves: it lists the API's endpoints and the app's entry. */
+function notFound(routes: Readonly<Routes>, builtin: boolean): (c: Context) => Response {
+  // Not every app file, nor every page of the built-in services: their entries.
   const endpoints = Object.keys(routes).filter((path) =>
     path !== "/" && !path.startsWith(WEBAPP_PATH) &&
     !BUILTIN_PREFIXES.some((prefix) => path.startsWith(prefix))
   );
   endpoints.push(WEBAPP_PATH);
-  if (options.builtin) endpoints.push("/notes/", "/blog/", "/podcast/", "/downstream/…");
-  app.notFound((c) => {
-    const path = truncate(c.req.path);
-    return problemResponse(
+  if (builtin) endpoints.push("/notes/", "/blog/", "/podcast/", "/downstream/…");
+  return (c) =>
+    problemResponse(
       404,
-      `No endpoint at "${path}": the relay serves ${endpoints.join(", ")}`,
+      `No endpoint at "${truncate(c.req.path)}": the relay serves ${endpoints.join(", ")}`,
     );
-  });
+}
 
-  // Every error leaves as a problem document (C1).
-  const errorResponse = (error: unknown): Response => {
+/** Every error as an RFC 9457 problem document; an unexpected one is logged and answers 500. */
+function errorResponder(logger: Logger): (error: unknown) => Response {
+  return (error) => {
     if (error instanceof HttpError) {
       return problemResponse(error.status, error.message, error.headers);
     }
@@ -311,21 +295,28 @@ export function createApp(options: AppOptions): RelayApp {
     logger.error("relay: unexpected error", error);
     return problemResponse(500, "Internal error: the relay logged the cause");
   };
-  app.onError(errorResponse);
+}
 
-  // Reads answered from their cache before routing: the same checks in the same order
-  // (a known path, GET allowed, then Origin, key and scope), without Hono's dispatch.
-  const cachedReads = new Map<
-    string,
-    { access: Access; cached: (url: URL) => Response | undefined }
-  >();
+/**
+ * Answers reads from their cache before routing: the same checks in the same order (a
+ * known path, GET allowed, then Origin, key and scope), without Hono's dispatch.
+ *
+ * @returns The answer, or `undefined` when the request is not such a read or its cache
+ *   has no answer.
+ */
+function cachedReads(
+  routes: Readonly<Routes>,
+  authorize: Authorize,
+  errorResponse: (error: unknown) => Response,
+): (request: Request, url: URL, info?: RequestInfo) => Response | undefined {
+  const reads = new Map<string, { access: Access; cached: (url: URL) => Response | undefined }>();
   for (const [path, route] of Object.entries(routes)) {
     if (route.cached !== undefined && route.scope !== undefined && route.methods.includes("GET")) {
-      cachedReads.set(path, { access: { scope: route.scope }, cached: route.cached });
+      reads.set(path, { access: { scope: route.scope }, cached: route.cached });
     }
   }
-  const fromCache = (request: Request, url: URL, info?: RequestInfo): Response | undefined => {
-    const route = cachedReads.get(url.pathname);
+  return (request, url, info) => {
+    const route = reads.get(url.pathname);
     if (route === undefined) return undefined;
     try {
       authorize(request, url, info?.remoteAddr?.hostname, route.access, url.pathname);
@@ -334,9 +325,25 @@ export function createApp(options: AppOptions): RelayApp {
       return errorResponse(error);
     }
   };
+}
 
+/** What {@linkcode recorder} needs. */
+interface RecorderParts {
+  readonly logger: Logger;
+  readonly metrics: RelayMetrics;
+  readonly routes: Readonly<Routes>;
+  readonly secrets: Secrets;
+  readonly cors: (headers: Headers) => string | undefined;
+}
+
+/**
+ * Makes `recorded(request, url, info, response, started)`: the answer granted to a CORS
+ * origin let in, its access log line and its request metrics, `started` being the
+ * answer's `performance.now()`. Synchronous unless the body's size has to be measured.
+ */
+function recorder(parts: RecorderParts) {
+  const { logger, metrics, routes, secrets, cors } = parts;
   const logging = logger.enabled("info");
-  // The access log line and the request metrics of one answer, `ms` after it began.
   const record = (
     request: Request,
     url: URL | null,
@@ -367,9 +374,7 @@ export function createApp(options: AppOptions): RelayApp {
     );
     return response;
   };
-  // The same, `started` being the answer's `performance.now()`: synchronous unless the
-  // body's size has to be measured.
-  const recorded = (
+  return (
     request: Request,
     url: URL | null,
     info: RequestInfo | undefined,
@@ -382,6 +387,45 @@ export function createApp(options: AppOptions): RelayApp {
       ? bytes.then((measured) => record(request, url, info, response, ms, measured))
       : record(request, url, info, response, ms, bytes);
   };
+}
+
+/**
+ * Builds the relay's HTTP app from the store and the configured options. Serve it with
+ * `Deno.serve(app.fetch)` or call `app.request()` in tests.
+ *
+ * Each endpoint is one Hono handler that checks the method, the key and its scope and then
+ * runs the route (no middleware chain); the access log and the metrics wrap the whole app,
+ * and the request URL is parsed once, here, and handed down in Hono's `env`
+ * ({@linkcode RequestEnv}).
+ *
+ * @example
+ * ```ts
+ * const app = createApp({ store, apiKey: "secret" });
+ * const res = await app.request("/health");
+ * ```
+ */
+export function createApp(options: AppOptions): RelayApp {
+  const logger = options.logger ?? new Logger();
+  const metrics = options.metrics ?? new RelayMetrics();
+  const routes = appRoutes(routeContext(options, logger, metrics));
+  const authorize = createAuthorize({
+    apiKey: options.apiKey,
+    keyRing: options.keyRing,
+    failures: new AuthFailureLimiter(options.store.clock),
+    allowedOrigins: options.allowedOrigins,
+    appId: options.builtin?.appId,
+  });
+  const cors = corsOrigin(options.allowedOrigins ?? []);
+  const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
+  const app = new Hono();
+  // What every answer gets on its way out, whichever route made it: a HEAD's length.
+  app.use(headLength());
+  registerRoutes(app, routes, { authorize, cors });
+  app.notFound(notFound(routes, options.builtin !== undefined));
+  const errorResponse = errorResponder(logger);
+  app.onError(errorResponse);
+  const fromCache = cachedReads(routes, authorize, errorResponse);
+  const recorded = recorder({ logger, metrics, routes, secrets, cors });
 
   // Everything but a cached read: through Hono.
   const routed = async (

@@ -46,7 +46,10 @@ function cookieKey(headers: Headers): string | undefined {
   return parseCookies(cookie, ACCESS_COOKIE)[ACCESS_COOKIE];
 }
 
-/** Methods that change nothing (RFC 9110 §9.2.1); `GET /pull` is not among the routes a cookie opens. */
+/**
+ * Methods that change nothing (RFC 9110 §9.2.1). `GET /pull` does change something, so a
+ * cookie opens only the `read` scope's routes with them.
+ */
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
@@ -385,9 +388,9 @@ function checkCookieUse(request: Request, access: Access, path: string): void {
 }
 
 /**
- * Makes `authorize(request, url, address, access, path)`: the one check, in C3's order
- * after the method, that lets a request through only with the main key, a named key that
- * has `access.scope`, or, where `access.appId`, the relay's app id. Every route that needs
+ * Makes `authorize(request, url, address, access, path)`: the one check, made after the
+ * method's, that lets a request through only with the main key, a named key that has
+ * `access.scope`, or, where `access.appId`, the relay's app id. Every route that needs
  * a key goes through it, the built-in services' too. It runs synchronously, inside each
  * endpoint's one handler and before a cached read is answered.
  *

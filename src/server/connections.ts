@@ -9,11 +9,12 @@
  * relay accepts connections itself (`Deno.listen`, `Deno.listenTls`) and hands each one to
  * Deno's HTTP server for that connection alone: the runtime's `serveHttpOnConnection`, the
  * function `Deno.serve` runs on every connection it accepts. It is reached through
- * `Deno[Deno.internal]` because Deno has no public name for it; the relay pins its Deno
- * version, and {@linkcode serveConnections} refuses to start without it rather than run
- * unprotected. (Deno's `node:http` server has these timeouts and limits, but measured at
- * 0.58 × the throughput of `Deno.serve` on a bare answer; serving each connection with
- * Deno's own server keeps its speed.)
+ * `Deno[Deno.internal]` because Deno has no public name for it (fenced in
+ * _deno_internals.ts); on a Deno without it, {@linkcode serveConnections} falls back to
+ * `Deno.serve` and warns once that the connection cap and the idle timeout are lost.
+ * (Deno's `node:http` server has these timeouts and limits, but measured at 0.58 × the
+ * throughput of `Deno.serve` on a bare answer; serving each connection with Deno's own
+ * server keeps its speed.)
  *
  * What happens to a connection:
  * - it is accepted unless {@linkcode ServeOptions.maxConnections} are open; then the oldest
@@ -32,6 +33,12 @@
  */
 
 import { errorMessage } from "../errors.ts";
+import {
+  cancelHook,
+  PINNED_DENO,
+  type ServeOnConnection,
+  serveOnConnection,
+} from "./_deno_internals.ts";
 import type { Logger } from "./log.ts";
 
 /** Options of {@linkcode serveConnections}. */
@@ -75,25 +82,6 @@ export interface ServedConnections {
    * Resolves once they are all closed.
    */
   shutdown(): Promise<void>;
-}
-
-/** Deno's server for one connection, as `Deno.serve` calls it for each it accepts. */
-type ServeOnConnection = (
-  connection: Deno.Conn,
-  signal: AbortSignal,
-  handler: (request: Request, info: Deno.ServeHandlerInfo) => Response | Promise<Response>,
-  onError: (error: unknown) => Response | Promise<Response>,
-  onListen: () => void,
-) => { finished: Promise<void>; shutdown(): Promise<void> };
-
-/**
- * Deno's per-connection HTTP server, or `undefined` in a Deno that no longer has it.
- */
-function serveOnConnection(): ServeOnConnection | undefined {
-  const deno = Deno as unknown as Record<symbol, Record<string, unknown> | undefined>;
-  const internal = (Deno as unknown as { internal?: symbol }).internal;
-  const serve = internal === undefined ? undefined : deno[internal]?.serveHttpOnConnection;
-  return typeof serve === "function" ? serve as ServeOnConnection : undefined;
 }
 
 /** How often idle connections are looked for, ms, at most (a quarter of the timeout when shorter). */
@@ -140,37 +128,6 @@ interface Open {
   shutdown(): void;
 }
 
-/**
- * A stand-in for the `AbortSignal` that Deno's per-connection server takes: the server
- * only adds an `abort` listener (which cancels the connection), and calling that listener
- * here, inside `try`, cannot throw into the event loop when the connection has already
- * closed (a real signal would report the error as uncaught and end the process).
- */
-function cancelHook(): { signal: AbortSignal; cancel(): void } {
-  let listener: (() => void) | undefined;
-  const signal = {
-    aborted: false,
-    addEventListener(_type: string, callback: () => void) {
-      listener = callback;
-    },
-    removeEventListener() {
-      listener = undefined;
-    },
-  } as unknown as AbortSignal;
-  return {
-    signal,
-    cancel() {
-      const callback = listener;
-      listener = undefined;
-      try {
-        callback?.();
-      } catch {
-        // the connection has closed already
-      }
-    },
-  };
-}
-
 /** The 503 a connection over the cap gets, as raw HTTP/1.1. */
 function refusalBytes(max: number): Uint8Array {
   const body = JSON.stringify({
@@ -206,53 +163,69 @@ function throttled(write: (line: string) => void): (message: string) => void {
 }
 
 /**
- * Listens on `hostname:port` and serves each connection with `handler`, within the cap on
- * open connections and the idle timeout (module comment).
- *
- * @example
- * ```ts
- * const served = serveConnections(
- *   { hostname: "127.0.0.1", port: 0, maxConnections: 512, idleTimeoutMs: 30_000, logger, onError },
- *   (request) => new Response("OK"),
- * );
- * ```
- * @throws {Error} when this Deno has no per-connection HTTP server (a Deno other than the
- *   pinned one).
- * @throws {Deno.errors.AddrInUse} and the other errors of `Deno.listen` / `Deno.listenTls`
- *   (e.g. a certificate or key that TLS cannot use).
+ * The fallback of {@linkcode serveConnections} on a Deno without a per-connection HTTP
+ * server: `Deno.serve`, which has no connection cap and no idle timeout, after one warning
+ * that says so.
  */
-export function serveConnections(
-  options: ServeOptions,
-  handler: ConnectionHandler,
-): ServedConnections {
-  const serveOn = serveOnConnection();
-  if (serveOn === undefined) {
-    throw new Error(
-      `Deno ${Deno.version.deno} cannot serve HTTP on a connection the relay accepted ` +
-        "(serveHttpOnConnection is gone): run the relay with the Deno version it pins",
-    );
-  }
-  const { maxConnections, idleTimeoutMs, logger } = options;
-  const listener: Deno.Listener = options.tls === undefined
-    ? Deno.listen({ hostname: options.hostname, port: options.port })
-    : Deno.listenTls({
-      hostname: options.hostname,
-      port: options.port,
-      cert: options.tls.cert,
-      key: options.tls.key,
-      alpnProtocols: ["h2", "http/1.1"],
-    });
-  const addr = listener.addr as Deno.NetAddr;
-  const open = new Set<Open>();
-  const byAddress = new Map<string, Set<Open>>();
-  const ended = new Set<Promise<void>>();
-  let refusing = 0;
-  let stopping = false;
-  const refusal = refusalBytes(maxConnections);
-  const reportRefusal = throttled(logger.warn);
-  const reportAcceptError = throttled(logger.warn);
+function serveWithDeno(options: ServeOptions, handler: ConnectionHandler): ServedConnections {
+  options.logger.warn(
+    `relay: warning: Deno ${Deno.version.deno} has no per-connection HTTP server ` +
+      `(Deno[Deno.internal].serveHttpOnConnection; the relay pins Deno ${PINNED_DENO}): ` +
+      "serving with Deno.serve, without the connection cap (--max-connections) and the idle " +
+      "timeout, and an accept error at the open-file limit stops the server",
+  );
+  const server = Deno.serve({
+    hostname: options.hostname,
+    port: options.port,
+    ...(options.tls === undefined ? {} : { cert: options.tls.cert, key: options.tls.key }),
+    onListen: () => {},
+    onError: options.onError,
+  }, (request, info) => handler(request, { remoteAddr: info.remoteAddr as Deno.NetAddr }));
+  return {
+    addr: server.addr,
+    open: 0,
+    shutdown: () => server.shutdown(),
+  };
+}
 
-  const finish = (conn: Open) => {
+/**
+ * The open connections of one listener and what is done to them: admitted within the cap
+ * (making room by closing an idle one, else refusing with 503), served by Deno's server
+ * for one connection, cut when idle too long or when an answer asks to close, and shut
+ * down together.
+ */
+class ConnectionPool {
+  readonly #options: ServeOptions;
+  readonly #handler: ConnectionHandler;
+  readonly #serveOn: ServeOnConnection;
+  readonly #open = new Set<Open>();
+  readonly #byAddress = new Map<string, Set<Open>>();
+  /** Each connection's end, resolved once Deno's server for it has finished. */
+  readonly #ended = new Set<Promise<void>>();
+  readonly #refusal: Uint8Array;
+  readonly #reportRefusal: (message: string) => void;
+  /** Reports an accept or serve error, at most once a minute. */
+  readonly reportError: (message: string) => void;
+  #refusing = 0;
+  /** Set once the listener stops: connections close as soon as they are idle. */
+  stopping = false;
+
+  constructor(options: ServeOptions, handler: ConnectionHandler, serveOn: ServeOnConnection) {
+    this.#options = options;
+    this.#handler = handler;
+    this.#serveOn = serveOn;
+    this.#refusal = refusalBytes(options.maxConnections);
+    this.#reportRefusal = throttled(options.logger.warn);
+    this.reportError = throttled(options.logger.warn);
+  }
+
+  /** Connections open now. */
+  get size(): number {
+    return this.#open.size;
+  }
+
+  /** A request of `conn` is answered: it is idle again, or closes if it asked to. */
+  #finish(conn: Open): void {
     if (--conn.inFlight > 0) return;
     conn.idleSince = performance.now();
     if (conn.closeWhenDone) {
@@ -261,8 +234,8 @@ export function serveConnections(
       // answer has had the event loop's turn to be written.
       conn.closing = true;
       setTimeout(conn.cut, CUT_AFTER_MS);
-    } else if (stopping) conn.shutdown();
-  };
+    } else if (this.stopping) conn.shutdown();
+  }
 
   /**
    * Starts closing the oldest idle connection of the address holding the most open ones,
@@ -270,10 +243,10 @@ export function serveConnections(
    *
    * @returns false when every open connection has a request in progress or is closing.
    */
-  const closeIdle = (): boolean => {
+  closeIdle(): boolean {
     let victim: Open | undefined;
     let heaviest = 0;
-    for (const conns of byAddress.values()) {
+    for (const conns of this.#byAddress.values()) {
       if (conns.size < heaviest) continue;
       let oldest: Open | undefined;
       for (const conn of conns) {
@@ -287,21 +260,22 @@ export function serveConnections(
     }
     victim?.cut();
     return victim !== undefined;
-  };
+  }
 
-  const forget = (conn: Open) => {
-    if (!open.delete(conn)) return;
-    const mine = byAddress.get(conn.address);
+  #forget(conn: Open): void {
+    if (!this.#open.delete(conn)) return;
+    const mine = this.#byAddress.get(conn.address);
     mine?.delete(conn);
-    if (mine?.size === 0) byAddress.delete(conn.address);
-  };
+    if (mine?.size === 0) this.#byAddress.delete(conn.address);
+  }
 
-  const refuse = async (socket: Deno.Conn) => {
-    if (refusing >= MAX_REFUSING) {
+  /** Answers a connection over the cap 503 and closes it. */
+  async #refuse(socket: Deno.Conn): Promise<void> {
+    if (this.#refusing >= MAX_REFUSING) {
       socket.close();
       return;
     }
-    refusing++;
+    this.#refusing++;
     const timer = setTimeout(() => {
       try {
         socket.close();
@@ -316,7 +290,7 @@ export function serveConnections(
         const { alpnProtocol } = await (socket as Deno.TlsConn).handshake();
         if (alpnProtocol === "h2") return;
       }
-      await socket.write(refusal);
+      await socket.write(this.#refusal);
       // Read what the client sends until it has the answer and closes: closing with its
       // request unread would reset the connection and could lose the answer.
       await socket.closeWrite();
@@ -326,30 +300,43 @@ export function serveConnections(
       // the client went away, or the timer closed the connection
     } finally {
       clearTimeout(timer);
-      refusing--;
+      this.#refusing--;
       try {
         socket.close();
       } catch {
         // closed by the timer
       }
     }
-  };
+  }
 
-  const admit = (socket: Deno.Conn) => {
-    if (stopping) {
+  /** Connections whose closing has begun. */
+  #closing(): number {
+    let n = 0;
+    for (const conn of this.#open) if (conn.closing) n++;
+    return n;
+  }
+
+  /** Takes an accepted connection in, or refuses it when the cap is reached. */
+  admit(socket: Deno.Conn): void {
+    if (this.stopping) {
       socket.close();
       return;
     }
-    if (
-      open.size >= maxConnections && open.size - closing() >= maxConnections && !closeIdle()
-    ) {
-      reportRefusal(
-        `relay: warning: ${open.size} connections open, each with a request in progress ` +
-          `(--max-connections ${maxConnections}): refusing new ones with 503`,
+    const max = this.#options.maxConnections;
+    const size = this.#open.size;
+    if (size >= max && size - this.#closing() >= max && !this.closeIdle()) {
+      this.#reportRefusal(
+        `relay: warning: ${size} connections open, each with a request in progress ` +
+          `(--max-connections ${max}): refusing new ones with 503`,
       );
-      void refuse(socket);
+      void this.#refuse(socket);
       return;
     }
+    this.#serve(socket);
+  }
+
+  /** Serves an admitted connection with Deno's server for it. */
+  #serve(socket: Deno.Conn): void {
     const remoteAddr = socket.remoteAddr as Deno.NetAddr;
     const hook = cancelHook();
     let server: ReturnType<ServeOnConnection> | undefined;
@@ -370,11 +357,38 @@ export function serveConnections(
         void server?.shutdown().catch(() => {});
       },
     };
-    open.add(conn);
-    const mine = byAddress.get(conn.address);
-    if (mine === undefined) byAddress.set(conn.address, new Set([conn]));
+    this.#open.add(conn);
+    const mine = this.#byAddress.get(conn.address);
+    if (mine === undefined) this.#byAddress.set(conn.address, new Set([conn]));
     else mine.add(conn);
-    const info: ConnectionInfo = { remoteAddr };
+    try {
+      server = this.#serveOn(
+        socket,
+        hook.signal,
+        this.#answer(conn, { remoteAddr }),
+        this.#options.onError,
+        () => {},
+      );
+    } catch (error) {
+      this.#forget(conn);
+      try {
+        socket.close();
+      } catch {
+        // already closed
+      }
+      this.reportError(`relay: cannot serve a connection: ${errorMessage(error)}`);
+      return;
+    }
+    // A client that resets the connection rejects `finished`: that ends it like any close.
+    const done = server.finished.catch(() => {}).finally(() => {
+      this.#forget(conn);
+      this.#ended.delete(done);
+    });
+    this.#ended.add(done);
+  }
+
+  /** The handler Deno's server calls for each request of `conn`. */
+  #answer(conn: Open, info: ConnectionInfo) {
     // An answer that closes its connection is an error (413, 408, 503): its headers are
     // read only then, since reading a response's headers makes Deno build a `Headers`
     // object for it (measured: about a fifth of a cached read's time).
@@ -384,79 +398,106 @@ export function serveConnections(
       }
       return response;
     };
-    const serve = (request: Request, served: Deno.ServeHandlerInfo) => {
+    const finish = () => this.#finish(conn);
+    return (request: Request, served: Deno.ServeHandlerInfo) => {
       conn.inFlight++;
-      served.completed.then(() => finish(conn), () => finish(conn));
-      const response = handler(request, info);
+      served.completed.then(finish, finish);
+      const response = this.#handler(request, info);
       return response instanceof Promise ? response.then(closeIfAsked) : closeIfAsked(response);
     };
-    try {
-      server = serveOn(socket, hook.signal, serve, options.onError, () => {});
-    } catch (error) {
-      forget(conn);
-      try {
-        socket.close();
-      } catch {
-        // already closed
-      }
-      reportAcceptError(`relay: cannot serve a connection: ${errorMessage(error)}`);
-      return;
-    }
-    // A client that resets the connection rejects `finished`: that ends it like any close.
-    const done = server.finished.catch(() => {}).finally(() => {
-      forget(conn);
-      ended.delete(done);
-    });
-    ended.add(done);
-  };
+  }
 
-  /** Connections whose closing has begun. */
-  const closing = () => {
-    let n = 0;
-    for (const conn of open) if (conn.closing) n++;
-    return n;
-  };
-
-  const accepting = (async () => {
-    let pause: number = ACCEPT_RETRY_MS[0];
-    while (!stopping) {
-      let socket: Deno.Conn;
-      try {
-        socket = await listener.accept();
-      } catch (error) {
-        if (stopping || error instanceof Deno.errors.BadResource) return;
-        const freed = closeIdle();
-        reportAcceptError(
-          `relay: warning: cannot accept a connection (${errorMessage(error)}) with ` +
-            `${open.size} open; ${freed ? "closed an idle one and retrying" : "retrying"}: ` +
-            "raise the open-file limit (LimitNOFILE) or lower --max-connections",
-        );
-        await new Promise((resolve) => setTimeout(resolve, pause));
-        pause = Math.min(pause * 2, ACCEPT_RETRY_MS[1]);
-        continue;
-      }
-      pause = ACCEPT_RETRY_MS[0];
-      admit(socket);
-    }
-  })();
-
-  const sweep = setInterval(() => {
+  /** Cuts every connection without a request in progress for `idleTimeoutMs`. */
+  sweep(): void {
     const now = performance.now();
-    for (const conn of open) {
-      if (!conn.closing && conn.inFlight === 0 && now - conn.idleSince >= idleTimeoutMs) {
+    for (const conn of this.#open) {
+      if (
+        !conn.closing && conn.inFlight === 0 && now - conn.idleSince >= this.#options.idleTimeoutMs
+      ) {
         conn.cut();
       }
     }
-  }, Math.min(SWEEP_INTERVAL_MS, Math.max(10, Math.floor(idleTimeoutMs / 4))));
-  Deno.unrefTimer(sweep);
+  }
 
+  /** Closes every connection once its requests are answered; resolves when all have. */
+  async shutdown(): Promise<void> {
+    this.stopping = true;
+    for (const conn of this.#open) conn.shutdown();
+    await Promise.all([...this.#ended]);
+  }
+}
+
+/**
+ * Accepts connections until the pool stops; an accept that fails (no file descriptor
+ * left) is reported, an idle connection closed to free one, and accepting resumes after a
+ * pause that doubles up to {@linkcode ACCEPT_RETRY_MS}'s longest.
+ */
+async function acceptLoop(listener: Deno.Listener, pool: ConnectionPool): Promise<void> {
+  let pause: number = ACCEPT_RETRY_MS[0];
+  while (!pool.stopping) {
+    let socket: Deno.Conn;
+    try {
+      socket = await listener.accept();
+    } catch (error) {
+      if (pool.stopping || error instanceof Deno.errors.BadResource) return;
+      const freed = pool.closeIdle();
+      pool.reportError(
+        `relay: warning: cannot accept a connection (${errorMessage(error)}) with ` +
+          `${pool.size} open; ${freed ? "closed an idle one and retrying" : "retrying"}: ` +
+          "raise the open-file limit (LimitNOFILE) or lower --max-connections",
+      );
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      pause = Math.min(pause * 2, ACCEPT_RETRY_MS[1]);
+      continue;
+    }
+    pause = ACCEPT_RETRY_MS[0];
+    pool.admit(socket);
+  }
+}
+
+/**
+ * Listens on `hostname:port` and serves each connection with `handler`, within the cap on
+ * open connections and the idle timeout (module comment).
+ *
+ * @example
+ * ```ts
+ * const served = serveConnections(
+ *   { hostname: "127.0.0.1", port: 0, maxConnections: 512, idleTimeoutMs: 30_000, logger, onError },
+ *   (request) => new Response("OK"),
+ * );
+ * ```
+ * @throws {Deno.errors.AddrInUse} and the other errors of `Deno.listen` / `Deno.listenTls`
+ *   (e.g. a certificate or key that TLS cannot use).
+ */
+export function serveConnections(
+  options: ServeOptions,
+  handler: ConnectionHandler,
+): ServedConnections {
+  const serveOn = serveOnConnection();
+  if (serveOn === undefined) return serveWithDeno(options, handler);
+  const listener: Deno.Listener = options.tls === undefined
+    ? Deno.listen({ hostname: options.hostname, port: options.port })
+    : Deno.listenTls({
+      hostname: options.hostname,
+      port: options.port,
+      cert: options.tls.cert,
+      key: options.tls.key,
+      alpnProtocols: ["h2", "http/1.1"],
+    });
+  const pool = new ConnectionPool(options, handler, serveOn);
+  const accepting = acceptLoop(listener, pool);
+  const sweep = setInterval(
+    () => pool.sweep(),
+    Math.min(SWEEP_INTERVAL_MS, Math.max(10, Math.floor(options.idleTimeoutMs / 4))),
+  );
+  Deno.unrefTimer(sweep);
   return {
-    addr,
+    addr: listener.addr as Deno.NetAddr,
     get open() {
-      return open.size;
+      return pool.size;
     },
     async shutdown() {
-      stopping = true;
+      pool.stopping = true;
       try {
         listener.close();
       } catch {
@@ -464,8 +505,7 @@ export function serveConnections(
       }
       await accepting;
       clearInterval(sweep);
-      for (const conn of open) conn.shutdown();
-      await Promise.all([...ended]);
+      await pool.shutdown();
     },
   };
 }

@@ -15,11 +15,13 @@
  *   fifth more CPU per request in its first second (measured).
  *
  * A request that arrives during the pause waits for it. V8's `gc` is reached through
- * `node:v8` and `node:vm`, loaded with the first collection ({@linkcode v8Collector}); where
- * the runtime offers none, the relay says so once at level `debug` and keeps its memory.
+ * `node:v8` and `node:vm`, loaded with the first collection (`v8Collector`, fenced with the
+ * relay's other uses of runtime internals in _deno_internals.ts); where the runtime offers none, the relay says so once at level `debug` and keeps its memory.
  *
  * @module
  */
+
+import { v8Collector } from "./_deno_internals.ts";
 
 /** How often the relay looks whether it is idle, ms. */
 export const IDLE_CHECK_MS = 1_000;
@@ -184,21 +186,4 @@ export class IdleMemory {
     Deno.unrefTimer(timer);
     return () => clearInterval(timer);
   }
-}
-
-/**
- * Makes the function that runs one memory-reducing full collection by V8:
- * `gc({ type: "major", execution: "sync", flavor: "last-resort" })`. V8 gives `gc` only to
- * contexts made after `--expose-gc` is set, so it is taken from a new `node:vm` context, as
- * Node's documentation of `v8.setFlagsFromString` shows. The flag stays set for the
- * process: contexts made later (the speech worker's) have a `gc` global too, unused.
- *
- * @throws {Error} when the runtime offers no `gc` function.
- */
-export async function v8Collector(): Promise<() => void> {
-  const [v8, vm] = await Promise.all([import("node:v8"), import("node:vm")]);
-  v8.setFlagsFromString("--expose-gc");
-  const gc: unknown = vm.runInNewContext("gc");
-  if (typeof gc !== "function") throw new Error("V8 gave no gc function");
-  return () => gc({ type: "major", execution: "sync", flavor: "last-resort" });
 }

@@ -139,13 +139,8 @@ const failedSummary = z.object({
   }),
 });
 
-/**
- * What each documented path does: summary, parameters, body and answers. The methods,
- * and the scope a named key needs (or that no key is needed), come from the app's route
- * tables ({@linkcode operations}). A path with `{name}` stands for every route it matches.
- */
-function descriptions(): Record<string, ZodOpenApiOperationObject> {
-  const webappFile = z.enum(Object.keys(WEBAPP_FILES) as [string, ...string[]]);
+/** The queues' paths: submit, pull, ack, peek. */
+function queueDescriptions(): Record<string, ZodOpenApiOperationObject> {
   return {
     "/submit": {
       summary: "Queue a link or text (spec §4.1)",
@@ -212,6 +207,12 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
         ...problems(400),
       },
     },
+  };
+}
+
+/** The results feed's paths: push, results, the stream. */
+function resultDescriptions(): Record<string, ZodOpenApiOperationObject> {
+  return {
     "/push": {
       summary: "Add a result to the results feed (spec §4.4)",
       requestBody: contentBody(pushFieldsSchema, { content: "# Summary\n\nThree points." }),
@@ -270,6 +271,12 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
         ...problems(400),
       },
     },
+  };
+}
+
+/** The publish paths: publish, the failed publishes, a retry. */
+function publishDescriptions(): Record<string, ZodOpenApiOperationObject> {
+  return {
     "/publish": {
       summary: "Publish an article to notes, blog and podcast (spec §4.8)",
       requestBody: {
@@ -322,6 +329,12 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
         ...problems(400, 404, 503),
       },
     },
+  };
+}
+
+/** The paths for whoever runs the relay: stats, metrics, clear, health, the API document. */
+function adminDescriptions(): Record<string, ZodOpenApiOperationObject> {
+  return {
     "/stats": {
       summary: "Counters and depths (issue 5)",
       responses: {
@@ -380,6 +393,13 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
         "200": json("OpenAPI 3.1", z.record(z.string(), z.unknown())),
       },
     },
+  };
+}
+
+/** The web app's paths. */
+function pageDescriptions(): Record<string, ZodOpenApiOperationObject> {
+  const webappFile = z.enum(Object.keys(WEBAPP_FILES) as [string, ...string[]]);
+  return {
     "/app/": {
       summary: "The phone web app (issue 7)",
       responses: { "200": { description: "HTML", content: { "text/html": {} } } },
@@ -400,6 +420,21 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
       parameters: [webappFile.meta({ param: { in: "path", name: "file", example: "app.js" } })],
       responses: { "200": { description: "The file" }, ...problems(404) },
     },
+  };
+}
+
+/**
+ * What each documented path does: summary, parameters, body and answers. The methods,
+ * and the scope a named key needs (or that no key is needed), come from the app's route
+ * tables ({@linkcode operations}). A path with `{name}` stands for every route it matches.
+ */
+function descriptions(): Record<string, ZodOpenApiOperationObject> {
+  return {
+    ...queueDescriptions(),
+    ...resultDescriptions(),
+    ...publishDescriptions(),
+    ...adminDescriptions(),
+    ...pageDescriptions(),
   };
 }
 

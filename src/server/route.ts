@@ -26,7 +26,7 @@ export type Handler = (c: Context, url: URL) => Promise<Response>;
 
 /**
  * One endpoint: the methods it answers, and either `open` (no key needed) or the scope a
- * named key needs for it (issue 7; the main key has every scope). With `appId`, the
+ * named key needs for it (the main key has every scope). With `appId`, the
  * relay's app id in `X-App-ID` is taken instead of a key with that scope (what external
  * callers of the built-in services' API send). A built-in page that is public unless
  * `--private-blog` or `--private-podcast` is `open` or has the `read` scope, as configured.

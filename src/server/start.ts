@@ -6,12 +6,13 @@
  */
 
 import { dirname, join } from "node:path";
-import { resolveApiKey } from "../access/api_key.ts";
-import { createApp } from "./app.ts";
+import { type ApiKey, resolveApiKey } from "../access/api_key.ts";
+import { createApp, type RelayApp } from "./app.ts";
 import { addressFile, type Config, ConfigError } from "../config/config.ts";
 import { errorMessage, problemResponse } from "../errors.ts";
 import {
   missingConfiguration,
+  type PublishConfig,
   publishConfig,
   TARGETS,
   withTargetsFile,
@@ -21,7 +22,6 @@ import { FailedPublishes } from "../publish/failed.ts";
 import { WEAK_KEY_LENGTH } from "./auth.ts";
 import {
   type ConnectionHandler,
-  type ConnectionInfo,
   serveConnections,
   type ServedConnections,
   type ServeOptions,
@@ -37,10 +37,10 @@ import {
 } from "../store/database.ts";
 import { checkDatabase, keepCounters } from "../store/integrity.ts";
 import { createStore, type Store } from "../store/store.ts";
-import { resolveAppId } from "../access/app_id.ts";
-import { createBuiltinServices } from "../builtin/services.ts";
-import { writePrivateFile } from "../util/files.ts";
+import { type AppId, resolveAppId } from "../access/app_id.ts";
+import { type BuiltinServices, createBuiltinServices } from "../builtin/services.ts";
 import { IdleMemory } from "./idle_memory.ts";
+import { writePrivateFile } from "../util/files.ts";
 
 /** `bytes` in MiB with one decimal. */
 function mib(bytes: number): string {
@@ -149,6 +149,413 @@ export interface StartOptions {
   jobs?: readonly ((store: Store, logger: Logger) => BackgroundJob)[];
 }
 
+/** The relay's log and the wait for its last lines, from {@linkcode makeLogging}. */
+interface Logging {
+  readonly logger: Logger;
+  readonly flushLog: () => Promise<void>;
+}
+
+/**
+ * The relay's log: unless the caller collects lines itself, every line goes through a
+ * bounded batch: access lines within 20 ms, messages at once, errors to standard error
+ * (docs/configuration.md, "Logging"). A write to an output nobody reads then never stops
+ * the relay.
+ */
+function makeLogging(config: Config, collect: ((line: string) => void) | undefined): Logging {
+  const notice = (n: number) => messageLine(config.logFormat, "warn", droppedLinesNotice(n));
+  const outputs = collect === undefined
+    ? {
+      out: new BatchedLog(Deno.stdout, { notice }),
+      err: new BatchedLog(Deno.stderr, { notice }),
+    }
+    : undefined;
+  const logger = new Logger({
+    format: config.logFormat,
+    level: config.logLevel,
+    ...(outputs === undefined ? { write: collect! } : {
+      write: outputs.out.lineNow,
+      writeError: outputs.err.lineNow,
+      writeAccess: outputs.out.line,
+    }),
+  });
+  // One grace for all the waits of a stop (or of a failed start), counted from the first.
+  let flushDeadline: number | undefined;
+  const flushLog = async () => {
+    flushDeadline ??= performance.now() + LOG_FLUSH_GRACE_MS;
+    const left = Math.max(0, flushDeadline - performance.now());
+    await Promise.all([outputs?.out.flush(left), outputs?.err.flush(left)]);
+  };
+  return { logger, flushLog };
+}
+
+/** What a relay is made of once built, before it listens ({@linkcode buildRelay}). */
+interface RelayParts {
+  readonly config: Config;
+  readonly logger: Logger;
+  /** The database file's path. */
+  readonly db: string;
+  readonly apiKey: ApiKey;
+  readonly appId: AppId;
+  readonly keyRing: KeyRing;
+  readonly tls: { readonly cert: string; readonly key: string } | undefined;
+  readonly store: Store;
+  readonly publish: PublishConfig;
+  readonly builtin: BuiltinServices;
+  readonly app: RelayApp;
+  /** Aborted when the relay stops: long-polls and results streams end at once. */
+  readonly closing: AbortController;
+  /** Resolved when the database is found damaged while serving. */
+  readonly failed: PromiseWithResolvers<UnsafeDatabaseError>;
+}
+
+/**
+ * The store over the open database, checked before use; storage faults are logged once it
+ * passed its check (before, they stop the relay with their own line).
+ */
+async function openStore(
+  kv: Deno.Kv,
+  db: string,
+  config: Config,
+  parts: {
+    logger: Logger;
+    metrics: RelayMetrics;
+    failed: PromiseWithResolvers<UnsafeDatabaseError>;
+  },
+): Promise<Store> {
+  const { logger } = parts;
+  let checked = false;
+  const store = createStore(kv, {
+    dedupeWindowMs: config.dedupeWindowMs,
+    onCommit: parts.metrics.commit,
+    path: db,
+    onHealthChange: (verdict) => {
+      if (!checked) return;
+      if (verdict.ok) logger.info("relay: storage: the database commits again");
+      else logger.error(`relay: storage: ${verdict.reason}: see docs/operations.md`);
+      // Deno KV's background tasks die on damaged pages: stop first, with the steps.
+      if (!verdict.ok && verdict.kind === "damaged") {
+        parts.failed.resolve(damagedDatabaseError(db, errorMessage(verdict.cause)));
+      }
+    },
+  });
+  const warning = await checkDatabase(store, db);
+  if (warning !== undefined) logger.warn(warning);
+  checked = true;
+  return store;
+}
+
+/**
+ * Builds the relay on its open database: keys, TLS files, the store, publishing, the
+ * built-in services and the app.
+ *
+ * @throws {ConfigError} for key, keys, targets or TLS files that cannot be used.
+ * @throws {UnsafeDatabaseError} when the database fails its check.
+ */
+async function buildRelay(
+  config: Config,
+  database: { path: string; kv: Deno.Kv },
+  logger: Logger,
+): Promise<RelayParts> {
+  const db = database.path;
+  const dataDir = dirname(db);
+  const apiKey = await resolveApiKey({
+    fromEnv: config.secrets.apiKey,
+    keyFile: config.apiKeyFile,
+    db,
+  });
+  const keyRing = new KeyRing(config.keysFile, Date.now, logger.warn);
+  const tls = config.tls === undefined ? undefined : {
+    cert: readPem(config.tls.certFile, "--tls-cert"),
+    key: readPem(config.tls.keyFile, "--tls-key"),
+  };
+  const metrics = new RelayMetrics();
+  const failed = Promise.withResolvers<UnsafeDatabaseError>();
+  const store = await openStore(database.kv, db, config, { logger, metrics, failed });
+  const targetsFile = loadTargetsFile(
+    config.targetsFile.path,
+    (name) => Deno.env.get(name),
+    config.targetsFile.required,
+  );
+  const publish = withTargetsFile(publishConfig(config), targetsFile);
+  // The built-in notes store, blog and podcast (docs/publishing-builtin.md).
+  const appId = await resolveAppId(config.secrets.appId, dataDir).catch((error) => {
+    throw new ConfigError(`cannot set up the app id: ${errorMessage(error)}`);
+  });
+  const builtin = createBuiltinServices({
+    dataDir,
+    log: logger.info,
+    ttsCommand: config.ttsCommand,
+    retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
+    publicUrl: config.publicUrl,
+  });
+  const closing = new AbortController();
+  const app = createApp({
+    store,
+    apiKey: apiKey.key,
+    keyRing,
+    qaHosts: config.qaHosts,
+    maxBodyBytes: config.maxBodyBytes,
+    publish,
+    logger,
+    metrics,
+    closing: closing.signal,
+    builtin: {
+      services: builtin,
+      appId: appId.appId,
+      publicUrl: config.publicUrl,
+      privateBlog: config.privateBlog,
+      privatePodcast: config.privatePodcast,
+    },
+    failed: await FailedPublishes.open(
+      join(dataDir, "failed-publishes.json"),
+      Date.now,
+      logger.warn,
+    ),
+    allowedOrigins: config.allowedOrigins,
+    maxStreams: config.maxStreams,
+    maxStreamsPerKey: config.maxStreamsPerKey,
+  });
+  return {
+    config,
+    logger,
+    db,
+    apiKey,
+    appId,
+    keyRing,
+    tls,
+    store,
+    publish,
+    builtin,
+    app,
+    closing,
+    failed,
+  };
+}
+
+/**
+ * The lines the relay prints when it starts, before it listens: the version, data file
+ * and publishing targets; where the app id and the API key come from; the named keys.
+ * Pure: the same parts give the same lines.
+ *
+ * @param parts The built relay.
+ * @param version The relay's version.
+ * @returns Lines at level `info`, and warnings.
+ */
+export function startupLines(
+  parts: Pick<RelayParts, "config" | "db" | "apiKey" | "appId" | "publish"> & {
+    readonly engineName: string;
+    readonly namedKeys: number;
+  },
+  version = "",
+): { info: string[]; warn: string[] } {
+  const { config, apiKey, appId, publish } = parts;
+  const adapted = TARGETS.filter((t) => publish.adapters?.[t] !== undefined);
+  const external = TARGETS.filter((t) =>
+    !adapted.includes(t) && missingConfiguration([t], publish).length === 0
+  );
+  const internal = TARGETS.filter((t) => !adapted.includes(t) && publish.urls[t] === undefined);
+  const targets = [
+    ...(internal.length > 0 ? [`built-in ${internal.join(", ")}`] : []),
+    ...(external.length > 0 ? [`external ${external.join(", ")}`] : []),
+    ...adapted.map((t) => `${t} via ${publish.adapters?.[t]?.kind}`),
+  ];
+  const info = [
+    `relay ${version} (deno ${Deno.version.deno}): data ${parts.db}; ` +
+    `dedupe window ${config.dedupeWindowMs} ms; body limit ${config.maxBodyBytes} bytes; ` +
+    `publishing to ${targets.join("; ")}; read aloud by ${parts.engineName}`,
+  ];
+  if (appId.source === "generated") {
+    info.push(`relay: first start: generated the podcast app id in ${appId.path}`);
+  }
+  if (apiKey.source === "environment") info.push("relay: API key from RELAY_API_KEY");
+  else if (apiKey.source === "generated") {
+    info.push(
+      `relay: first start: generated an API key in ${apiKey.path} (read it with: cat ${apiKey.path})`,
+    );
+  } else info.push(`relay: API key from ${apiKey.path}`);
+  if (parts.namedKeys > 0) {
+    info.push(`relay: ${parts.namedKeys} named key(s) from ${config.keysFile}`);
+  }
+  const warn = apiKey.key.length < WEAK_KEY_LENGTH
+    ? [
+      `relay: warning: the API key is ${apiKey.key.length} characters long; ` +
+      `use at least ${WEAK_KEY_LENGTH} random characters (delete the key file to get a generated one)`,
+    ]
+    : [];
+  return { info, warn };
+}
+
+/**
+ * The handler the listener calls, and the drain of a stop. Deno's server.shutdown() cuts
+ * off request bodies still being read (measured: the handler's read fails with
+ * BadResource), so the relay drains its own handlers first: it counts requests in its
+ * handler, answers new ones 503 while draining, and has the server shut down only once the
+ * count reaches zero.
+ */
+class Drain {
+  #inFlight = 0;
+  #draining = false;
+  readonly #idle = Promise.withResolvers<void>();
+  readonly #done = () => {
+    if (--this.#inFlight === 0 && this.#draining) this.#idle.resolve();
+  };
+
+  /**
+   * Makes the handler: `app` answers unless the relay is draining.
+   *
+   * @param app The relay's app.
+   * @param idleMemory Told of every request, so that it collects only when idle.
+   */
+  handler(app: RelayApp, idleMemory: IdleMemory): ConnectionHandler {
+    return (request, info) => {
+      idleMemory.request();
+      if (this.#draining) {
+        return problemResponse(503, "Cannot serve: the relay is shutting down; try again", {
+          "connection": "close",
+          "retry-after": "5",
+        });
+      }
+      const answer = app.fetch(request, info); // a rejection still reaches onError
+      // A cached read is answered at once (a `Response`): nothing of it is left to wait for.
+      if (answer instanceof Promise) {
+        this.#inFlight++;
+        answer.then(this.#done, this.#done);
+      }
+      return answer;
+    };
+  }
+
+  /**
+   * Answers new requests 503, waits up to {@linkcode SHUTDOWN_GRACE_MS} for those in
+   * flight, then shuts `server` down.
+   *
+   * @returns `true` when every request finished in time.
+   */
+  async drain(server: ServedConnections): Promise<boolean> {
+    this.#draining = true;
+    if (this.#inFlight === 0) this.#idle.resolve();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const drained = await Promise.race([
+      this.#idle.promise.then(() => server.shutdown()).then(() => true),
+      new Promise<boolean>((done) => {
+        timer = setTimeout(() => done(false), SHUTDOWN_GRACE_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    return drained;
+  }
+}
+
+/** Memory given back once the relay is idle, its collections logged at level debug. */
+function idleMemoryOf(logger: Logger): IdleMemory {
+  return new IdleMemory({
+    collected: ({ rssBefore, rssAfter, heapBefore, heapAfter, ms }) =>
+      logger.debug(
+        `relay: idle: gave back memory in ${ms.toFixed(0)} ms (resident ${mib(rssBefore)} → ` +
+          `${mib(rssAfter)} MiB, heap ${mib(heapBefore)} → ${mib(heapAfter)} MiB)`,
+      ),
+    unavailable: (error) =>
+      logger.debug(`relay: idle: cannot give back memory: ${errorMessage(error)}`),
+  });
+}
+
+/** Prints how to pair a phone with the relay at `addr`. */
+function printPairing(parts: RelayParts, addr: Deno.NetAddr): void {
+  const log = parts.logger.info;
+  if (parts.tls !== undefined) {
+    // A phone checks the certificate's name, which an address found here cannot be.
+    log(
+      "relay: to pair a phone: relay pair --name <phone> " +
+        `--app-url https://<the certificate's name>:${addr.port}`,
+    );
+    return;
+  }
+  const reachable = `http://${lanAddress(addr.hostname)}:${addr.port}`;
+  void pairingLines(pairingLink(reachable, parts.apiKey.key)).then((lines) => {
+    log(
+      "relay: to pair a phone, scan this or open the link " +
+        `(again: relay pair --app-url ${reachable}):`,
+    );
+    for (const line of lines) log(line);
+  });
+}
+
+/**
+ * Listens, starts what runs beside the server (the counters file, the jobs, the podcast
+ * worker, the named keys' last use, the idle collection), and returns the running relay,
+ * whose `shutdown()` drains and stops them all in order.
+ *
+ * @throws {ConfigError} when TLS cannot use the certificate or key.
+ * @throws {Deno.errors.AddrInUse} and the other errors of listening.
+ */
+function serve(
+  parts: RelayParts,
+  database: { close(): void },
+  options: StartOptions & { flushLog: () => Promise<void> },
+): RunningRelay {
+  const { config, logger, store, builtin, keyRing } = parts;
+  const drain = new Drain();
+  const idleMemory = idleMemoryOf(logger);
+  const server = serveOrExplain({
+    hostname: config.hostname,
+    port: config.port,
+    tls: parts.tls,
+    maxConnections: config.maxConnections,
+    idleTimeoutMs: config.idleTimeoutMs,
+    logger,
+    onError: (error) => {
+      logger.error("relay: unexpected error", error);
+      return problemResponse(500, "Internal error: the relay logged the cause");
+    },
+  }, drain.handler(parts.app, idleMemory));
+  const addr = server.addr;
+  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+  const url = `${parts.tls === undefined ? "http" : "https"}://${host}:${addr.port}`;
+  logger.info(`relay listening on ${url}`);
+  try {
+    writePrivateFile(addressFile(parts.db), `${url}\n`);
+  } catch (error) {
+    logger.warn(
+      `relay: cannot write ${addressFile(parts.db)} (for relay pair): ${errorMessage(error)}`,
+    );
+  }
+  // Without --public-url, the blog's and podcast's links name an address of this machine.
+  builtin.listening(
+    `${parts.tls === undefined ? "http" : "https"}://${lanAddress(addr.hostname)}:${addr.port}`,
+  );
+  if (options.pairing) printPairing(parts, addr);
+  const counters = keepCounters(
+    store,
+    parts.db,
+    (error) => logger.warn(`relay: cannot write the counters file: ${errorMessage(error)}`),
+  );
+  const jobs = (options.jobs ?? []).map((start) => start(store, logger));
+  builtin.start();
+  // Last use of named keys reaches its file within a minute, and only when there was one.
+  const recordUses = setInterval(() => keyRing.flush(), 60_000);
+  Deno.unrefTimer(recordUses);
+  const stopIdleMemory = idleMemory.start();
+  return {
+    url,
+    logger,
+    async shutdown() {
+      stopIdleMemory(); // no collection's pause during the drain
+      parts.closing.abort();
+      const drained = await drain.drain(server);
+      await builtin.stop();
+      await Promise.all(jobs.map((job) => job.stop()));
+      await counters.stop();
+      clearInterval(recordUses);
+      keyRing.flush();
+      database.close();
+      await options.flushLog();
+      return drained;
+    },
+    flushLog: options.flushLog,
+    failed: parts.failed.promise,
+  };
+}
+
 /**
  * Starts the relay (C71–C73). Prints one line with the version, the data file and what is
  * enabled, one saying where the API key comes from, then
@@ -175,271 +582,18 @@ export async function startRelay(
   config: Config,
   options: StartOptions = {},
 ): Promise<RunningRelay> {
-  // Unless the caller collects lines itself, every line goes through a bounded batch: access
-  // lines within 20 ms, messages at once, errors to standard error (docs/configuration.md,
-  // "Logging"). A write to an output nobody reads then never stops the relay.
-  const notice = (n: number) => messageLine(config.logFormat, "warn", droppedLinesNotice(n));
-  const outputs = options.log === undefined
-    ? {
-      out: new BatchedLog(Deno.stdout, { notice }),
-      err: new BatchedLog(Deno.stderr, { notice }),
-    }
-    : undefined;
-  const logger = new Logger({
-    format: config.logFormat,
-    level: config.logLevel,
-    ...(outputs === undefined ? { write: options.log! } : {
-      write: outputs.out.lineNow,
-      writeError: outputs.err.lineNow,
-      writeAccess: outputs.out.line,
-    }),
-  });
-  // One grace for all the waits of a stop (or of a failed start), counted from the first.
-  let flushDeadline: number | undefined;
-  const flushLog = async () => {
-    flushDeadline ??= performance.now() + LOG_FLUSH_GRACE_MS;
-    const left = Math.max(0, flushDeadline - performance.now());
-    await Promise.all([outputs?.out.flush(left), outputs?.err.flush(left)]);
-  };
-  const log = logger.info;
+  const { logger, flushLog } = makeLogging(config, options.log);
   const database = await openLockedDatabase(config.db);
-  const { path: db, kv } = database;
   try {
-    const apiKey = await resolveApiKey({
-      fromEnv: config.secrets.apiKey,
-      keyFile: config.apiKeyFile,
-      db,
-    });
-    const keyRing = new KeyRing(config.keysFile, Date.now, logger.warn);
-    const tls = config.tls === undefined ? undefined : {
-      cert: readPem(config.tls.certFile, "--tls-cert"),
-      key: readPem(config.tls.keyFile, "--tls-key"),
-    };
-    const metrics = new RelayMetrics();
-    // Storage faults are logged once the database passed its check: before, they stop the
-    // relay with their own line.
-    let checked = false;
-    const failed = Promise.withResolvers<UnsafeDatabaseError>();
-    const store = createStore(kv, {
-      dedupeWindowMs: config.dedupeWindowMs,
-      onCommit: metrics.commit,
-      path: db,
-      onHealthChange: (verdict) => {
-        if (!checked) return;
-        if (verdict.ok) log("relay: storage: the database commits again");
-        else logger.error(`relay: storage: ${verdict.reason}: see docs/operations.md`);
-        // Deno KV's background tasks die on damaged pages: stop first, with the steps.
-        if (!verdict.ok && verdict.kind === "damaged") {
-          failed.resolve(damagedDatabaseError(db, errorMessage(verdict.cause)));
-        }
-      },
-    });
-    const warning = await checkDatabase(store, db);
-    if (warning !== undefined) logger.warn(warning);
-    checked = true;
-    const publish = withTargetsFile(
-      publishConfig(config),
-      loadTargetsFile(
-        config.targetsFile.path,
-        (name) => Deno.env.get(name),
-        config.targetsFile.required,
-      ),
-    );
-    // The built-in notes store, blog and podcast (docs/publishing-builtin.md).
-    const appId = await resolveAppId(config.secrets.appId, dirname(db)).catch((error) => {
-      throw new ConfigError(`cannot set up the app id: ${errorMessage(error)}`);
-    });
-    const builtin = createBuiltinServices({
-      dataDir: dirname(db),
-      log,
-      ttsCommand: config.ttsCommand,
-      retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
-      publicUrl: config.publicUrl,
-    });
-    // Ends long-polls and results streams when the relay stops (C72).
-    const closing = new AbortController();
-    const app = createApp({
-      store,
-      apiKey: apiKey.key,
-      keyRing,
-      qaHosts: config.qaHosts,
-      maxBodyBytes: config.maxBodyBytes,
-      publish,
-      logger,
-      metrics,
-      closing: closing.signal,
-      builtin: {
-        services: builtin,
-        appId: appId.appId,
-        publicUrl: config.publicUrl,
-        privateBlog: config.privateBlog,
-        privatePodcast: config.privatePodcast,
-      },
-      failed: await FailedPublishes.open(
-        join(dirname(db), "failed-publishes.json"),
-        Date.now,
-        logger.warn,
-      ),
-      allowedOrigins: config.allowedOrigins,
-      maxStreams: config.maxStreams,
-      maxStreamsPerKey: config.maxStreamsPerKey,
-    });
-    const adapted = TARGETS.filter((t) => publish.adapters?.[t] !== undefined);
-    const external = TARGETS.filter((t) =>
-      !adapted.includes(t) && missingConfiguration([t], publish).length === 0
-    );
-    const internal = TARGETS.filter((t) => !adapted.includes(t) && publish.urls[t] === undefined);
-    log(
-      `relay ${options.version ?? ""} (deno ${Deno.version.deno}): data ${db}; ` +
-        `dedupe window ${config.dedupeWindowMs} ms; body limit ${config.maxBodyBytes} bytes; ` +
-        `publishing to ${
-          [
-            ...(internal.length > 0 ? [`built-in ${internal.join(", ")}`] : []),
-            ...(external.length > 0 ? [`external ${external.join(", ")}`] : []),
-            ...adapted.map((t) => `${t} via ${publish.adapters?.[t]?.kind}`),
-          ].join("; ")
-        }; read aloud by ${builtin.podcast.engineName}`,
-    );
-    if (appId.source === "generated") {
-      log(`relay: first start: generated the podcast app id in ${appId.path}`);
-    }
-    if (apiKey.source === "environment") log("relay: API key from RELAY_API_KEY");
-    else if (apiKey.source === "generated") {
-      log(
-        `relay: first start: generated an API key in ${apiKey.path} (read it with: cat ${apiKey.path})`,
-      );
-    } else log(`relay: API key from ${apiKey.path}`);
-    if (keyRing.size > 0) log(`relay: ${keyRing.size} named key(s) from ${config.keysFile}`);
-    if (apiKey.key.length < WEAK_KEY_LENGTH) {
-      logger.warn(
-        `relay: warning: the API key is ${apiKey.key.length} characters long; ` +
-          `use at least ${WEAK_KEY_LENGTH} random characters (delete the key file to get a generated one)`,
-      );
-    }
-
-    // Deno's server.shutdown() cuts off request bodies still being read (measured: the
-    // handler's read fails with BadResource), so the relay drains its own handlers first:
-    // it counts requests in its handler, answers new ones 503 while draining, and calls
-    // server.shutdown() only once the count reaches zero.
-    let inFlight = 0;
-    let draining = false;
-    const idle = Promise.withResolvers<void>();
-    const done = () => {
-      if (--inFlight === 0 && draining) idle.resolve();
-    };
-    // Memory given back once the relay is idle (issue 19).
-    const idleMemory = new IdleMemory({
-      collected: ({ rssBefore, rssAfter, heapBefore, heapAfter, ms }) =>
-        logger.debug(
-          `relay: idle: gave back memory in ${ms.toFixed(0)} ms (resident ${mib(rssBefore)} → ` +
-            `${mib(rssAfter)} MiB, heap ${mib(heapBefore)} → ${mib(heapAfter)} MiB)`,
-        ),
-      unavailable: (error) =>
-        logger.debug(`relay: idle: cannot give back memory: ${errorMessage(error)}`),
-    });
-    const handler = (
-      request: Request,
-      info: ConnectionInfo,
-    ): Response | Promise<Response> => {
-      idleMemory.request();
-      if (draining) {
-        return problemResponse(503, "Cannot serve: the relay is shutting down; try again", {
-          "connection": "close",
-          "retry-after": "5",
-        });
-      }
-      const answer = app.fetch(request, info); // a rejection still reaches onError below
-      // A cached read is answered at once (a `Response`): nothing of it is left to wait for.
-      if (answer instanceof Promise) {
-        inFlight++;
-        answer.then(done, done);
-      }
-      return answer;
-    };
-
-    const server = serveOrExplain({
-      hostname: config.hostname,
-      port: config.port,
-      tls,
-      maxConnections: config.maxConnections,
-      idleTimeoutMs: config.idleTimeoutMs,
-      logger,
-      onError: (error) => {
-        logger.error("relay: unexpected error", error);
-        return problemResponse(500, "Internal error: the relay logged the cause");
-      },
-    }, handler);
-    const addr = server.addr;
-    const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
-    const url = `${tls === undefined ? "http" : "https"}://${host}:${addr.port}`;
-    log(`relay listening on ${url}`);
-    try {
-      writePrivateFile(addressFile(db), `${url}\n`);
-    } catch (error) {
-      logger.warn(
-        `relay: cannot write ${addressFile(db)} (for relay pair): ${errorMessage(error)}`,
-      );
-    }
-    // Without --public-url, the blog's and podcast's links name an address of this machine.
-    builtin.listening(
-      `${tls === undefined ? "http" : "https"}://${lanAddress(addr.hostname)}:${addr.port}`,
-    );
-    if (options.pairing && tls !== undefined) {
-      // A phone checks the certificate's name, which an address found here cannot be.
-      log(
-        "relay: to pair a phone: relay pair --name <phone> " +
-          `--app-url https://<the certificate's name>:${addr.port}`,
-      );
-    } else if (options.pairing) {
-      const reachable = `http://${lanAddress(addr.hostname)}:${addr.port}`;
-      void pairingLines(pairingLink(reachable, apiKey.key)).then((lines) => {
-        log(
-          "relay: to pair a phone, scan this or open the link " +
-            `(again: relay pair --app-url ${reachable}):`,
-        );
-        for (const line of lines) log(line);
-      });
-    }
-    const counters = keepCounters(
-      store,
-      db,
-      (error) => logger.warn(`relay: cannot write the counters file: ${errorMessage(error)}`),
-    );
-    const jobs = (options.jobs ?? []).map((start) => start(store, logger));
-    builtin.start();
-    // Last use of named keys reaches its file within a minute, and only when there was one.
-    const recordUses = setInterval(() => keyRing.flush(), 60_000);
-    Deno.unrefTimer(recordUses);
-    const stopIdleMemory = idleMemory.start();
-
-    return {
-      url,
-      logger,
-      async shutdown() {
-        draining = true;
-        stopIdleMemory(); // no collection's pause during the drain
-        closing.abort();
-        if (inFlight === 0) idle.resolve();
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const drained = await Promise.race([
-          idle.promise.then(() => server.shutdown()).then(() => true),
-          new Promise<boolean>((done) => {
-            timer = setTimeout(() => done(false), SHUTDOWN_GRACE_MS);
-          }),
-        ]);
-        clearTimeout(timer);
-        await builtin.stop();
-        await Promise.all(jobs.map((job) => job.stop()));
-        await counters.stop();
-        clearInterval(recordUses);
-        keyRing.flush();
-        database.close();
-        await flushLog();
-        return drained;
-      },
-      flushLog,
-      failed: failed.promise,
-    };
+    const parts = await buildRelay(config, database, logger);
+    const lines = startupLines({
+      ...parts,
+      engineName: parts.builtin.podcast.engineName,
+      namedKeys: parts.keyRing.size,
+    }, options.version);
+    for (const line of lines.info) logger.info(line);
+    for (const line of lines.warn) logger.warn(line);
+    return serve(parts, database, { ...options, flushLog });
   } catch (error) {
     database.close();
     // What it logged before failing (a warning, the key's source) is written before the

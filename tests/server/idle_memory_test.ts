@@ -10,8 +10,8 @@ import {
   IDLE_CHECK_MS,
   IdleMemory,
   QUIET_CHECKS,
-  v8Collector,
 } from "../../src/server/idle_memory.ts";
+import { v8Collector } from "../../src/server/_deno_internals.ts";
 
 const MIB = 1024 * 1024;
 

@@ -20,7 +20,7 @@ import {
 import { readBody } from "../body.ts";
 import { AnswerCache, answerOf, cachedResponse } from "../cache.ts";
 import { json, text } from "../responses.ts";
-import { absentIfEmpty, type RouteContext, type Routes, waitFor } from "../route.ts";
+import { absentIfEmpty, type Route, type RouteContext, type Routes, waitFor } from "../route.ts";
 import {
   ackBodySchema,
   dedupeParamSchema,
@@ -48,14 +48,117 @@ export function formatTimestamp(ms: number): string {
 /** Peek answers kept: one per distinct query string (`?queue=…`). */
 const PEEK_CACHE_ANSWERS = 16;
 
-/**
- * The routes of the queues: submit (scope `submit`), pull and ack (`consume`), peek
- * (`read`).
- *
- * @param relay What the handlers share: the store, the body limit, the Q&A hosts, the
- *   limit of bulk reads.
- */
-export function queueRoutes(relay: RouteContext): Routes {
+/** `POST /submit` (scope `submit`): a link or text into its queue, or the one named. */
+function submitRoute(relay: RouteContext): Route {
+  const { store } = relay;
+  return {
+    scope: "submit",
+    methods: ["POST"],
+    handler: async (c, url) => {
+      const body = await readBody(c.req.raw, relay.maxBodyBytes, {
+        action: "submit",
+        formFields: Object.keys(submitFieldsSchema.shape),
+      });
+      let content: string;
+      let queueField: string | undefined;
+      if (body.kind === "text") {
+        content = body.text.trim();
+      } else {
+        const fields = parseOr400(submitFieldsSchema, body.fields, "submit");
+        // C10: a non-empty content wins over url.
+        content = fields.content?.trim() || (fields.url?.trim() ?? "");
+        queueField = absentIfEmpty(fields.queue);
+      }
+      const named = parseOr400(
+        queueParamSchema,
+        queueField ?? absentIfEmpty(url.searchParams.get("queue")),
+        "submit",
+      );
+      if (content === "") {
+        throw new HttpError(
+          400,
+          'Cannot submit: content is empty (send text, or a "content" or "url" field)',
+        );
+      }
+      const dedupe = parseOr400(
+        dedupeParamSchema,
+        absentIfEmpty(url.searchParams.get("dedupe")),
+        "submit",
+      );
+      const queue = named ?? routeContent(content, relay.qaHosts);
+      const outcome = await submit(store, content, queue, { dedupe });
+      return text(outcome.accepted ? `OK (${outcome.queue})` : "OK (duplicate)");
+    },
+  };
+}
+
+/** `GET /pull` (scope `consume`): a queue's items, or a lease of some. */
+function pullRoute(relay: RouteContext): Route {
+  const { store, bulkRead } = relay;
+  return {
+    scope: "consume",
+    methods: ["GET"],
+    handler: async (c, url) => {
+      const query = parseOr400(pullQuerySchema, {
+        queue: url.searchParams.get("queue") ?? undefined,
+        wait: absentIfEmpty(url.searchParams.get("wait")),
+        lease: absentIfEmpty(url.searchParams.get("lease")),
+        limit: absentIfEmpty(url.searchParams.get("limit")),
+      }, "pull");
+      const order = query.queue === undefined ? QUEUE_NAMES : [query.queue];
+      const leaseS = query.lease;
+      // Serialised inside the limit of concurrent bulk reads, like the read itself.
+      const take = () =>
+        bulkRead(async () => {
+          if (leaseS === undefined) {
+            const taken = await pullFirst(store, order);
+            return taken && json(taken.items.map((item) => item.content));
+          }
+          const leaseMs = leaseS * 1000;
+          const taken = await lease(store, order, { leaseMs, limit: query.limit ?? 50 });
+          return taken && json(taken.items.map((item) => ({
+            id: itemId(item),
+            content: item.content,
+            created_at: formatTimestamp(item.created_at),
+            lease_until: item.lease_until,
+          })));
+        });
+      return await waitFor(relay, {
+        kind: "pull",
+        waitS: query.wait,
+        collections: order,
+        signal: c.req.raw.signal,
+        attempt: take,
+        // An ended lease makes its item available without a commit: wake then too.
+        wakeAt: () => nextLeaseEnd(store, order),
+      }) ?? new Response(null, { status: 204 });
+    },
+  };
+}
+
+/** `POST /ack` (scope `consume`): acknowledges leased items. */
+function ackRoute(relay: RouteContext): Route {
+  const { store } = relay;
+  return {
+    scope: "consume",
+    methods: ["POST"],
+    handler: async (c) => {
+      const body = await readBody(c.req.raw, relay.maxBodyBytes, {
+        action: "ack",
+        accepted: ["application/json"],
+      });
+      if (body.kind !== "fields") {
+        throw new HttpError(400, "Cannot ack: the body must be a JSON object");
+      }
+      const { ids } = parseOr400(ackBodySchema, body.fields, "ack");
+      const outcome = await ack(store, ids);
+      return json({ acked: outcome.acked.length, unknown: outcome.unknown.map(itemId) });
+    },
+  };
+}
+
+/** `GET /peek` (scope `read`): the queued items, answered from a cache when unchanged. */
+function peekRoute(relay: RouteContext): Route {
   const { store, bulkRead } = relay;
   const peekCache = new AnswerCache(PEEK_CACHE_ANSWERS);
   // The same query at the same state version and before the first shown lease ends
@@ -65,140 +168,60 @@ export function queueRoutes(relay: RouteContext): Routes {
     return hit === undefined ? undefined : cachedResponse(hit);
   };
   return {
-    "/submit": {
-      scope: "submit",
-      methods: ["POST"],
-      handler: async (c, url) => {
-        const body = await readBody(c.req.raw, relay.maxBodyBytes, {
-          action: "submit",
-          formFields: Object.keys(submitFieldsSchema.shape),
-        });
-        let content: string;
-        let queueField: string | undefined;
-        if (body.kind === "text") {
-          content = body.text.trim();
-        } else {
-          const fields = parseOr400(submitFieldsSchema, body.fields, "submit");
-          // C10: a non-empty content wins over url.
-          content = fields.content?.trim() || (fields.url?.trim() ?? "");
-          queueField = absentIfEmpty(fields.queue);
-        }
-        const named = parseOr400(
-          queueParamSchema,
-          queueField ?? absentIfEmpty(url.searchParams.get("queue")),
-          "submit",
-        );
-        if (content === "") {
-          throw new HttpError(
-            400,
-            'Cannot submit: content is empty (send text, or a "content" or "url" field)',
-          );
-        }
-        const dedupe = parseOr400(
-          dedupeParamSchema,
-          absentIfEmpty(url.searchParams.get("dedupe")),
-          "submit",
-        );
-        const queue = named ?? routeContent(content, relay.qaHosts);
-        const outcome = await submit(store, content, queue, { dedupe });
-        return text(outcome.accepted ? `OK (${outcome.queue})` : "OK (duplicate)");
-      },
-    },
-    "/pull": {
-      scope: "consume",
-      methods: ["GET"],
-      handler: async (c, url) => {
-        const query = parseOr400(pullQuerySchema, {
-          queue: url.searchParams.get("queue") ?? undefined,
-          wait: absentIfEmpty(url.searchParams.get("wait")),
-          lease: absentIfEmpty(url.searchParams.get("lease")),
-          limit: absentIfEmpty(url.searchParams.get("limit")),
-        }, "pull");
-        const order = query.queue === undefined ? QUEUE_NAMES : [query.queue];
-        const leaseS = query.lease;
-        // Serialised inside the limit of concurrent bulk reads, like the read itself.
-        const take = () =>
-          bulkRead(async () => {
-            if (leaseS === undefined) {
-              const taken = await pullFirst(store, order);
-              return taken && json(taken.items.map((item) => item.content));
-            }
-            const leaseMs = leaseS * 1000;
-            const taken = await lease(store, order, { leaseMs, limit: query.limit ?? 50 });
-            return taken && json(taken.items.map((item) => ({
-              id: itemId(item),
+    scope: "read",
+    methods: ["GET", "HEAD"],
+    cached,
+    handler: async (_c, url) => {
+      const hit = cached(url);
+      if (hit !== undefined) return hit;
+      const key = url.search;
+      const queue = parseOr400(
+        queueParamSchema,
+        url.searchParams.get("queue") ?? undefined,
+        "peek",
+      );
+      return await bulkRead(async () => {
+        // Read before the store: a change during the read makes the next request miss.
+        const version = stateVersion(store, QUEUE_NAMES);
+        const found = await peek(store, queue === undefined ? QUEUE_NAMES : [queue]);
+        let total = 0;
+        let until = Infinity;
+        const queues: Record<string, unknown[]> = {};
+        for (const [name, items] of found) {
+          total += items.length;
+          queues[name] = items.map((item) => {
+            const shown = {
               content: item.content,
+              queue_type: item.queue,
               created_at: formatTimestamp(item.created_at),
-              lease_until: item.lease_until,
-            })));
+            };
+            // Issue 6: an item a leased pull holds says until when; the answer changes
+            // when that lease ends.
+            if (item.lease_until === undefined) return shown;
+            until = Math.min(until, item.lease_until);
+            return { ...shown, lease_until: item.lease_until };
           });
-        return await waitFor(relay, {
-          kind: "pull",
-          waitS: query.wait,
-          collections: order,
-          signal: c.req.raw.signal,
-          attempt: take,
-          // An ended lease makes its item available without a commit: wake then too.
-          wakeAt: () => nextLeaseEnd(store, order),
-        }) ?? new Response(null, { status: 204 });
-      },
-    },
-    "/ack": {
-      scope: "consume",
-      methods: ["POST"],
-      handler: async (c) => {
-        const body = await readBody(c.req.raw, relay.maxBodyBytes, {
-          action: "ack",
-          accepted: ["application/json"],
-        });
-        if (body.kind !== "fields") {
-          throw new HttpError(400, "Cannot ack: the body must be a JSON object");
         }
-        const { ids } = parseOr400(ackBodySchema, body.fields, "ack");
-        const outcome = await ack(store, ids);
-        return json({ acked: outcome.acked.length, unknown: outcome.unknown.map(itemId) });
-      },
+        const answer = answerOf(total === 0 ? undefined : { total, queues }, version, until);
+        peekCache.set(key, answer);
+        return cachedResponse(answer);
+      });
     },
-    "/peek": {
-      scope: "read",
-      methods: ["GET", "HEAD"],
-      cached,
-      handler: async (_c, url) => {
-        const hit = cached(url);
-        if (hit !== undefined) return hit;
-        const key = url.search;
-        const queue = parseOr400(
-          queueParamSchema,
-          url.searchParams.get("queue") ?? undefined,
-          "peek",
-        );
-        return await bulkRead(async () => {
-          // Read before the store: a change during the read makes the next request miss.
-          const version = stateVersion(store, QUEUE_NAMES);
-          const found = await peek(store, queue === undefined ? QUEUE_NAMES : [queue]);
-          let total = 0;
-          let until = Infinity;
-          const queues: Record<string, unknown[]> = {};
-          for (const [name, items] of found) {
-            total += items.length;
-            queues[name] = items.map((item) => {
-              const shown = {
-                content: item.content,
-                queue_type: item.queue,
-                created_at: formatTimestamp(item.created_at),
-              };
-              // Issue 6: an item a leased pull holds says until when; the answer changes
-              // when that lease ends.
-              if (item.lease_until === undefined) return shown;
-              until = Math.min(until, item.lease_until);
-              return { ...shown, lease_until: item.lease_until };
-            });
-          }
-          const answer = answerOf(total === 0 ? undefined : { total, queues }, version, until);
-          peekCache.set(key, answer);
-          return cachedResponse(answer);
-        });
-      },
-    },
+  };
+}
+
+/**
+ * The routes of the queues: submit (scope `submit`), pull and ack (`consume`), peek
+ * (`read`).
+ *
+ * @param relay What the handlers share: the store, the body limit, the Q&A hosts, the
+ *   limit of bulk reads.
+ */
+export function queueRoutes(relay: RouteContext): Routes {
+  return {
+    "/submit": submitRoute(relay),
+    "/pull": pullRoute(relay),
+    "/ack": ackRoute(relay),
+    "/peek": peekRoute(relay),
   };
 }

@@ -438,3 +438,53 @@ export class BatchedLog {
 export function droppedLinesNotice(dropped: number): string {
   return `relay: warning: ${dropped} log line(s) dropped: the output was not taking them`;
 }
+
+/** The relay's log and the wait for its last lines, from {@linkcode relayLogging}. */
+export interface Logging {
+  /** The log. */
+  readonly logger: Logger;
+  /** Writes what the log still holds, waiting at most the grace left. */
+  readonly flushLog: () => Promise<void>;
+}
+
+/**
+ * The relay's log: unless the caller collects lines itself, every line goes through a
+ * bounded batch: access lines within 20 ms, messages at once, errors to standard error
+ * (docs/configuration.md, "Logging"). A write to an output nobody reads then never stops
+ * the relay.
+ *
+ * @param config The log's format and level.
+ * @param collect Where every line goes instead, when given (a test, `relay serve` in a
+ *   caller that collects lines).
+ * @param graceMs How long the waits of one stop may take in all, counted from the first.
+ */
+export function relayLogging(
+  config: { readonly logFormat: LogFormat; readonly logLevel: LogLevel },
+  collect: ((line: string) => void) | undefined,
+  graceMs: number,
+): Logging {
+  const notice = (n: number) => messageLine(config.logFormat, "warn", droppedLinesNotice(n));
+  const outputs = collect === undefined
+    ? {
+      out: new BatchedLog(Deno.stdout, { notice }),
+      err: new BatchedLog(Deno.stderr, { notice }),
+    }
+    : undefined;
+  const logger = new Logger({
+    format: config.logFormat,
+    level: config.logLevel,
+    ...(outputs === undefined ? { write: collect! } : {
+      write: outputs.out.lineNow,
+      writeError: outputs.err.lineNow,
+      writeAccess: outputs.out.line,
+    }),
+  });
+  // One grace for all the waits of a stop (or of a failed start), counted from the first.
+  let flushDeadline: number | undefined;
+  const flushLog = async () => {
+    flushDeadline ??= performance.now() + graceMs;
+    const left = Math.max(0, flushDeadline - performance.now());
+    await Promise.all([outputs?.out.flush(left), outputs?.err.flush(left)]);
+  };
+  return { logger, flushLog };
+}

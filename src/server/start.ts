@@ -26,7 +26,7 @@ import {
   type ServedConnections,
   type ServeOptions,
 } from "./connections.ts";
-import { BatchedLog, droppedLinesNotice, Logger, messageLine } from "./log.ts";
+import { Logger, relayLogging } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { KeyRing } from "../access/named_keys.ts";
 import { lanAddress, pairingLines, pairingLink } from "../access/pairing.ts";
@@ -147,45 +147,6 @@ export interface StartOptions {
    * so that the server needs to know nothing of the backup format.
    */
   jobs?: readonly ((store: Store, logger: Logger) => BackgroundJob)[];
-}
-
-/** The relay's log and the wait for its last lines, from {@linkcode makeLogging}. */
-interface Logging {
-  readonly logger: Logger;
-  readonly flushLog: () => Promise<void>;
-}
-
-/**
- * The relay's log: unless the caller collects lines itself, every line goes through a
- * bounded batch: access lines within 20 ms, messages at once, errors to standard error
- * (docs/configuration.md, "Logging"). A write to an output nobody reads then never stops
- * the relay.
- */
-function makeLogging(config: Config, collect: ((line: string) => void) | undefined): Logging {
-  const notice = (n: number) => messageLine(config.logFormat, "warn", droppedLinesNotice(n));
-  const outputs = collect === undefined
-    ? {
-      out: new BatchedLog(Deno.stdout, { notice }),
-      err: new BatchedLog(Deno.stderr, { notice }),
-    }
-    : undefined;
-  const logger = new Logger({
-    format: config.logFormat,
-    level: config.logLevel,
-    ...(outputs === undefined ? { write: collect! } : {
-      write: outputs.out.lineNow,
-      writeError: outputs.err.lineNow,
-      writeAccess: outputs.out.line,
-    }),
-  });
-  // One grace for all the waits of a stop (or of a failed start), counted from the first.
-  let flushDeadline: number | undefined;
-  const flushLog = async () => {
-    flushDeadline ??= performance.now() + LOG_FLUSH_GRACE_MS;
-    const left = Math.max(0, flushDeadline - performance.now());
-    await Promise.all([outputs?.out.flush(left), outputs?.err.flush(left)]);
-  };
-  return { logger, flushLog };
 }
 
 /** What a relay is made of once built, before it listens ({@linkcode buildRelay}). */
@@ -582,7 +543,7 @@ export async function startRelay(
   config: Config,
   options: StartOptions = {},
 ): Promise<RunningRelay> {
-  const { logger, flushLog } = makeLogging(config, options.log);
+  const { logger, flushLog } = relayLogging(config, options.log, LOG_FLUSH_GRACE_MS);
   const database = await openLockedDatabase(config.db);
   try {
     const parts = await buildRelay(config, database, logger);

@@ -10,6 +10,7 @@
  * @module
  */
 
+import { errorMessage } from "../errors.ts";
 import { sleep } from "../util/backoff.ts";
 import {
   type LeasedItem,
@@ -111,14 +112,18 @@ async function readAttempts(
     try {
       return await readLink(link, options);
     } catch (error) {
-      if (!(error instanceof PageError)) throw error;
       if (signal.aborted) return undefined;
-      const last = attempt >= attempts || !error.retryable;
+      // A page that trips the extractor itself (a stack overflow in a parser) is that page's
+      // failure: rethrown, it would stop the worker, and the item would come back for ever.
+      const reason = error instanceof PageError
+        ? error.message
+        : `the extractor failed on the page (${errorMessage(error).split("\n")[0]})`;
+      const last = attempt >= attempts || !(error instanceof PageError && error.retryable);
       log(
         `relay: could not read ${link} (item ${item.id}, attempt ${attempt} of ${attempts}): ` +
-          `${error.message}${last ? "; reported in the results feed" : ""}`,
+          `${reason}${last ? "; reported in the results feed" : ""}`,
       );
-      if (last) return error.message;
+      if (last) return reason;
       if (!await sleep(options.backoffMs * 2 ** (attempt - 1), signal)) return undefined;
     }
   }

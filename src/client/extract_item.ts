@@ -184,7 +184,8 @@ async function publish(client: RelayClient, article: Article, options: ReadItemO
     content: article.text ?? article.markdown,
     content_md: `${article.markdown.trim()}\n\nSource: <${article.url}>\n`,
     targets: options.publish,
-    transform: "read",
+    // The podcast reads the article aloud only when asked to.
+    ...(options.publish.includes("nas") ? { transform: "read" } : {}),
   };
   for (let attempt = 1;; attempt++) {
     try {

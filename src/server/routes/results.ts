@@ -1,7 +1,8 @@
 /**
  * The results feed's endpoints: `POST /push` (spec §4.4), `GET /results` (§4.5, with the
  * long-poll of issue 6), the live delivery of `GET /results/stream` (Server-Sent
- * Events, issue 6) and the feed for feed readers, `GET /results/feed.xml` (Atom). Each handler parses the request, calls one store function and answers.
+ * Events, issue 6) and the feed for feed readers, `GET /results/feed.xml` (Atom). Each
+ * handler parses the request, calls one store function and answers.
  *
  * @module
  */

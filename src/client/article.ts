@@ -138,6 +138,17 @@ function turndown(): TurndownService {
     emDelimiter: "_",
   });
   service.use(gfm);
+  // Images by their address: one inlined as a data: URL would put its bytes in the result.
+  service.addRule("imageByAddress", {
+    filter: "img",
+    replacement: (_content, node) => {
+      const image = node as unknown as { getAttribute(name: string): string | null };
+      const src = image.getAttribute("src") ?? "";
+      const alt = oneLine(image.getAttribute("alt") ?? "").replace(/[[\]\\]/g, "\\$&");
+      if (!/^https?:\/\//i.test(src)) return alt;
+      return `![${alt}](${src.replace(/[()\s]/g, encodeURIComponent)})`;
+    },
+  });
   // Readability keeps no scripts, but a page's <noscript> or <style> must not become text.
   service.remove(["script", "style", "noscript", "iframe", "form", "button"]);
   return service;

@@ -10,12 +10,14 @@
  * @module
  */
 
+import { errorMessage } from "../errors.ts";
 import { sleep } from "../util/backoff.ts";
 import {
   type LeasedItem,
   publishArticle,
   pushResult,
   type RelayClient,
+  RelayError,
   retrying,
 } from "./client.ts";
 import type { Article, ReadLink } from "./extract.ts";
@@ -74,8 +76,7 @@ export async function readItem(
   options: ReadItemOptions,
 ): Promise<boolean | undefined> {
   const { log, signal } = options;
-  const push = (content: string) =>
-    retrying(() => pushResult(client, content), "push the result", log, signal);
+  const push = (content: string) => pushFitting(client, content, options);
   const link = linkOf(item.content);
   if (link === undefined) {
     log(`relay: item ${item.id} is not a link; pushed as it is`);
@@ -92,6 +93,47 @@ export async function readItem(
   await push(outcome.result);
   if (options.publish.length > 0) await publish(client, outcome.article, options);
   return true;
+}
+
+/** Halvings of a result the relay refuses as too large, before it is given up as too long. */
+const CUTS = 4;
+
+/**
+ * Pushes a result; when the relay refuses it as larger than its body limit (413), pushes its
+ * first half instead, then a quarter, …, with a note saying so: a long article still ends as a
+ * result, and the item is not handed out again for ever.
+ *
+ * @throws {RelayError} when the relay refuses the push otherwise (a 4xx other than 413).
+ */
+async function pushFitting(
+  client: RelayClient,
+  content: string,
+  options: ReadItemOptions,
+): Promise<void> {
+  const { log, signal } = options;
+  const bytes = new TextEncoder().encode(content);
+  for (let cut = 0;; cut++) {
+    const text = cut === 0 ? content : cutTo(bytes, bytes.length >> cut) +
+      `\n\n_The result was cut to ${bytes.length >> cut} of its ${bytes.length} bytes: ` +
+      "the relay takes no longer ones (its body limit)._\n";
+    try {
+      await retrying(() => pushResult(client, text), "push the result", log, signal);
+      return;
+    } catch (error) {
+      if (!(error instanceof RelayError) || error.status !== 413 || cut === CUTS) throw error;
+      log(
+        `relay: the relay refused a result of ${new TextEncoder().encode(text).length} ` +
+          "bytes as too large; pushing its first half",
+      );
+    }
+  }
+}
+
+/** The first `size` bytes of UTF-8 `bytes` as text, ending at a whole character and line. */
+function cutTo(bytes: Uint8Array, size: number): string {
+  const text = new TextDecoder().decode(bytes.subarray(0, size)).replace(/\uFFFD$/, "");
+  const line = text.lastIndexOf("\n");
+  return (line > 0 ? text.slice(0, line) : text).trimEnd();
 }
 
 /**
@@ -111,14 +153,18 @@ async function readAttempts(
     try {
       return await readLink(link, options);
     } catch (error) {
-      if (!(error instanceof PageError)) throw error;
       if (signal.aborted) return undefined;
-      const last = attempt >= attempts || !error.retryable;
+      // A page that trips the extractor itself (a stack overflow in a parser) is that page's
+      // failure: rethrown, it would stop the worker, and the item would come back for ever.
+      const reason = error instanceof PageError
+        ? error.message
+        : `the extractor failed on the page (${errorMessage(error).split("\n")[0]})`;
+      const last = attempt >= attempts || !(error instanceof PageError && error.retryable);
       log(
         `relay: could not read ${link} (item ${item.id}, attempt ${attempt} of ${attempts}): ` +
-          `${error.message}${last ? "; reported in the results feed" : ""}`,
+          `${reason}${last ? "; reported in the results feed" : ""}`,
       );
-      if (last) return error.message;
+      if (last) return reason;
       if (!await sleep(options.backoffMs * 2 ** (attempt - 1), signal)) return undefined;
     }
   }
@@ -138,7 +184,8 @@ async function publish(client: RelayClient, article: Article, options: ReadItemO
     content: article.text ?? article.markdown,
     content_md: `${article.markdown.trim()}\n\nSource: <${article.url}>\n`,
     targets: options.publish,
-    transform: "read",
+    // The podcast reads the article aloud only when asked to.
+    ...(options.publish.includes("nas") ? { transform: "read" } : {}),
   };
   for (let attempt = 1;; attempt++) {
     try {

@@ -36,6 +36,8 @@ const ENDPOINTS: ReadonlyArray<{ method: string; path: string; scope: Scope; bod
   { method: "GET", path: "/results", scope: "read" },
   { method: "HEAD", path: "/results", scope: "read" },
   { method: "GET", path: "/results/stream", scope: "read" },
+  { method: "GET", path: "/results/feed.xml", scope: "read" },
+  { method: "HEAD", path: "/results/feed.xml", scope: "read" },
   {
     method: "POST",
     path: "/publish",

@@ -151,6 +151,12 @@ function page(path: string, origin: string): Response {
       return html(new Uint8Array(4096), "application/pdf");
     case "/untyped-binary":
       return new Response(Uint8Array.of(0x25, 0x50, 0x44, 0x46, 0, 1, 2));
+    case "/crowded": // more elements than the reader reads
+      return html(articlePage("Crowded", "<p>x</p>".repeat(25_000)));
+    case "/long": // an article of about 100 KB
+      return html(articlePage("Long", PARAGRAPH.repeat(700)));
+    case "/deep": // nested deeper than the reader reads
+      return html(articlePage("Deep", "<div>".repeat(600) + PARAGRAPH));
     case "/login":
       return html("<html><head><title>Log in</title></head><body><form></form></body></html>");
     case "/scripts":

@@ -66,3 +66,12 @@ Deno.test("article: a <title> with the site's name around the heading gives the 
   assert.equal(found?.title, "Tending tomatoes");
   assert.equal(articleResult(found!).match(/Tending tomatoes/g)?.length, 1, "the title once");
 });
+
+Deno.test("article: images are links to their address; an inlined data: image keeps only its text", () => {
+  const inlined = `<img src="data:image/png;base64,${"A".repeat(10_000)}" alt="a [big] chart">`;
+  const found = article(PAGE.replace("<pre>", `<p>${inlined}</p><pre>`));
+  const text = articleResult(found!);
+  assert.match(text, /!\[a tomato\]\(https:\/\/garden\.example\/img\/t\.jpg\)/);
+  assert.match(text, /^a \\\[big\\\] chart$/m);
+  assert.doesNotMatch(text, /base64|AAAA/);
+});

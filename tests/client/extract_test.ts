@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { PageError, readLink } from "../../src/client/extract.ts";
+import { checkShape, PageError, readLink, withoutScripts } from "../../src/client/extract.ts";
 import { checkedUrl, fetchPage } from "../../src/client/fetch_page.ts";
 import { CJK_TEXT, CJK_TITLE, servePages } from "./_pages.ts";
 
@@ -71,6 +71,8 @@ Deno.test("readLink() ends each hostile or unreadable page as a reason, within i
     ["/pdf", /^not a web page but application\/pdf$/, true],
     ["/untyped-binary", /^not a web page \(no Content-Type, and the body is not HTML\)$/, true],
     ["/login", /^no article found on the page$/, true],
+    ["/crowded", /^the page is too large to read: 25\d\d\d elements, the most is 15000$/, false],
+    ["/deep", /^the page is nested too deep to read: 6\d\d levels, the most is 500$/, false],
   ];
   for (const [path, expected, retryable] of cases) {
     await t.step(path, async () => {
@@ -101,6 +103,20 @@ Deno.test("readLink() ends each hostile or unreadable page as a reason, within i
     const { result } = await readLink(`${pages.url}/scripts`, OPTIONS);
     assert.match(result, /Water at the root in the morning/);
     assert.doesNotMatch(result, /while \(true\)|xxxx/);
+  });
+  await t.step("scripts, styles and comments are gone before parsing, closed or not", () => {
+    assert.equal(
+      withoutScripts("a<script>x</script >b<STYLE media=x>y</style>c<!-- z -->d<scripty>e"),
+      "abcd<scripty>e",
+    );
+    assert.equal(withoutScripts("a<!-- never closed <p>b"), "a");
+    assert.equal(withoutScripts("a" + "<script>".repeat(10_000)), "a");
+  });
+  await t.step("a page's depth counts closed and sibling-closed elements as a parser does", () => {
+    checkShape("<ul>" + "<li>item".repeat(1_000) + "</ul>" + "<p>text".repeat(1_000));
+    checkShape("<div><span>".repeat(200) + "</div>".repeat(200) + "<br>".repeat(1_000));
+    assert.throws(() => checkShape("<div>".repeat(501)), /501 levels, the most is 500/);
+    assert.throws(() => checkShape("<i>".repeat(15_001)), /15001 elements/);
   });
   await t.step("malformed HTML still gives its article", async () => {
     const { result } = await readLink(`${pages.url}/malformed`, OPTIONS);

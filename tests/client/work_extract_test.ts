@@ -138,6 +138,30 @@ Deno.test("relay work --extract --publish blog,nas publishes each article with a
   });
 });
 
+Deno.test("relay work --extract cuts an article longer than the relay's body limit instead of failing for ever", async () => {
+  await withTempDir(async (dir) => {
+    await using pages = servePages();
+    await using relay = await startRelayProcess(join(dir, "data"), {
+      args: ["--max-body", "32KiB"],
+      env: { RELAY_API_KEY: KEY },
+    });
+    const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
+    assert.equal((await runRelay(["submit", `${pages.url}/long`], { env })).code, 0);
+    const worker = spawnRelay(["work", "--queue", "general", "--extract"], { env });
+    let feed: string[] = [];
+    await eventually(async () => (feed = await results(relay.url)).length === 1, "the result");
+    worker.child.kill("SIGTERM");
+    assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+    const bytes = new TextEncoder().encode(feed[0]!).length;
+    assert.ok(bytes <= 32 * 1024, `${bytes} bytes`);
+    assert.match(feed[0]!, /^# Long\n/);
+    assert.match(
+      feed[0]!,
+      /_The result was cut to \d+ of its \d+ bytes: the relay takes no longer/,
+    );
+  });
+});
+
 Deno.test("relay work --extract refuses a command, and its options without --extract", async () => {
   const cases: Array<[string[], RegExp]> = [
     [["--extract", "--", "cat"], /--extract runs no command/],

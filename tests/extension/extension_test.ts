@@ -151,10 +151,21 @@ async function withExtension(
   });
 }
 
-/** Opens the options page and enters `link` as the pairing link; returns the page. */
+/** The options page, which a new install opens by itself (nothing is set up yet). */
+async function optionsPage(session: Session): Promise<Page> {
+  const url = `chrome-extension://${session.extensionId}/options.html`;
+  let page: Page | undefined;
+  await eventually(() => {
+    page = session.context.pages().find((open) => open.url() === url);
+    return page !== undefined;
+  }, "the options page to open after the install");
+  await page!.waitForLoadState();
+  return page!;
+}
+
+/** Enters `link` as the pairing link in the options page; returns the page. */
 async function pair(session: Session, link: string): Promise<Page> {
-  const page = await session.context.newPage();
-  await page.goto(`chrome-extension://${session.extensionId}/options.html`);
+  const page = await optionsPage(session);
   await page.fill("#pairing", link);
   await page.click("#pair-form button");
   return page;
@@ -363,9 +374,8 @@ Deno.test("the extension refuses what would send its key elsewhere", async () =>
 
 Deno.test("the extension's reader gives up on pages that never finish loading, and goes on", async () => {
   await withExtension(async (session) => {
-    const { call, pages, context, relay } = session;
-    const options = await context.newPage();
-    await options.goto(`chrome-extension://${session.extensionId}/options.html`);
+    const { call, pages, relay } = session;
+    const options = await optionsPage(session);
     await options.fill("#relay", relay.url);
     await options.fill("#key", KEY);
     await options.fill("#timeout", "2");

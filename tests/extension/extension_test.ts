@@ -25,7 +25,7 @@ import {
   startRelayProcess,
   withTempDir,
 } from "../_helpers.ts";
-import { PAGES } from "./pages.ts";
+import { type PageServer, startPages } from "./pages.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 /** Upper bound for anything the browser waits for; a fast machine never gets near it. */
@@ -39,62 +39,6 @@ declare function onMenuClick(
   info: Record<string, string>,
   tab?: unknown,
 ): Promise<{ ok: boolean; message: string }>;
-
-/** A loopback web server that serves {@linkcode PAGES} and records each request. */
-interface PageServer extends AsyncDisposable {
-  url: string;
-  requests: { url: string; headers: Record<string, string> }[];
-}
-
-function startPages(): PageServer {
-  const requests: PageServer["requests"] = [];
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
-    requests.push({ url: req.url, headers: Object.fromEntries(req.headers) });
-    const url = new URL(req.url);
-    if (url.pathname === "/loop") return Response.redirect(`${url.origin}/loop`, 302);
-    if (url.pathname === "/drip") return drip();
-    if (url.pathname.startsWith("/redirect/")) {
-      return Response.redirect(`${url.origin}/record${url.search}`, 307);
-    }
-    const page = PAGES[url.pathname];
-    if (!page) {
-      return new Response("<title>Not here</title><p>No such page.</p>", {
-        status: 404,
-        headers: { "content-type": "text/html" },
-      });
-    }
-    return new Response(page.body, {
-      status: page.status ?? 200,
-      headers: { "content-type": page.type },
-    });
-  });
-  return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    requests,
-    [Symbol.asyncDispose]: () => server.shutdown(),
-  };
-}
-
-/** A page that never ends: a paragraph every 200 ms until the browser goes away. */
-function drip(): Response {
-  let timer: ReturnType<typeof setInterval> | undefined;
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(new TextEncoder().encode("<!doctype html><title>Drip</title>"));
-      timer = setInterval(() => {
-        try {
-          controller.enqueue(new TextEncoder().encode("<p>One more drop.</p>\n"));
-        } catch {
-          clearInterval(timer);
-        }
-      }, 200);
-    },
-    cancel() {
-      clearInterval(timer);
-    },
-  });
-  return new Response(body, { headers: { "content-type": "text/html" } });
-}
 
 /** What a test gets: its relay, the page server and the browser with the extension. */
 interface Session {

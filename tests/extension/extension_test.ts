@@ -199,6 +199,8 @@ Deno.test("the extension sends the open page and reads the qa queue in backgroun
         `${pages.url}/missing`,
         `${pages.url}/plain.txt`,
         `${pages.url}/loop`,
+        `${pages.url}/login`,
+        `${pages.url}/malformed`,
         "javascript:alert(1)",
         "What is a versionstamp?",
       ]
@@ -220,6 +222,11 @@ Deno.test("the extension sends the open page and reads the qa queue in backgroun
       await resultStarting(call, `Could not read ${pages.url}/loop`),
       `Could not read ${pages.url}/loop: the browser could not load it (no connection, or too many redirects)`,
     );
+    assert.equal(
+      await resultStarting(call, `Could not read ${pages.url}/login`),
+      `Could not read ${pages.url}/login: no article found`,
+    );
+    assert.match(await resultStarting(call, "# Broken"), /paragraph in a cell[\s\S]*After the end/);
     await resultStarting(call, "Could not read javascript:alert(1): only http and https links");
     await resultStarting(call, "What is a versionstamp?");
 
@@ -237,6 +244,8 @@ Deno.test("the extension sends the open page and reads the qa queue in backgroun
       "/article",
       "/article",
       "/gbk",
+      "/login",
+      "/malformed",
       "/missing",
       "/plain.txt",
     ]);

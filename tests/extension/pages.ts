@@ -98,6 +98,17 @@ export const PAGES: Record<string, TestPage> = {
     body: "<!doctype html><title>Spin</title><script>for (;;) {}</script><p>Never shown.</p>",
     type: "text/html",
   },
+  "/login": {
+    body: "<!doctype html><title>Sign in</title><form><input name=user><button>Go</button></form>",
+    type: "text/html",
+  },
+  "/malformed": {
+    body: "<title>Broken</title><div><p>Unclosed <b>bold <i>and italic" +
+      "<table><tr><td>cell<p>paragraph in a cell</table></div></span></html><p>" +
+      "After the end, a paragraph long enough for a reader to take it as the article text, " +
+      "which goes on for a while so that Readability finds more than a hundred characters.",
+    type: "text/html",
+  },
   "/plain.txt": { body: "Just text, not a page.\n".repeat(20), type: "text/plain" },
 };
 

@@ -22,6 +22,7 @@ import {
   KEY,
   relayCall,
   type RelayProcess,
+  ROOT,
   startRelayProcess,
   withTempDir,
 } from "../_helpers.ts";
@@ -127,6 +128,19 @@ async function textOf(page: Page, selector: string, pattern: RegExp): Promise<st
     WAIT_MS,
   );
   return text;
+}
+
+/**
+ * Saves `docs/screenshots/<name>.png` with `RELAY_SCREENSHOTS=1`, as the web app's tests do, so
+ * that an ordinary run leaves the committed picture alone; without it the picture is still
+ * taken, so the page must render, and then dropped.
+ */
+async function screenshot(page: Page, name: string): Promise<void> {
+  await page.mouse.move(0, 0);
+  const png = await page.screenshot();
+  assert.ok(png.byteLength > 0, `the ${name} page rendered to an empty picture`);
+  if (Deno.env.get("RELAY_SCREENSHOTS") !== "1") return;
+  await Deno.writeFile(`${ROOT}docs/screenshots/${name}.png`, png);
 }
 
 /** The relay's results feed, the contents only. */
@@ -269,6 +283,7 @@ Deno.test("the extension's popup shows the queue and last results, and pauses th
     const { call, pages, context, relay } = session;
     await textOf(await pair(session, `${relay.url}/app/#key=${KEY}`), "#notice", /Connected/);
     const popup = await context.newPage();
+    await popup.setViewportSize({ width: 380, height: 420 });
     await popup.goto(`chrome-extension://${session.extensionId}/popup.html`);
     await textOf(popup, "#reader", /^Reading qa from /);
     await popup.click("#pause");
@@ -279,6 +294,8 @@ Deno.test("the extension's popup shows the queue and last results, and pauses th
     await popup.click("#pause");
     await textOf(popup, "#recent", /Why WAL needs fsync/);
     await textOf(popup, "#reader", /^Reading qa from /);
+    await textOf(popup, "#count", /^0 link\(s\) waiting in qa\.$/);
+    await screenshot(popup, "extension-popup");
 
     // A link on a site the extension may not read: the reader pauses and asks, the link stays.
     const elsewhere = pages.url.replace("127.0.0.1", "127.0.0.2") + "/article";

@@ -351,7 +351,10 @@ async function readInTab(url, timeoutMs) {
   }
 }
 
-/** Resolves once tab `tabId` has loaded. */
+/**
+ * Resolves once tab `tabId` has loaded its http(s) page. Firefox reports a new tab's first
+ * document, about:blank, as complete before the page starts loading: that one does not count.
+ */
 function loaded(tabId) {
   return new Promise((resolve, reject) => {
     const done = (error) => {
@@ -360,8 +363,9 @@ function loaded(tabId) {
       if (error) reject(error);
       else resolve();
     };
-    const onUpdated = (id, change) => {
-      if (id === tabId && change.status === "complete") done();
+    const isLoaded = (tab) => tab.status === "complete" && /^https?:/.test(tab.url ?? "");
+    const onUpdated = (id, _change, tab) => {
+      if (id === tabId && isLoaded(tab)) done();
     };
     const onRemoved = (id) => {
       if (id === tabId) done(new Error("the tab was closed"));
@@ -369,7 +373,7 @@ function loaded(tabId) {
     chrome.tabs.onUpdated.addListener(onUpdated);
     chrome.tabs.onRemoved.addListener(onRemoved);
     // It may have loaded before the listener was added.
-    chrome.tabs.get(tabId).then((tab) => tab.status === "complete" && done(), done);
+    chrome.tabs.get(tabId).then((tab) => isLoaded(tab) && done(), done);
   });
 }
 
@@ -443,7 +447,11 @@ chrome.storage.onChanged.addListener((changes, area) => {
   }
 });
 
-chrome.runtime.onInstalled.addListener(createMenus);
+chrome.runtime.onInstalled.addListener(async ({ reason }) => {
+  createMenus();
+  // A new install has nowhere to send anything yet: show where to set it up.
+  if (reason === "install" && !(await stored()).relay) await chrome.runtime.openOptionsPage();
+});
 chrome.contextMenus.onClicked.addListener(onMenuClick);
 chrome.alarms.onAlarm.addListener(() => startReader());
 chrome.alarms.create("wake", { periodInMinutes: WAKE_MINUTES });

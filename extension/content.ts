@@ -50,4 +50,8 @@ function readPage(): PageReading {
   }
 }
 
-(globalThis as { relayReadPage?: () => PageReading }).relayReadPage = readPage;
+const scope = globalThis as { relayReadPage?: () => PageReading; relayReady?: boolean };
+scope.relayReadPage = readPage;
+// executeScript answers with the value of the file's last statement, and Firefox refuses one it
+// cannot copy (such as a function): so the file ends on a plain value.
+scope.relayReady = true;

@@ -83,6 +83,10 @@ byId("allow").addEventListener("click", () => {
   });
 });
 
-chrome.storage.onChanged.addListener(() => render());
+chrome.storage.onChanged.addListener((changes) => {
+  render();
+  // The queue changed when the reader finished a link or a page was sent.
+  if (changes.recent || changes.lastSend) showCount();
+});
 render();
 showCount();

@@ -68,7 +68,7 @@ Deno.test("buildExtension() and zipExtension() write each browser's extension an
       // The content script is one classic script with the extractor inside, no imports.
       const content = await Deno.readTextFile(`${out}/content.js`);
       assert.ok(!/^\s*(import|export)\b/m.test(content));
-      assert.match(content, /globalThis\.relayReadPage = /);
+      assert.match(content, /\.relayReadPage = readPage;/);
       assert.match(content, /Readability/);
       const zip = `${dir}/${browser}.zip`;
       await zipExtension(out, zip);

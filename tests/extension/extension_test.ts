@@ -22,10 +22,11 @@ import {
   KEY,
   relayCall,
   type RelayProcess,
+  ROOT,
   startRelayProcess,
   withTempDir,
 } from "../_helpers.ts";
-import { PAGES } from "./pages.ts";
+import { type PageServer, startPages } from "./pages.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 /** Upper bound for anything the browser waits for; a fast machine never gets near it. */
@@ -39,62 +40,6 @@ declare function onMenuClick(
   info: Record<string, string>,
   tab?: unknown,
 ): Promise<{ ok: boolean; message: string }>;
-
-/** A loopback web server that serves {@linkcode PAGES} and records each request. */
-interface PageServer extends AsyncDisposable {
-  url: string;
-  requests: { url: string; headers: Record<string, string> }[];
-}
-
-function startPages(): PageServer {
-  const requests: PageServer["requests"] = [];
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
-    requests.push({ url: req.url, headers: Object.fromEntries(req.headers) });
-    const url = new URL(req.url);
-    if (url.pathname === "/loop") return Response.redirect(`${url.origin}/loop`, 302);
-    if (url.pathname === "/drip") return drip();
-    if (url.pathname.startsWith("/redirect/")) {
-      return Response.redirect(`${url.origin}/record${url.search}`, 307);
-    }
-    const page = PAGES[url.pathname];
-    if (!page) {
-      return new Response("<title>Not here</title><p>No such page.</p>", {
-        status: 404,
-        headers: { "content-type": "text/html" },
-      });
-    }
-    return new Response(page.body, {
-      status: page.status ?? 200,
-      headers: { "content-type": page.type },
-    });
-  });
-  return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    requests,
-    [Symbol.asyncDispose]: () => server.shutdown(),
-  };
-}
-
-/** A page that never ends: a paragraph every 200 ms until the browser goes away. */
-function drip(): Response {
-  let timer: ReturnType<typeof setInterval> | undefined;
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(new TextEncoder().encode("<!doctype html><title>Drip</title>"));
-      timer = setInterval(() => {
-        try {
-          controller.enqueue(new TextEncoder().encode("<p>One more drop.</p>\n"));
-        } catch {
-          clearInterval(timer);
-        }
-      }, 200);
-    },
-    cancel() {
-      clearInterval(timer);
-    },
-  });
-  return new Response(body, { headers: { "content-type": "text/html" } });
-}
 
 /** What a test gets: its relay, the page server and the browser with the extension. */
 interface Session {
@@ -151,10 +96,21 @@ async function withExtension(
   });
 }
 
-/** Opens the options page and enters `link` as the pairing link; returns the page. */
+/** The options page, which a new install opens by itself (nothing is set up yet). */
+async function optionsPage(session: Session): Promise<Page> {
+  const url = `chrome-extension://${session.extensionId}/options.html`;
+  let page: Page | undefined;
+  await eventually(() => {
+    page = session.context.pages().find((open) => open.url() === url);
+    return page !== undefined;
+  }, "the options page to open after the install");
+  await page!.waitForLoadState();
+  return page!;
+}
+
+/** Enters `link` as the pairing link in the options page; returns the page. */
 async function pair(session: Session, link: string): Promise<Page> {
-  const page = await session.context.newPage();
-  await page.goto(`chrome-extension://${session.extensionId}/options.html`);
+  const page = await optionsPage(session);
   await page.fill("#pairing", link);
   await page.click("#pair-form button");
   return page;
@@ -172,6 +128,19 @@ async function textOf(page: Page, selector: string, pattern: RegExp): Promise<st
     WAIT_MS,
   );
   return text;
+}
+
+/**
+ * Saves `docs/screenshots/<name>.png` with `RELAY_SCREENSHOTS=1`, as the web app's tests do, so
+ * that an ordinary run leaves the committed picture alone; without it the picture is still
+ * taken, so the page must render, and then dropped.
+ */
+async function screenshot(page: Page, name: string): Promise<void> {
+  await page.mouse.move(0, 0);
+  const png = await page.screenshot();
+  assert.ok(png.byteLength > 0, `the ${name} page rendered to an empty picture`);
+  if (Deno.env.get("RELAY_SCREENSHOTS") !== "1") return;
+  await Deno.writeFile(`${ROOT}docs/screenshots/${name}.png`, png);
 }
 
 /** The relay's results feed, the contents only. */
@@ -244,6 +213,8 @@ Deno.test("the extension sends the open page and reads the qa queue in backgroun
         `${pages.url}/missing`,
         `${pages.url}/plain.txt`,
         `${pages.url}/loop`,
+        `${pages.url}/login`,
+        `${pages.url}/malformed`,
         "javascript:alert(1)",
         "What is a versionstamp?",
       ]
@@ -265,6 +236,11 @@ Deno.test("the extension sends the open page and reads the qa queue in backgroun
       await resultStarting(call, `Could not read ${pages.url}/loop`),
       `Could not read ${pages.url}/loop: the browser could not load it (no connection, or too many redirects)`,
     );
+    assert.equal(
+      await resultStarting(call, `Could not read ${pages.url}/login`),
+      `Could not read ${pages.url}/login: no article found`,
+    );
+    assert.match(await resultStarting(call, "# Broken"), /paragraph in a cell[\s\S]*After the end/);
     await resultStarting(call, "Could not read javascript:alert(1): only http and https links");
     await resultStarting(call, "What is a versionstamp?");
 
@@ -282,6 +258,8 @@ Deno.test("the extension sends the open page and reads the qa queue in backgroun
       "/article",
       "/article",
       "/gbk",
+      "/login",
+      "/malformed",
       "/missing",
       "/plain.txt",
     ]);
@@ -305,6 +283,7 @@ Deno.test("the extension's popup shows the queue and last results, and pauses th
     const { call, pages, context, relay } = session;
     await textOf(await pair(session, `${relay.url}/app/#key=${KEY}`), "#notice", /Connected/);
     const popup = await context.newPage();
+    await popup.setViewportSize({ width: 380, height: 420 });
     await popup.goto(`chrome-extension://${session.extensionId}/popup.html`);
     await textOf(popup, "#reader", /^Reading qa from /);
     await popup.click("#pause");
@@ -315,6 +294,8 @@ Deno.test("the extension's popup shows the queue and last results, and pauses th
     await popup.click("#pause");
     await textOf(popup, "#recent", /Why WAL needs fsync/);
     await textOf(popup, "#reader", /^Reading qa from /);
+    await textOf(popup, "#count", /^0 link\(s\) waiting in qa\.$/);
+    await screenshot(popup, "extension-popup");
 
     // A link on a site the extension may not read: the reader pauses and asks, the link stays.
     const elsewhere = pages.url.replace("127.0.0.1", "127.0.0.2") + "/article";
@@ -363,9 +344,8 @@ Deno.test("the extension refuses what would send its key elsewhere", async () =>
 
 Deno.test("the extension's reader gives up on pages that never finish loading, and goes on", async () => {
   await withExtension(async (session) => {
-    const { call, pages, context, relay } = session;
-    const options = await context.newPage();
-    await options.goto(`chrome-extension://${session.extensionId}/options.html`);
+    const { call, pages, relay } = session;
+    const options = await optionsPage(session);
     await options.fill("#relay", relay.url);
     await options.fill("#key", KEY);
     await options.fill("#timeout", "2");

@@ -1,7 +1,8 @@
 /**
  * The loopback pages the extension's tests read: an article with page chrome and a table, a
- * page in GBK that names its charset only in a `<meta>`, a page that is not HTML. Bytes are
- * built here, so no fixture file hides what a test reads.
+ * page in GBK that names its charset only in a `<meta>`, a page that is not HTML, hostile ones;
+ * and the loopback server that serves them. Bytes are built here, so no fixture file hides what
+ * a test reads.
  *
  * @module
  */
@@ -97,5 +98,78 @@ export const PAGES: Record<string, TestPage> = {
     body: "<!doctype html><title>Spin</title><script>for (;;) {}</script><p>Never shown.</p>",
     type: "text/html",
   },
+  "/login": {
+    body: "<!doctype html><title>Sign in</title><form><input name=user><button>Go</button></form>",
+    type: "text/html",
+  },
+  "/malformed": {
+    body: "<title>Broken</title><div><p>Unclosed <b>bold <i>and italic" +
+      "<table><tr><td>cell<p>paragraph in a cell</table></div></span></html><p>" +
+      "After the end, a paragraph long enough for a reader to take it as the article text, " +
+      "which goes on for a while so that Readability finds more than a hundred characters.",
+    type: "text/html",
+  },
   "/plain.txt": { body: "Just text, not a page.\n".repeat(20), type: "text/plain" },
 };
+
+/** A loopback web server that serves {@linkcode PAGES} and records each request. */
+export interface PageServer extends AsyncDisposable {
+  /** Its address, `http://127.0.0.1:<port>`. */
+  url: string;
+  /** Every request so far: its address and headers. */
+  requests: { url: string; headers: Record<string, string> }[];
+}
+
+/**
+ * Starts {@linkcode PageServer} on 127.0.0.1, port 0. Besides {@linkcode PAGES}: `/loop`
+ * redirects to itself, `/drip` never ends, `/redirect/…` redirects to `/record`.
+ */
+export function startPages(): PageServer {
+  const requests: PageServer["requests"] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    requests.push({ url: req.url, headers: Object.fromEntries(req.headers) });
+    const url = new URL(req.url);
+    if (url.pathname === "/loop") return Response.redirect(`${url.origin}/loop`, 302);
+    if (url.pathname === "/drip") return drip();
+    if (url.pathname.startsWith("/redirect/")) {
+      return Response.redirect(`${url.origin}/record${url.search}`, 307);
+    }
+    const page = PAGES[url.pathname];
+    if (!page) {
+      return new Response("<title>Not here</title><p>No such page.</p>", {
+        status: 404,
+        headers: { "content-type": "text/html" },
+      });
+    }
+    return new Response(page.body, {
+      status: page.status ?? 200,
+      headers: { "content-type": page.type },
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    requests,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
+/** A page that never ends: a paragraph every 200 ms until the browser goes away. */
+function drip(): Response {
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode("<!doctype html><title>Drip</title>"));
+      timer = setInterval(() => {
+        try {
+          controller.enqueue(new TextEncoder().encode("<p>One more drop.</p>\n"));
+        } catch {
+          clearInterval(timer);
+        }
+      }, 200);
+    },
+    cancel() {
+      clearInterval(timer);
+    },
+  });
+  return new Response(body, { headers: { "content-type": "text/html" } });
+}

@@ -110,7 +110,7 @@ export class Podcast {
   readonly #clock: () => number;
   readonly #log: (line: string) => void;
   readonly #retention: Retention;
-  readonly #encoder = new Mp3SegmentEncoder();
+  #encoder = new Mp3SegmentEncoder();
   readonly #files: EpisodeFiles;
   readonly #pauseAt: PodcastStep | undefined;
   #episodes: Promise<Map<string, Episode>> | undefined;
@@ -287,8 +287,12 @@ export class Podcast {
       if (next === undefined) {
         // A kick while #next was reading means there may be work, or a stop: look again.
         if (this.#kicked) continue;
-        // Nothing to speak: let the engine drop what it holds (the compiled speech module).
-        if (this.#spoke) this.#engine.close?.();
+        // Nothing to speak: the engine drops what it holds (the compiled speech module), and
+        // the MP3 encoder (LAME's 16 MB of WebAssembly memory) goes with it, until next time.
+        if (this.#spoke) {
+          this.#engine.close?.();
+          this.#encoder = new Mp3SegmentEncoder();
+        }
         this.#spoke = false;
         await new Promise<void>((resolve) => {
           this.#wake = resolve;
@@ -413,7 +417,11 @@ export class Podcast {
    * Info frame, for the first) and syncs it, then records the progress: the record is a few
    * hundred bytes, whatever the text's length.
    */
-  async #speakChunk(episode: Episode, text: string, episodes: Map<string, Episode>) {
+  async #speakChunk(
+    episode: Episode,
+    text: string,
+    episodes: Map<string, Episode>,
+  ): Promise<Episode> {
     const pcm = await this.#engine.synthesize(text, chooseVoice(text));
     const segment = await this.#encoder.encode(pcm);
     const head = episode.bytes === 0 && segment.length >= 4

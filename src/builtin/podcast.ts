@@ -15,8 +15,9 @@
  * - otherwise the episode resumes from its part file only: cut back to the recorded length,
  *   at the first chunk not recorded; a part file that is missing or shorter than recorded
  *   means starting the episode again, never padding a file to a length;
- * - when the last chunk is done, the Info frame gets its counts, every frame of the part
- *   file is checked, and only then is it renamed to `<id>.mp3` and the episode called ready.
+ * - when the last chunk is done, every frame of the part file is checked, the Info frame gets
+ *   its counts, the file is synced, and only then is it renamed to `<id>.mp3` and the episode
+ *   called ready.
  *
  * For the crash tests, `RELAY_PODCAST_PAUSE_AT=<step>` makes the worker stop for good at a
  * step (see {@linkcode PodcastStep}) and say so in one log line, so that a test can kill the

@@ -15,8 +15,9 @@
  * - otherwise the episode resumes from its part file only: cut back to the recorded length,
  *   at the first chunk not recorded; a part file that is missing or shorter than recorded
  *   means starting the episode again, never padding a file to a length;
- * - when the last chunk is done, the Info frame gets its counts, every frame of the part
- *   file is checked, and only then is it renamed to `<id>.mp3` and the episode called ready.
+ * - when the last chunk is done, every frame of the part file is checked, the Info frame gets
+ *   its counts, the file is synced, and only then is it renamed to `<id>.mp3` and the episode
+ *   called ready.
  *
  * For the crash tests, `RELAY_PODCAST_PAUSE_AT=<step>` makes the worker stop for good at a
  * step (see {@linkcode PodcastStep}) and say so in one log line, so that a test can kill the
@@ -110,7 +111,7 @@ export class Podcast {
   readonly #clock: () => number;
   readonly #log: (line: string) => void;
   readonly #retention: Retention;
-  readonly #encoder = new Mp3SegmentEncoder();
+  #encoder = new Mp3SegmentEncoder();
   readonly #files: EpisodeFiles;
   readonly #pauseAt: PodcastStep | undefined;
   #episodes: Promise<Map<string, Episode>> | undefined;
@@ -287,8 +288,12 @@ export class Podcast {
       if (next === undefined) {
         // A kick while #next was reading means there may be work, or a stop: look again.
         if (this.#kicked) continue;
-        // Nothing to speak: let the engine drop what it holds (the compiled speech module).
-        if (this.#spoke) this.#engine.close?.();
+        // Nothing to speak: the engine drops what it holds (the compiled speech module), and
+        // the MP3 encoder (LAME's 16 MB of WebAssembly memory) goes with it, until next time.
+        if (this.#spoke) {
+          this.#engine.close?.();
+          this.#encoder = new Mp3SegmentEncoder();
+        }
         this.#spoke = false;
         await new Promise<void>((resolve) => {
           this.#wake = resolve;
@@ -413,7 +418,11 @@ export class Podcast {
    * Info frame, for the first) and syncs it, then records the progress: the record is a few
    * hundred bytes, whatever the text's length.
    */
-  async #speakChunk(episode: Episode, text: string, episodes: Map<string, Episode>) {
+  async #speakChunk(
+    episode: Episode,
+    text: string,
+    episodes: Map<string, Episode>,
+  ): Promise<Episode> {
     const pcm = await this.#engine.synthesize(text, chooseVoice(text));
     const segment = await this.#encoder.encode(pcm);
     const head = episode.bytes === 0 && segment.length >= 4

@@ -304,9 +304,15 @@ export function builtinPaths(): ZodOpenApiPathsObject {
         },
       }),
     },
+    "/podcast/artwork.png": {
+      get: builtin({
+        summary: "The podcast's artwork: a square PNG of 3000 px (public)",
+        responses: { "200": { description: "PNG", content: { "image/png": {} } } },
+      }),
+    },
     "/podcast/{file}": {
       get: builtin({
-        summary: "An episode's MP3 (`{id}.mp3`); honours Range",
+        summary: "An episode's MP3 (`{id}.mp3`, honours Range) or transcript (`{id}.txt`)",
         parameters: [
           z.string().meta({
             param: { in: "path", name: "file", example: "20261123-114218-p2c7w4ne.mp3" },

@@ -244,6 +244,7 @@ export async function startRelay(
       privateBlog: config.privateBlog,
       privatePodcast: config.privatePodcast,
       retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
+      podcastFeed: { language: config.podcastLanguage, email: config.podcastEmail },
       maxBodyBytes: config.maxBodyBytes,
     });
     // Ends long-polls and results streams when the relay stops (C72).

@@ -21,6 +21,8 @@ import { BlogStore } from "../../builtin/blog.ts";
 import { NotesStore, parseTags } from "../../builtin/notes.ts";
 import type { SiteUrls } from "../../builtin/html.ts";
 import { SiteOrigin } from "../../builtin/site.ts";
+import { ARTWORK_PATH, artworkResponse, transcriptResponse } from "../../builtin/podcast_files.ts";
+import type { PodcastFeedSettings } from "../../builtin/feeds.ts";
 import { Podcast, type PodcastStats, type Retention } from "../../builtin/podcast.ts";
 import { CommandEngine, EspeakWorker, type TtsEngine } from "../../builtin/tts.ts";
 import { keysMatch } from "../auth.ts";
@@ -69,6 +71,8 @@ export interface BuiltinOptions {
   readonly privatePodcast?: boolean;
   /** Podcast retention limits. */
   readonly retention?: Retention;
+  /** The podcast feed's language and owner address (`--podcast-language`, `--podcast-email`). */
+  readonly podcastFeed?: PodcastFeedSettings;
   /** Largest request body, bytes; default 768 KiB. */
   readonly maxBodyBytes?: number;
 }
@@ -537,7 +541,8 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     // A private feed read with ?key= passes the key on to its enclosures.
     const key = options.privatePodcast ? c.req.query("key") : undefined;
     const { podcastRss } = await loadFeeds();
-    return new Response(podcastRss(await podcast.list(), urls(), key), {
+    const settings = options.podcastFeed;
+    return new Response(podcastRss(await podcast.list(), urls(), { key, settings }), {
       headers: { "content-type": "application/rss+xml; charset=utf-8" },
     });
   });
@@ -555,13 +560,15 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
       headers: { "content-type": "image/svg+xml", "cache-control": "no-store" },
     });
   });
+  route(GET, ARTWORK_PATH, () => artworkResponse());
   route(GET, "/podcast/:file", async (c) => {
     if (options.privatePodcast) requireKey(c, "read", "This podcast is private: reading it");
-    const match = /^(.+)\.mp3$/.exec(c.req.param("file") ?? "");
+    const match = /^(.+)\.(mp3|txt)$/.exec(c.req.param("file") ?? "");
     const episode = match ? await podcast.get(match[1]!) : undefined;
     if (episode === undefined || episode.state !== "ready") {
       throw new HttpError(404, "No such episode audio");
     }
+    if (match?.[2] === "txt") return transcriptResponse(episode);
     return await serveFile(c, podcast.audioPath(episode.id), "audio/mpeg");
   });
 

@@ -304,6 +304,12 @@ export function builtinPaths(): ZodOpenApiPathsObject {
         },
       }),
     },
+    "/robots.txt": {
+      get: builtin({
+        summary: "Where crawlers may go: the public blog and podcast only",
+        responses: { "200": { description: "robots.txt", content: { "text/plain": {} } } },
+      }),
+    },
     "/podcast/artwork.png": {
       get: builtin({
         summary: "The podcast's artwork: a square PNG of 3000 px (public)",

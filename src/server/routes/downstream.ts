@@ -20,7 +20,7 @@ import { HttpError, problemResponse } from "../../errors.ts";
 import { BlogStore } from "../../builtin/blog.ts";
 import { NotesStore, parseTags } from "../../builtin/notes.ts";
 import type { SiteUrls } from "../../builtin/html.ts";
-import { SiteOrigin } from "../../builtin/site.ts";
+import { robotsResponse, SiteOrigin } from "../../builtin/site.ts";
 import { ARTWORK_PATH, artworkResponse, transcriptResponse } from "../../builtin/podcast_files.ts";
 import type { PodcastFeedSettings } from "../../builtin/feeds.ts";
 import { Podcast, type PodcastStats, type Retention } from "../../builtin/podcast.ts";
@@ -561,6 +561,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     });
   });
   route(GET, ARTWORK_PATH, () => artworkResponse());
+  route(GET, "/robots.txt", () => Promise.resolve(robotsResponse(options)));
   route(GET, "/podcast/:file", async (c) => {
     if (options.privatePodcast) requireKey(c, "read", "This podcast is private: reading it");
     const match = /^(.+)\.(mp3|txt)$/.exec(c.req.param("file") ?? "");

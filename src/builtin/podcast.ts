@@ -7,7 +7,9 @@
  * self-contained MP3 segment and appended to `<id>.mp3.part`, and the episode's file
  * records how many chunks and bytes are done. A relay that stops (or crashes) in the middle
  * resumes after restart at the first chunk not recorded, cutting the part file back to the
- * recorded length. When the last chunk is done the part file is renamed to `<id>.mp3`.
+ * recorded length. The file opens with an Info (Xing) frame, written empty before the first
+ * chunk and filled in with the episode's length (xing.ts) when the last chunk is done; then
+ * the part file is renamed to `<id>.mp3`.
  *
  * Retention: after an episode is finished, the oldest ready episodes beyond `keep`
  * episodes or `maxDiskBytes` of audio are deleted (audio and record), and the oldest failed
@@ -28,6 +30,14 @@ import {
   writeAtomically,
 } from "../util/files.ts";
 import { chooseVoice, splitForSpeech, type TtsEngine } from "./tts.ts";
+import { infoPlaceholder, writeInfoTag } from "./xing.ts";
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
 
 /** Where an episode is: queued, being spoken, ready to play, or failed (with why). */
 export type EpisodeState = "queued" | "synthesising" | "ready" | "failed";
@@ -308,7 +318,9 @@ export class Podcast {
         if (this.#stopping) return;
         const text = chunks[i]!;
         const pcm = await this.#engine.synthesize(text, chooseVoice(text));
-        const mp3 = await this.#encoder.encode(pcm);
+        const audio = await this.#encoder.encode(pcm);
+        // The file opens with an empty Info frame, filled in once the episode is done.
+        const mp3 = episode.bytes === 0 ? concat(infoPlaceholder(audio), audio) : audio;
         const out = await Deno.open(part, { append: true });
         try {
           let offset = 0;
@@ -325,6 +337,7 @@ export class Podcast {
         };
         await this.#save(episode, episodes);
       }
+      await writeInfoTag(part);
       await Deno.rename(part, this.audioPath(episode.id));
       episode = { ...episode, state: "ready", finished_at: this.#clock() };
       await this.#save(episode, episodes);

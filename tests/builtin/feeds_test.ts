@@ -2,8 +2,30 @@ import assert from "node:assert/strict";
 import { XMLParser } from "fast-xml-parser";
 import { podcastGuid, podcastRss } from "../../src/builtin/feeds.ts";
 import { postJson, serveServices } from "./_services.ts";
+import { walkMp3 } from "./_mp3.ts";
 
 const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@" });
+
+/**
+ * The Xing/Info tag of an MP3's first frame, read from the Xing header layout (independent
+ * of the relay's code): "Xing" or "Info" after the header and side information, flags, then
+ * the frame count, byte count and seek table when flagged.
+ */
+function infoTag(mp3: Uint8Array): { frames: number; bytes: number; toc: number[] } | undefined {
+  const version = (mp3[1]! >> 3) & 3;
+  const mono = (mp3[3]! >> 6) === 3;
+  const at = 4 + (version === 3 ? (mono ? 17 : 32) : (mono ? 9 : 17));
+  const name = new TextDecoder().decode(mp3.subarray(at, at + 4));
+  if (name !== "Info" && name !== "Xing") return undefined;
+  const view = new DataView(mp3.buffer, mp3.byteOffset);
+  const flags = view.getUint32(at + 4);
+  assert.equal(flags & 7, 7, "frames, bytes and seek table");
+  return {
+    frames: view.getUint32(at + 8),
+    bytes: view.getUint32(at + 12),
+    toc: [...mp3.subarray(at + 16, at + 116)],
+  };
+}
 
 Deno.test("blog feed: Atom with the feed's author and each tag as a category term", async () => {
   await using relay = await serveServices();
@@ -78,6 +100,15 @@ Deno.test("podcast feed: Apple's and Podcasting 2.0's tags, rendered description
     "This is *the* first sentence. A <b>second</b> one & a third.",
   );
   assert.equal(items[2]["podcast:transcript"]["@language"], "zh-cn");
+
+  // The MP3 opens with an Info (Xing) frame that gives its length: players need not guess.
+  const mp3 = new Uint8Array(await (await fetch(second.enclosure["@url"])).arrayBuffer());
+  const walk = walkMp3(mp3);
+  const info = infoTag(mp3);
+  assert.ok(info !== undefined, "an Info frame first");
+  assert.equal(info.frames, walk.frames - 1);
+  assert.equal(info.bytes, mp3.length);
+  assert.equal(info.toc.length, 100);
 
   // The language is a setting of the feed; without an address there is no itunes:owner,
   // which Apple would refuse without one.

@@ -9,8 +9,9 @@ const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@" })
 /** A Markdown table of about `bytes` bytes, like a long article's data appendix. */
 function bigTable(bytes: number, seed: number): string {
   const rows = ["| n | name | value | note |", "| - | - | - | - |"];
-  for (let i = 0; rows.join("\n").length < bytes; i++) {
+  for (let i = 0, length = 0; length < bytes; i++) {
     rows.push(`| ${i} | row ${seed}-${i} | ${(i * 7919) % 10007} | *cell* \`${i}\` |`);
+    length += rows.at(-1)!.length + 1;
   }
   return rows.join("\n");
 }

@@ -31,7 +31,7 @@ Deno.test("blog: a post is rendered once, when published; its page and the cappe
   await using relay = await serveServices();
   const ids: string[] = [];
   for (let i = 0; i < 10; i++) {
-    ids.push(await publishPost(relay.url, `Table ${i}`, bigTable(150_000, i)));
+    ids.push(await publishPost(relay.url, `Table ${i}`, bigTable(100_000, i)));
   }
   assert.equal(relay.services.blog.renders, 10);
 

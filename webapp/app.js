@@ -1105,6 +1105,8 @@ async function refreshPodcast() {
   const qr = new URL("podcast/qr.svg", RELAY);
   if (state.key) qr.searchParams.set("key", state.key);
   if (byId("podcast-qr").getAttribute("src") !== qr.href) byId("podcast-qr").src = qr.href;
+  // Shown once it holds the QR code: before, it holds the icon, only so that it has a src.
+  byId("podcast-qr").hidden = false;
   fillList(
     byId("podcast-list"),
     byId("podcast-empty"),

@@ -8,8 +8,9 @@
  * `<id>.v<version>.html`: the blog and its feed are public, and rendering on every read let
  * a few readers of large posts use up the relay's memory. A post with no rendering of the
  * renderer's current version (published before, or rendered by an older renderer) is
- * rendered when first read. Renders run one at a time, so that however many readers come
- * at once, only one rendering's memory is held.
+ * rendered when first read. Renders run one at a time, each on a thread of its own, so
+ * that however many readers come at once only one rendering's memory is held, and requests
+ * are answered while it runs.
  *
  * @module
  */
@@ -182,8 +183,8 @@ export class BlogStore {
     const running = this.#rendering.get(post.post_id);
     if (running !== undefined) return running;
     const render = this.#renderLimit(async () => {
-      const { renderMarkdown, RENDERER_VERSION } = await loadRenderer();
-      const html = renderMarkdown(post.content_md ?? post.content);
+      const { renderOffThread, RENDERER_VERSION } = await loadRenderer();
+      const html = await renderOffThread(post.content_md ?? post.content);
       this.#renders++;
       await writeAtomically(this.#htmlPath(post.post_id, RENDERER_VERSION), html);
       // The rendering of an older renderer is of no more use.

@@ -9,11 +9,14 @@
  * @module
  */
 
+import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
 import { Feed } from "feed";
 import type { BlogStore, Post } from "./blog.ts";
-import { escapeHtml, type SiteUrls } from "./html.ts";
-import { formatDuration } from "./html.ts";
+import { escapeHtml, formatDuration, type SiteUrls } from "./html.ts";
 import type { Episode } from "./podcast.ts";
+import { ARTWORK_PATH } from "./podcast_files.ts";
+import { renderMarkdown } from "./render.ts";
 import { chooseVoice } from "./tts.ts";
 
 /** Entries in the Atom feed at most, newest first: a reader wants what is new. */
@@ -131,55 +134,146 @@ export function escapeXml(text: string): string {
 /** Characters of an episode's text in its description at most. */
 const DESCRIPTION_CHARS = 400;
 
+/** Apple's namespace of the `itunes:` tags. */
+const ITUNES_NAMESPACE = "http://www.itunes.com/dtds/podcast-1.0.dtd";
+
+/** Podcasting 2.0's namespace, for `podcast:guid` and `podcast:transcript`. */
+const PODCAST_NAMESPACE = "https://podcastindex.org/namespace/1.0";
+
+/** The UUID namespace of `podcast:guid`, fixed by the Podcasting 2.0 specification. */
+const PODCAST_GUID_NAMESPACE = "ead4c236-bf58-58c6-a2c6-a6b28d128cb6";
+
+/** The feed's author and owner name: the relay knows no person's name. */
+const PODCAST_AUTHOR = "Content Relay";
+
+/** Settings of the podcast's feed. */
+export interface PodcastFeedSettings {
+  /**
+   * The feed's language, a BCP 47 tag such as `en` or `zh-cn` (`--podcast-language`);
+   * default the language of the first episode's script.
+   */
+  readonly language?: string | undefined;
+  /** The owner's address for `itunes:owner` (`--podcast-email`); Apple writes to it. */
+  readonly email?: string | undefined;
+}
+
 /**
- * The podcast's RSS 2.0 feed: ready episodes, newest first.
- *
- * @param key For a private podcast read with `?key=`: the key, added to the enclosures'
- *   URLs so that a podcast app, which sends no header, can fetch the audio too.
+ * A name-based (version 5, SHA-1) UUID, RFC 9562 §5.5: the same name in the same namespace
+ * always gives the same UUID.
  */
-export function podcastRss(episodes: readonly Episode[], urls: SiteUrls, key?: string): string {
+export function uuidV5(name: string, namespace: string): string {
+  const bytes = createHash("sha1")
+    .update(Buffer.from(namespace.replace(/-/g, ""), "hex"))
+    .update(name, "utf8")
+    .digest()
+    .subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x50;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString("hex");
+  return [hex.slice(0, 8), hex.slice(8, 12), hex.slice(12, 16), hex.slice(16, 20), hex.slice(20)]
+    .join("-");
+}
+
+/**
+ * The podcast's `podcast:guid`: the UUID v5 of the feed's URL without its scheme and
+ * trailing slashes, as the Podcasting 2.0 namespace defines it; it stays when the feed moves
+ * only if the app is told, so it follows the configured address.
+ */
+export function podcastGuid(feedUrl: string): string {
+  return uuidV5(feedUrl.replace(/^[a-z]+:\/\//i, "").replace(/\/+$/, ""), PODCAST_GUID_NAMESPACE);
+}
+
+/** The language of an episode's script: `zh-cn` when it is read in Mandarin, else `en`. */
+function scriptLanguage(episode: Episode): string {
+  return chooseVoice(episode.text.slice(0, 2000)) === "cmn" ? "zh-cn" : "en";
+}
+
+/**
+ * The podcast's RSS 2.0 feed (built with the npm package `feed`): ready episodes, newest
+ * first, with the iTunes tags Apple requires (square artwork, owner, category, explicit),
+ * each episode's description as rendered HTML (a literal `<b>` in the text stays text), and
+ * Podcasting 2.0's `podcast:guid` and `podcast:transcript` (the text that was read).
+ *
+ * @param options.key For a private podcast read with `?key=`: the key, added to the
+ *   enclosures' and transcripts' URLs so that a podcast app, which sends no header, can
+ *   fetch them too.
+ * @param options.settings Language and owner address.
+ */
+export function podcastRss(
+  episodes: readonly Episode[],
+  urls: SiteUrls,
+  options: { key?: string | undefined; settings?: PodcastFeedSettings | undefined } = {},
+): string {
   const site = `${urls.origin}/podcast/`;
-  const query = key === undefined ? "" : `?key=${encodeURIComponent(key)}`;
-  const items = episodes.filter((e) => e.state === "ready").map((episode) => {
-    const audio = `${urls.origin}/podcast/${episode.id}.mp3${query}`;
-    const text = episode.text.replace(/\s+/g, " ").trim();
-    const description = text.length > DESCRIPTION_CHARS
-      ? `${text.slice(0, DESCRIPTION_CHARS)}…`
-      : text;
-    return `    <item>
-      <title>${escapeXml(episode.title)}</title>
-      <description>${escapeXml(description)}</description>
-      <pubDate>${new Date(episode.created_at).toUTCString()}</pubDate>
-      <guid isPermaLink="false">relay-episode-${episode.id}</guid>
-      <link>${escapeXml(site)}</link>
-      <enclosure url="${escapeXml(audio)}" length="${episode.bytes}" type="audio/mpeg"/>
-      <itunes:duration>${formatDuration(episode.duration_s)}</itunes:duration>
-      <itunes:explicit>false</itunes:explicit>
-    </item>`;
-  });
-  const newest = episodes.find((e) => e.state === "ready");
-  // The feed's language: the one most ready episodes are read in.
+  const feedUrl = `${urls.origin}/podcast/feed.xml`;
+  const artwork = `${urls.origin}${ARTWORK_PATH}`;
+  const query = options.key === undefined ? "" : `?key=${encodeURIComponent(options.key)}`;
+  const first = episodes.at(-1);
+  const language = options.settings?.language ??
+    (first === undefined ? "en" : scriptLanguage(first));
   const ready = episodes.filter((e) => e.state === "ready");
-  const chinese = ready.filter((e) => chooseVoice(e.text.slice(0, 2000)) === "cmn").length;
-  const language = ready.length > 0 && chinese * 2 >= ready.length ? "zh-cn" : "en";
-  return `<?xml version="1.0" encoding="UTF-8"?>
-<rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd" xmlns:atom="http://www.w3.org/2005/Atom">
-  <channel>
-    <title>Read aloud</title>
-    <link>${escapeXml(site)}</link>
-    <atom:link href="${
-    escapeXml(`${urls.origin}/podcast/feed.xml`)
-  }" rel="self" type="application/rss+xml"/>
-    <description>Articles read aloud by the household's relay.</description>
-    <language>${language}</language>
-    <lastBuildDate>${new Date(newest?.created_at ?? 0).toUTCString()}</lastBuildDate>
-    <itunes:author>Content Relay</itunes:author>
-    <itunes:summary>Articles read aloud by the household's relay.</itunes:summary>
-    <itunes:explicit>false</itunes:explicit>
-    <itunes:category text="Technology"/>
-    <itunes:image href="${escapeXml(`${urls.origin}/app/icon-512.png`)}"/>
-${items.join("\n")}
-  </channel>
-</rss>
-`;
+  const feed = new Feed({
+    title: "Read aloud",
+    description: "Articles read aloud by the household's relay.",
+    id: site,
+    link: site,
+    language,
+    image: artwork,
+    updated: new Date(ready[0]?.created_at ?? 0),
+    feedLinks: { rss: feedUrl },
+    generator: "Content Relay",
+    copyright: "",
+  });
+  // The iTunes tags are written here, not by the library's podcast mode: that one adds
+  // Google Play's retired tags, and an owner without the address Apple requires in it.
+  const email = options.settings?.email;
+  if (email !== undefined) {
+    const owner = { "itunes:name": { _text: PODCAST_AUTHOR }, "itunes:email": { _text: email } };
+    feed.addExtension({ name: "itunes:owner", objects: owner });
+  }
+  for (
+    const [name, objects] of [
+      ["itunes:author", { _text: PODCAST_AUTHOR }],
+      ["itunes:image", { _attributes: { href: artwork } }],
+      ["itunes:category", { _attributes: { text: "Technology" } }],
+      ["itunes:explicit", { _text: "false" }],
+      ["itunes:type", { _text: "episodic" }],
+      ["podcast:guid", { _text: podcastGuid(feedUrl) }],
+    ] as const
+  ) feed.addExtension({ name, objects });
+  for (const episode of ready) {
+    const text = episode.text.trim();
+    const excerpt = text.length > DESCRIPTION_CHARS ? `${text.slice(0, DESCRIPTION_CHARS)}…` : text;
+    feed.addItem({
+      title: xmlChars(episode.title),
+      link: site,
+      guid: `relay-episode-${episode.id}`,
+      date: new Date(episode.created_at),
+      description: xmlChars(renderMarkdown(excerpt)),
+      audio: {
+        url: `${urls.origin}/podcast/${episode.id}.mp3${query}`,
+        length: episode.bytes,
+        type: "audio/mpeg",
+      },
+      extensions: [
+        { name: "itunes:duration", objects: { _text: formatDuration(episode.duration_s) } },
+        { name: "itunes:explicit", objects: { _text: "false" } },
+        {
+          name: "podcast:transcript",
+          objects: {
+            _attributes: {
+              url: `${urls.origin}/podcast/${episode.id}.txt${query}`,
+              type: "text/plain",
+              language: scriptLanguage(episode),
+            },
+          },
+        },
+      ],
+    });
+  }
+  // The feed library declares only the namespaces it writes itself.
+  return feed.rss2().replace(
+    "<rss ",
+    `<rss xmlns:itunes="${ITUNES_NAMESPACE}" xmlns:podcast="${PODCAST_NAMESPACE}" `,
+  );
 }

@@ -54,13 +54,34 @@ audio { width: 100%; margin-top: 0.4rem; }
 img.qr { background: #fff; border-radius: 6px; }
 `;
 
-function page(title: string, body: string, head = ""): string {
+/** Characters of a page's meta description at most: what search results show. */
+const DESCRIPTION_CHARS = 160;
+
+/** A page's description for `<meta name="description">`: the start of `text`, on one line. */
+function describe(text: string): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > DESCRIPTION_CHARS ? `${line.slice(0, DESCRIPTION_CHARS - 1)}…` : line;
+}
+
+/** What every page has: its title, description, the relay's icon, and `head`. */
+interface PageHead {
+  readonly title: string;
+  readonly description: string;
+  readonly urls: SiteUrls;
+  readonly head?: string;
+}
+
+function page({ title, description, urls, head = "" }: PageHead, body: string): string {
+  // The web app's icon, so that a browser asks for no /favicon.ico, which does not exist.
+  const icon = `${urls.origin}/app/icon.svg`;
   return `<!doctype html>
 <html lang="und">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
+<meta name="description" content="${escapeHtml(describe(description))}">
+<link rel="icon" type="image/svg+xml" href="${escapeHtml(icon)}">
 <style>${STYLE}</style>
 ${head}
 </head>
@@ -99,32 +120,57 @@ export function blogIndexPage(posts: readonly Post[], urls: SiteUrls): string {
       date(post.created_at)
     }</time> ${tags(post.tags)}</div></li>`
   ).join("\n");
+  const description = posts.length === 0
+    ? "No posts yet."
+    : `Posts of the household's relay, newest first: ${posts.map((p) => p.title).join(", ")}`;
   return page(
-    "Blog",
+    { title: "Blog", description, urls, head: FEED_LINK(urls.origin) },
     `<h1>Blog</h1>
 <nav><a href="${escapeHtml(`${urls.origin}/blog/feed.xml`)}">Atom feed</a></nav>
 ${posts.length === 0 ? "<p>No posts yet.</p>" : `<ul class="posts">\n${items}\n</ul>`}`,
-    FEED_LINK(urls.origin),
   );
 }
 
+/** The text of a heading's HTML, for comparing: no tags, entities read, spaces folded. */
+function headingText(html: string): string {
+  const entities: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"' };
+  return html.replace(/<[^>]*>/g, "")
+    .replace(
+      /&(amp|lt|gt|quot);|&#(\d+);/g,
+      (_, name, code) => name ? entities[name]! : String.fromCharCode(Number(code)),
+    )
+    .replace(/\s+/g, " ").trim().toLowerCase();
+}
+
+/** Whether a body's heading repeats the title: either holds the other. */
+function sameHeading(headingHtml: string, title: string): boolean {
+  const heading = headingText(headingHtml);
+  const plain = title.replace(/\s+/g, " ").trim().toLowerCase();
+  return heading !== "" && (plain.includes(heading) || heading.includes(plain));
+}
+
 /**
- * One post's page: title, date, tags and the body.
+ * One post's page: title, date, tags and the body. The post's title is the page's heading;
+ * a body that opens with a heading saying the same (`# Title` in the Markdown, often the
+ * title itself or the part of it after a series name) loses that one, so that the page
+ * does not show its title twice.
  *
  * @param body The post's body as the blog rendered it (HTML).
  */
 export function postPage(post: Post, body: string, urls: SiteUrls): string {
+  const own = /^\s*<h1[^>]*>([\s\S]*?)<\/h1>\n?/.exec(body);
+  const repeats = own !== undefined && own !== null && sameHeading(own[1]!, post.title);
+  const rest = repeats ? body.slice(own[0].length) : body;
   return page(
-    post.title,
+    { title: post.title, description: post.content, urls, head: FEED_LINK(urls.origin) },
     `<nav><a href="${escapeHtml(`${urls.origin}/blog/`)}">← Blog</a></nav>
 <article>
 <h1>${escapeHtml(post.title)}</h1>
 <div class="meta"><time datetime="${new Date(post.created_at).toISOString()}">${
       date(post.created_at)
     }</time> ${tags(post.tags)}</div>
-${body}
+${rest}
 </article>`,
-    FEED_LINK(urls.origin),
   );
 }
 
@@ -171,8 +217,9 @@ export function podcastPage(
         : ""
     }</li>`
   ).join("\n");
+  const description = "Articles read aloud by the household's relay: subscribe in a podcast app.";
   return page(
-    "Podcast",
+    { title: "Podcast", description, urls },
     `<h1>Podcast</h1>
 ${
       options.qr

@@ -252,8 +252,16 @@ function podcastPaths(): Record<string, ZodOpenApiOperationObject> {
         "200": { description: "SVG", content: { "image/svg+xml": {} } },
       },
     },
+    "/podcast/artwork.png": {
+      summary: "The podcast's artwork: a square PNG of 3000 px (public)",
+      responses: { "200": { description: "PNG", content: { "image/png": {} } } },
+    },
+    "/robots.txt": {
+      summary: "Where crawlers may go: the public blog and podcast only",
+      responses: { "200": { description: "robots.txt", content: { "text/plain": {} } } },
+    },
     "/podcast/{file}": {
-      summary: "An episode's MP3 (`{id}.mp3`); honours Range",
+      summary: "An episode's MP3 (`{id}.mp3`, honours Range) or transcript (`{id}.txt`)",
       parameters: [
         z.string().meta({
           param: { in: "path", name: "file", example: "20261123-114218-p2c7w4ne.mp3" },

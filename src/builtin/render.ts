@@ -21,7 +21,34 @@ export const RENDERER_VERSION = 1;
 
 const markdown = new MarkdownIt({ html: false, linkify: true, typographer: false });
 
-/** Renders Markdown (or plain text, which is Markdown too) as HTML. */
+/** Renders Markdown (or plain text, which is Markdown too) as HTML, on this thread. */
 export function renderMarkdown(text: string): string {
   return markdown.render(text);
+}
+
+/**
+ * Renders Markdown as HTML on a thread of its own (`render_worker.ts`), ended after: the
+ * relay keeps answering while a large post is rendered, and the render's memory goes with
+ * the thread. Where the thread cannot start (a binary compiled without the worker's
+ * module), renders on this thread.
+ */
+export function renderOffThread(text: string): Promise<string> {
+  let worker: Worker;
+  try {
+    worker = new Worker(new URL("./render_worker.ts", import.meta.url).href, { type: "module" });
+  } catch {
+    return Promise.resolve(renderMarkdown(text));
+  }
+  return new Promise((resolve) => {
+    worker.onmessage = (event: MessageEvent<string>) => {
+      worker.terminate();
+      resolve(event.data);
+    };
+    worker.onerror = (event) => {
+      event.preventDefault();
+      worker.terminate();
+      resolve(renderMarkdown(text));
+    };
+    worker.postMessage(text);
+  });
 }

@@ -4,7 +4,7 @@
  * address the relay listens on, and never a request's `Host` header: a feed is kept and
  * handed to every reader, and a cache or proxy in front of the relay keeps it too, so a
  * `Host: evil.example` that made its way into one would send every subscriber's player to
- * that host.
+ * that host. And what the site tells crawlers: `/robots.txt`.
  *
  * @module
  */
@@ -34,4 +34,27 @@ export class SiteOrigin {
   get origin(): string {
     return this.#configured ?? this.#listening ?? UNKNOWN_ORIGIN;
   }
+}
+
+/**
+ * `/robots.txt` (RFC 9309): crawlers may read the public blog and podcast, and nothing
+ * else; a private blog or podcast is closed to them too. Without the file, every crawler's
+ * visit left a 404 in the log.
+ */
+export function robotsResponse(
+  options: { privateBlog?: boolean | undefined; privatePodcast?: boolean | undefined },
+): Response {
+  const lines = [
+    "# Content Relay: only its blog and podcast are pages for the public.",
+    "User-agent: *",
+    ...(options.privateBlog ? [] : ["Allow: /blog/"]),
+    ...(options.privatePodcast ? [] : ["Allow: /podcast/"]),
+    "Disallow: /",
+  ];
+  return new Response(`${lines.join("\n")}\n`, {
+    headers: {
+      "content-type": "text/plain; charset=utf-8",
+      "cache-control": "public, max-age=3600",
+    },
+  });
 }

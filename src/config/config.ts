@@ -76,6 +76,10 @@ export interface Config {
   readonly podcastKeep: number;
   /** Disk space for podcast audio, bytes, ≥ 1 MiB. */
   readonly podcastMaxDiskBytes: number;
+  /** The podcast feed's language, a BCP 47 tag (`en`, `zh-cn`); default the first episode's. */
+  readonly podcastLanguage: string | undefined;
+  /** The podcast owner's email, for the feed's `itunes:owner`. */
+  readonly podcastEmail: string | undefined;
   /** File holding the API key, when given. */
   readonly apiKeyFile: string | undefined;
   /** The named keys with scopes (issue 7); may not exist yet. */
@@ -269,6 +273,14 @@ const configSchema = z.object({
     .refine((bytes) => bytes >= 1024 * 1024, {
       error: "must be a size of at least 1MiB (bytes, KiB, MiB or GiB)",
     }),
+  "podcast-language": z
+    .string()
+    .regex(/^[a-z]{2,3}(-[a-z0-9]{1,8})*$/i, {
+      error: "must be a language tag such as en, en-gb or zh-cn",
+    })
+    .transform((tag) => tag.toLowerCase())
+    .optional(),
+  "podcast-email": z.email({ error: "must be an email address" }).optional(),
   "api-key-file": z.string().min(1, { error: "must not be empty" }).optional(),
   "keys-file": z.string().min(1, { error: "must not be empty" }).optional(),
   "tls-cert": z.string().min(1, { error: "must not be empty" }).optional(),
@@ -448,6 +460,8 @@ export function loadConfig(
     ttsCommand: value["tts-command"],
     podcastKeep: value["podcast-keep"],
     podcastMaxDiskBytes: value["podcast-max-disk"],
+    podcastLanguage: value["podcast-language"],
+    podcastEmail: value["podcast-email"],
     apiKeyFile: value["api-key-file"],
     keysFile: value["keys-file"] ?? defaultKeysFile(value.db),
     tls: certFile === undefined || tlsKeyFile === undefined

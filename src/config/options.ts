@@ -163,6 +163,18 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
     help: "disk space for podcast audio (bytes, KiB, MiB or GiB); the oldest beyond are deleted",
   },
   {
+    flag: "podcast-language",
+    env: "RELAY_PODCAST_LANGUAGE",
+    default: undefined,
+    help: "language of the podcast feed, e.g. en or zh-cn (default: the first episode's)",
+  },
+  {
+    flag: "podcast-email",
+    env: "RELAY_PODCAST_EMAIL",
+    default: undefined,
+    help: "owner's email in the podcast feed (Apple Podcasts requires one to list it)",
+  },
+  {
     flag: "api-key-file",
     env: "RELAY_API_KEY_FILE",
     default: undefined,

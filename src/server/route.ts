@@ -8,6 +8,7 @@
  */
 
 import type { Context } from "hono";
+import type { PodcastFeedSettings } from "../builtin/feeds.ts";
 import type { LimitFunction } from "p-limit";
 import type { Scope } from "../access/named_keys.ts";
 import type { PublishConfig } from "../publish/fan_out.ts";
@@ -79,6 +80,8 @@ export interface BuiltinPublishing {
   readonly privateBlog?: boolean | undefined;
   /** `--private-podcast`: the podcast's pages, feed and audio need a key with `read`. */
   readonly privatePodcast?: boolean | undefined;
+  /** The podcast feed's language and owner address (`--podcast-language`, `--podcast-email`). */
+  readonly podcastFeed?: PodcastFeedSettings | undefined;
 }
 
 /** What the route handlers share: the store, the app's options, its limits and signals. */

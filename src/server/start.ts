@@ -266,6 +266,7 @@ async function buildRelay(
       publicUrl: config.publicUrl,
       privateBlog: config.privateBlog,
       privatePodcast: config.privatePodcast,
+      podcastFeed: { language: config.podcastLanguage, email: config.podcastEmail },
     },
     failed: await FailedPublishes.open(
       join(dataDir, "failed-publishes.json"),

@@ -38,7 +38,9 @@ export interface Running extends AsyncDisposable {
 /** What {@linkcode serveServices} takes: the services' options and the relay's. */
 export type ServeOptions =
   & Partial<BuiltinOptions>
-  & Partial<Pick<BuiltinPublishing, "publicUrl" | "privateBlog" | "privatePodcast">>;
+  & Partial<
+    Pick<BuiltinPublishing, "publicUrl" | "privateBlog" | "privatePodcast" | "podcastFeed">
+  >;
 
 /**
  * Serves the relay with its built-in services on 127.0.0.1 and starts their worker.
@@ -46,7 +48,7 @@ export type ServeOptions =
  * @param options.dataDir An existing temporary directory, or a new one.
  */
 export async function serveServices(options: ServeOptions = {}): Promise<Running> {
-  const { publicUrl, privateBlog, privatePodcast, ...serviceOptions } = options;
+  const { publicUrl, privateBlog, privatePodcast, podcastFeed, ...serviceOptions } = options;
   const dataDir = options.dataDir ?? await Deno.makeTempDir({ prefix: "relay-publish-" });
   const base = await makeStore({ systemClock: true });
   const keysFile = join(await Deno.makeTempDir({ prefix: "relay-keys-" }), "keys.json");
@@ -58,7 +60,7 @@ export async function serveServices(options: ServeOptions = {}): Promise<Running
     apiKey: MAIN_KEY,
     keyRing: new KeyRing(keysFile, Date.now, () => {}),
     logger: new Logger({ write: () => {} }),
-    builtin: { services, appId: APP_ID, publicUrl, privateBlog, privatePodcast },
+    builtin: { services, appId: APP_ID, publicUrl, privateBlog, privatePodcast, podcastFeed },
   });
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },

@@ -34,7 +34,7 @@ Deno.test("the API document lists every route of the built-in services, and each
 
     const served = app.routes
       .map(({ path }) => path)
-      .filter((path) => /^\/(notes|blog|podcast|downstream)\b/.test(path))
+      .filter((path) => /^\/(notes|blog|podcast|downstream|robots\.txt)\b/.test(path))
       .map((path) => path.replace(/:([a-z_]+)/g, "{$1}"));
     const documented = Object.entries(doc.paths)
       .filter(([, methods]) => Object.values(methods).some((op) => op["x-builtin"]))

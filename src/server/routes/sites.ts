@@ -11,6 +11,8 @@
 import type { Context } from "hono";
 import { HttpError, problemResponse } from "../../errors.ts";
 import type { SiteUrls } from "../../builtin/html.ts";
+import { ARTWORK_PATH, artworkResponse, transcriptResponse } from "../../builtin/podcast_files.ts";
+import { robotsResponse } from "../../builtin/site.ts";
 import { json } from "../responses.ts";
 import type { BuiltinPublishing, Handler, Route, Routes } from "../route.ts";
 import { siteOrigin } from "./downstream.ts";
@@ -215,9 +217,13 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
     }),
     "/podcast/feed.xml": reading(closed, async (_c, url) => {
       const { podcastRss } = await loadFeeds();
-      return new Response(podcastRss(await podcast.list(), urls(), feedKey(url)), {
-        headers: { "content-type": "application/rss+xml; charset=utf-8" },
-      });
+      const settings = builtin.podcastFeed;
+      return new Response(
+        podcastRss(await podcast.list(), urls(), { key: feedKey(url), settings }),
+        {
+          headers: { "content-type": "application/rss+xml; charset=utf-8" },
+        },
+      );
     }),
     // The feed's address as a QR code, for subscribing from a phone's podcast app.
     "/podcast/qr.svg": reading(closed, async (_c, url) => {
@@ -235,12 +241,15 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
         headers: { "content-type": "image/svg+xml", "cache-control": "no-store" },
       });
     }),
+    // Public even for a private podcast: an app shows it before it has asked for a key.
+    [ARTWORK_PATH]: reading(false, () => artworkResponse()),
     "/podcast/:file": reading(closed, async (c) => {
-      const match = /^(.+)\.mp3$/.exec(c.req.param("file") ?? "");
+      const match = /^(.+)\.(mp3|txt)$/.exec(c.req.param("file") ?? "");
       const episode = match ? await podcast.get(match[1]!) : undefined;
       if (episode === undefined || episode.state !== "ready") {
         throw new HttpError(404, "No such episode audio");
       }
+      if (match?.[2] === "txt") return transcriptResponse(episode);
       return await serveFile(c, podcast.audioPath(episode.id), "audio/mpeg");
     }),
   };
@@ -252,5 +261,10 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
  * @param builtin The services and whether the blog and podcast are private.
  */
 export function siteRoutes(builtin: BuiltinPublishing): Routes {
-  return { ...noteRoutes(builtin), ...blogRoutes(builtin), ...podcastRoutes(builtin) };
+  return {
+    ...noteRoutes(builtin),
+    ...blogRoutes(builtin),
+    ...podcastRoutes(builtin),
+    "/robots.txt": reading(false, () => Promise.resolve(robotsResponse(builtin))),
+  };
 }

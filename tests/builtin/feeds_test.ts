@@ -1,0 +1,128 @@
+import assert from "node:assert/strict";
+import { XMLParser } from "fast-xml-parser";
+import { podcastGuid, podcastRss } from "../../src/builtin/feeds.ts";
+import { postJson, serveServices } from "./_services.ts";
+import { walkMp3 } from "./_mp3.ts";
+
+const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@" });
+
+/**
+ * The Xing/Info tag of an MP3's first frame, read from the Xing header layout (independent
+ * of the relay's code): "Xing" or "Info" after the header and side information, flags, then
+ * the frame count, byte count and seek table when flagged.
+ */
+function infoTag(mp3: Uint8Array): { frames: number; bytes: number; toc: number[] } | undefined {
+  const version = (mp3[1]! >> 3) & 3;
+  const mono = (mp3[3]! >> 6) === 3;
+  const at = 4 + (version === 3 ? (mono ? 17 : 32) : (mono ? 9 : 17));
+  const name = new TextDecoder().decode(mp3.subarray(at, at + 4));
+  if (name !== "Info" && name !== "Xing") return undefined;
+  const view = new DataView(mp3.buffer, mp3.byteOffset);
+  const flags = view.getUint32(at + 4);
+  assert.equal(flags & 7, 7, "frames, bytes and seek table");
+  return {
+    frames: view.getUint32(at + 8),
+    bytes: view.getUint32(at + 12),
+    toc: [...mp3.subarray(at + 16, at + 116)],
+  };
+}
+
+Deno.test("blog feed: Atom with the feed's author and each tag as a category term", async () => {
+  await using relay = await serveServices();
+  await postJson(`${relay.url}/downstream/api/publish`, {
+    title: "Tagged",
+    content: "c",
+    tags: "sqlite, durability",
+    targets: ["blog"],
+  });
+  const feed = xml.parse(await (await fetch(`${relay.url}/blog/feed.xml`)).text()).feed;
+  // RFC 4287: a feed has an author, here or in every entry.
+  assert.equal(feed.author.name, "Content Relay");
+  const categories = [feed.entry.category].flat();
+  assert.deepEqual(categories.map((c: Record<string, string>) => c["@term"]), [
+    "sqlite",
+    "durability",
+  ]);
+});
+
+Deno.test("podcast feed: Apple's and Podcasting 2.0's tags, rendered descriptions, the first episode's language", async () => {
+  await using relay = await serveServices({ podcastFeed: { email: "owner@example.org" } });
+  const read = (title: string, content: string) =>
+    postJson(`${relay.url}/downstream/api/publish`, {
+      title,
+      content,
+      targets: ["nas"],
+      transform: "read",
+    });
+  // The first episode is read in Mandarin, the two after it in English.
+  await read("读一读", "这是第一句话。这是第二句话。");
+  await relay.services.podcast.idle(60_000);
+  await read("Second", "This is *the* first sentence. A <b>second</b> one & a third.");
+  await relay.services.podcast.idle(60_000);
+  await read("Third", "Short and plain.");
+  await relay.services.podcast.idle(60_000);
+
+  const text = await (await fetch(`${relay.url}/podcast/feed.xml`)).text();
+  assert.ok(text.includes('xmlns:podcast="https://podcastindex.org/namespace/1.0"'));
+  assert.ok(text.includes('xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"'));
+  const channel = xml.parse(text).rss.channel;
+  assert.equal(channel.language, "zh-cn");
+  assert.equal(channel["itunes:owner"]["itunes:email"], "owner@example.org");
+  assert.equal(channel["itunes:owner"]["itunes:name"], "Content Relay");
+  assert.equal(channel["itunes:category"]["@text"], "Technology");
+  assert.equal(channel["podcast:guid"], podcastGuid(`${relay.url}/podcast/feed.xml`));
+
+  // The artwork: a square PNG of 3000 px in RGB, as Apple requires.
+  const artwork = channel["itunes:image"]["@href"];
+  assert.equal(channel.image.url, artwork);
+  const png = new Uint8Array(await (await fetch(artwork)).arrayBuffer());
+  const view = new DataView(png.buffer);
+  assert.deepEqual([...png.subarray(1, 4)], [0x50, 0x4e, 0x47]); // "PNG"
+  assert.equal(view.getUint32(16), 3000);
+  assert.equal(view.getUint32(20), 3000);
+  assert.equal(png[25], 2, "colour type 2: RGB, no alpha");
+
+  const items = [channel.item].flat();
+  assert.deepEqual(items.map((i: { title: string }) => i.title), ["Third", "Second", "读一读"]);
+  const second = items[1];
+  // HTML a podcast app shows: Markdown rendered, a literal <b> still text.
+  assert.ok(second.description.includes("<em>the</em>"), second.description);
+  assert.ok(second.description.includes("&lt;b&gt;second&lt;/b&gt;"), second.description);
+  assert.match(String(second["itunes:duration"]), /^\d+:\d\d$/);
+  // The transcript is the text that was read.
+  const transcript = second["podcast:transcript"];
+  assert.equal(transcript["@type"], "text/plain");
+  assert.equal(transcript["@language"], "en");
+  const served = await fetch(transcript["@url"]);
+  assert.equal(served.headers.get("content-type"), "text/plain; charset=utf-8");
+  assert.equal(
+    await served.text(),
+    "This is *the* first sentence. A <b>second</b> one & a third.",
+  );
+  assert.equal(items[2]["podcast:transcript"]["@language"], "zh-cn");
+
+  // The MP3 opens with an Info (Xing) frame that gives its length: players need not guess.
+  const mp3 = new Uint8Array(await (await fetch(second.enclosure["@url"])).arrayBuffer());
+  const walk = walkMp3(mp3);
+  const info = infoTag(mp3);
+  assert.ok(info !== undefined, "an Info frame first");
+  assert.equal(info.frames, walk.frames - 1);
+  assert.equal(info.bytes, mp3.length);
+  assert.equal(info.toc.length, 100);
+
+  // The language is a setting of the feed; without an address there is no itunes:owner,
+  // which Apple would refuse without one.
+  const set = xml.parse(podcastRss(await relay.services.podcast.list(), { origin: relay.url }, {
+    settings: { language: "en-gb" },
+  })).rss.channel;
+  assert.equal(set.language, "en-gb");
+  assert.equal(set["itunes:owner"], undefined);
+});
+
+Deno.test("podcastGuid() is the UUID v5 of the feed address without scheme or trailing slash", () => {
+  // The Podcasting 2.0 namespace's own example; Python's uuid.uuid5 gives the same.
+  assert.equal(
+    podcastGuid("https://mp3s.nashownotes.com/pc20rss.xml/"),
+    "917393e3-1b1e-5cef-ace4-edaa54e1f810",
+  );
+});

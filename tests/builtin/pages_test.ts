@@ -1,0 +1,77 @@
+import assert from "node:assert/strict";
+import { postJson, serveServices } from "./_services.ts";
+
+Deno.test("blog pages: one heading, a description, the relay's icon", async () => {
+  await using relay = await serveServices();
+  const publish = async (body: Record<string, unknown>) =>
+    (await (await postJson(`${relay.url}/downstream/api/publish`, {
+      targets: ["blog"],
+      ...body,
+    })).json()).blog.redirect_url;
+  const titled = await publish({
+    title: "Why WAL needs fsync",
+    content: "A short plain summary, with <b>markup</b> & more.",
+    content_md: "# Why WAL needs fsync\n\nA *short* summary.",
+  });
+  const plain = await publish({ title: "Plain", content: "Only a summary." });
+  const series = await publish({
+    title: "Reading notes: Why <logs> & matter",
+    content: "c",
+    content_md: "#   Why <logs> &amp; matter\n\nText.",
+  });
+  const other = await publish({
+    title: "Weekend",
+    content: "c",
+    content_md: "# A different heading\n\nText.",
+  });
+  for (const url of [titled, plain, series, `${relay.url}/blog/`, `${relay.url}/podcast/`]) {
+    const html = await (await fetch(url)).text();
+    assert.equal(html.match(/<h1[\s>]/g)?.length, 1, `one heading in ${url}`);
+    assert.match(html, /<meta name="description" content="[^"]+">/, url);
+    assert.ok(
+      html.includes(`<link rel="icon" type="image/svg+xml" href="${relay.url}/app/icon.svg">`),
+    );
+  }
+  const page = await (await fetch(titled)).text();
+  assert.ok(page.includes("<h1>Why WAL needs fsync</h1>"));
+  assert.ok(page.includes("<em>short</em>"));
+  assert.ok(
+    (await (await fetch(series)).text()).includes(
+      "<h1>Reading notes: Why &#60;logs&#62; &#38; matter</h1>",
+    ),
+  );
+  // A heading that says something else is the body's own.
+  const both = await (await fetch(other)).text();
+  assert.ok(both.includes("<h1>Weekend</h1>") && both.includes("<h1>A different heading</h1>"));
+  assert.ok(
+    page.includes(
+      '<meta name="description" content="A short plain summary, with &#60;b&#62;markup&#60;/b&#62; &#38; more.">',
+    ),
+  );
+  assert.ok((await (await fetch(plain)).text()).includes("<h1>Plain</h1>"));
+});
+
+Deno.test("robots.txt lets crawlers read the public blog and podcast only", async () => {
+  {
+    await using relay = await serveServices();
+    const res = await fetch(`${relay.url}/robots.txt`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-type"), "text/plain; charset=utf-8");
+    const text = await res.text();
+    assert.match(text, /^User-agent: \*$/m);
+    assert.match(text, /^Allow: \/blog\/$/m);
+    assert.match(text, /^Allow: \/podcast\/$/m);
+    assert.match(text, /^Disallow: \/$/m);
+  }
+  await using closed = await serveServices({ privateBlog: true, privatePodcast: true });
+  const text = await (await fetch(`${closed.url}/robots.txt`)).text();
+  assert.doesNotMatch(text, /^Allow:/m);
+  assert.match(text, /^Disallow: \/$/m);
+});
+
+Deno.test("the web app's page has no image without a source", async () => {
+  const html = await Deno.readTextFile(new URL("../../webapp/index.html", import.meta.url));
+  const images = html.match(/<img\b[^>]*>/g) ?? [];
+  assert.ok(images.length > 0);
+  for (const img of images) assert.match(img, /\ssrc="[^"]+"/, img);
+});

@@ -26,7 +26,7 @@ import {
   WEBAPP_PATH,
 } from "../constants.ts";
 import { HttpError, problemResponse, truncate } from "../errors.ts";
-import { storageProblem } from "./faults.ts";
+import { fileFaultProblem, storageProblem } from "./faults.ts";
 import { sizeOf } from "./responses.ts";
 import type { KeyRing } from "../access/named_keys.ts";
 import type { PublishConfig } from "../publish/fan_out.ts";
@@ -285,6 +285,8 @@ export function createApp(options: AppOptions): RelayApp {
       return problemResponse(503, `${error.message}: try again`, { "retry-after": "1" });
     }
     if (error instanceof StorageError) return storageProblem(error);
+    const fault = fileFaultProblem(error, "answer this request");
+    if (fault !== undefined) return fault;
     logger.error("relay: unexpected error", error);
     return problemResponse(500, "Internal error: the relay logged the cause");
   };

@@ -73,7 +73,7 @@ export type { ResultItem, ResultsPage } from "./_results.ts";
 export { type Collection, QUEUE_CAPACITY, RESULTS_CAPACITY } from "./_state.ts";
 export type { StoreStats } from "./_stats.ts";
 export { StoreBusyError } from "./_writer.ts";
-export { type FaultKind, StorageError, StoreFormatError } from "./_faults.ts";
+export { classifyFault, type FaultKind, StorageError, StoreFormatError } from "./_faults.ts";
 export { type HealthVerdict, RESERVE_BYTES } from "./_health.ts";
 export type { QueueCounters, ResultCounters } from "./kv_keys.ts";
 

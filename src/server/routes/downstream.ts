@@ -17,6 +17,7 @@ import { z } from "zod";
 import { AuthFailureLimiter, presentedKey } from "../auth.ts";
 import { readLimited } from "../body.ts";
 import { HttpError, problemResponse } from "../../errors.ts";
+import { fileFaultProblem } from "../faults.ts";
 import { BlogStore } from "../../builtin/blog.ts";
 import { NotesStore, parseTags } from "../../builtin/notes.ts";
 import type { SiteUrls } from "../../builtin/html.ts";
@@ -382,6 +383,8 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
         if (error instanceof HttpError) {
           return problemResponse(error.status, error.message, error.headers);
         }
+        const fault = fileFaultProblem(error, `${c.req.method} ${c.req.path}`);
+        if (fault !== undefined) return fault;
         logError("relay: built-in services: unexpected error", error);
         return problemResponse(500, "Internal error: the relay logged the cause");
       }

@@ -223,6 +223,7 @@ export async function startRelay(
       dedupeWindowMs: config.dedupeWindowMs,
       onCommit: metrics.commit,
       path: db,
+      maxItemBytes: config.maxBodyBytes,
       onHealthChange: (verdict) => {
         if (!checked) return;
         if (verdict.ok) log("relay: storage: the database commits again");

@@ -67,6 +67,9 @@ export function reserveSizes(maxItemBytes: number): { pulls: number; clear: numb
 /** Shortest time between two probes, ms. */
 export const PROBE_INTERVAL_MS = 1000;
 
+/** Shortest time between two checks of the file's pages after failures, ms. */
+const QUICK_CHECK_INTERVAL_MS = 10_000;
+
 /**
  * What `/health` reports: whether the store can commit, and if not, why: `reason` is short
  * (`disk full`); `cause` is the error that showed the fault, when one did (SQLite's words).
@@ -102,6 +105,7 @@ export class StoreHealth {
   #reported: HealthVerdict = OK;
   readonly #onChange: ((verdict: HealthVerdict) => void) | undefined;
   readonly #reserve: { pulls: number; clear: number };
+  #quickCheckedAt = Number.NEGATIVE_INFINITY;
 
   /**
    * @param path The database file; without one (an in-memory store) there is no reserve and
@@ -195,7 +199,13 @@ export class StoreHealth {
     const named = classifyFault(error, this.#path);
     if (named !== undefined && named !== "io") return named;
     if (this.#damaged !== undefined) return named ?? "damaged";
-    if (this.#path === undefined) return named;
+    // The check reads the whole file on the main thread (about 1 ms a MB): not for every
+    // error of a burst.
+    const now = performance.now();
+    if (this.#path === undefined || now - this.#quickCheckedAt < QUICK_CHECK_INTERVAL_MS) {
+      return named;
+    }
+    this.#quickCheckedAt = now;
     try {
       return quickCheck(this.#path) === undefined ? named : "damaged";
     } catch {

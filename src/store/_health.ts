@@ -18,10 +18,10 @@
  * store in **disk-full mode**: writes that store new content (submit, push, restore) are
  * refused at once, and the rest (pull, lease, ack, clear) are tried again in the room left.
  * The second part only a clear gives up: once pulls have used up theirs, a clear still works
- * and leaves room inside the database for new items (measured on a full tmpfs: pulls and acks
- * of 400 KB items took about 48 KB of log each, a clear of 150 such items and 50 results
- * 552 KB; with one 1 MiB reserve for both, the clear after twenty-odd pulls failed). Disk-full
- * mode ends when a probe finds the space to set the whole reserve aside again.
+ * (measured on a full tmpfs: pulls and acks of 400 KB items took about 48 KB of log each, a
+ * clear of 150 such items and 50 results 552 KB; with one 1 MiB reserve for both, the clear
+ * after 19 such pulls failed). Disk-full mode ends when a probe finds the space to set the
+ * whole reserve aside again.
  *
  * @module
  */
@@ -163,7 +163,11 @@ export class StoreHealth {
    * @returns The kind of storage fault `error` names, or `undefined` when it names none.
    */
   failed(error: unknown): FaultKind | undefined {
-    const named = this.#classify(error);
+    return this.#record(error, this.#classify(error));
+  }
+
+  /** Records the failure `error`, of the kind `named` (`undefined`: an I/O error). */
+  #record(error: unknown, named: FaultKind | undefined): FaultKind | undefined {
     const kind = named ?? "io";
     const verdict: HealthVerdict = {
       ok: false,
@@ -186,7 +190,8 @@ export class StoreHealth {
    * @returns The kind of storage fault, or `undefined`.
    */
   readFailed(error: unknown): FaultKind | undefined {
-    return this.#classify(error) === undefined ? undefined : this.failed(error);
+    const named = this.#classify(error);
+    return named === undefined ? undefined : this.#record(error, named);
   }
 
   /**

@@ -19,12 +19,7 @@ import { z } from "zod";
 import { findApiKey, generatedKeyPath } from "./access/api_key.ts";
 import { ConfigError } from "./config/config.ts";
 import { errorMessage } from "./errors.ts";
-import {
-  makePrivateDirectory,
-  pathExists,
-  PRIVATE_FILE_MODE,
-  writePrivateFile,
-} from "./util/files.ts";
+import { pathExists, writeAtomically, writePrivateFile } from "./util/files.ts";
 import {
   namedKeySchema,
   namesUnique,
@@ -458,20 +453,9 @@ async function takeBackup(
     keys: backupKeys(options.keysFile),
     published: await exportPublished(dirname(options.db)),
   };
-  makePrivateDirectory(dir);
   const path = join(dir, automaticBackupName(at));
-  const temporary = `${path}.${crypto.randomUUID()}.tmp`;
-  try {
-    await Deno.writeTextFile(temporary, JSON.stringify(backup, null, 2) + "\n", {
-      createNew: true,
-      mode: PRIVATE_FILE_MODE,
-    });
-    await Deno.chmod(temporary, PRIVATE_FILE_MODE);
-    await Deno.rename(temporary, path);
-  } catch (error) {
-    await Deno.remove(temporary).catch(() => {});
-    throw error;
-  }
+  // Durable before older backups go: a power cut must not leave none whole.
+  await writeAtomically(path, JSON.stringify(backup, null, 2) + "\n");
   const all = automaticBackups(dir);
   for (const old of all.slice(0, Math.max(0, all.length - options.keep))) {
     await Deno.remove(join(dir, old.name)).catch(() => {});

@@ -26,7 +26,7 @@ import {
   WEBAPP_PATH,
 } from "../constants.ts";
 import { HttpError, problemResponse, truncate } from "../errors.ts";
-import { storageProblem } from "./faults.ts";
+import { fileFaultProblem, storageProblem } from "./faults.ts";
 import { sizeOf } from "./responses.ts";
 import type { KeyRing } from "../access/named_keys.ts";
 import type { PublishConfig } from "../publish/fan_out.ts";
@@ -283,8 +283,10 @@ function notFound(routes: Readonly<Routes>, builtin: boolean): (c: Context) => R
 }
 
 /** Every error as an RFC 9457 problem document; an unexpected one is logged and answers 500. */
-function errorResponder(logger: Logger): (error: unknown) => Response {
-  return (error) => {
+function errorResponder(
+  logger: Logger,
+): (error: unknown, c?: { req: { method: string; path: string } }) => Response {
+  return (error, c) => {
     if (error instanceof HttpError) {
       return problemResponse(error.status, error.message, error.headers);
     }
@@ -292,6 +294,11 @@ function errorResponder(logger: Logger): (error: unknown) => Response {
       return problemResponse(503, `${error.message}: try again`, { "retry-after": "1" });
     }
     if (error instanceof StorageError) return storageProblem(error);
+    const fault = fileFaultProblem(
+      error,
+      c === undefined ? "answer this request" : `${c.req.method} ${c.req.path}`,
+    );
+    if (fault !== undefined) return fault;
     logger.error("relay: unexpected error", error);
     return problemResponse(500, "Internal error: the relay logged the cause");
   };

@@ -1,12 +1,13 @@
 /**
  * Storage faults as HTTP answers (docs/api.md, requests, answers and errors): what a client
- * can do about a full, read-only, damaged or failing disk under the relay's database.
+ * can do about a full, read-only, damaged or failing disk under the relay's database or its
+ * other files (notes, posts, episodes), or about a process out of file descriptors.
  *
  * @module
  */
 
 import { problemResponse } from "../errors.ts";
-import type { FaultKind, StorageError } from "../store/store.ts";
+import { classifyFault, type FaultKind, type StorageError } from "../store/store.ts";
 
 /** Per kind: the status, when to try again (seconds) and what to tell the client. */
 const ANSWERS: Record<FaultKind, { status: number; retryAfterS: number; detail: string }> = {
@@ -61,3 +62,34 @@ const ADDING = new Set(["submit", "push", "restore"]);
 
 const FULL_EVEN_FOR_REMOVALS = "the relay's disk is full, and the room it sets aside for " +
   "pulls, acks and clears is used up. Free space on the relay's machine and try again";
+
+/** When a request refused for want of a file descriptor may try again, seconds. */
+const DESCRIPTORS_RETRY_AFTER_S = 5;
+
+/**
+ * The problem response for an error of the file system met outside the database (a note, a
+ * post, an episode or its audio): 507 for a full disk, 503 for a read-only or failing one,
+ * each with `Retry-After` and the same details as the database's faults; 503 with
+ * `Retry-After` for a process that has no file descriptor left (`EMFILE`, `ENFILE`), which
+ * frees itself as downloads end. Routes call it before answering anything else with 500.
+ *
+ * @param error What the file system threw.
+ * @param what What could not be done, e.g. `"save the note"`: the detail says `Cannot …`.
+ * @returns `undefined` when `error` is none of these (a bug: the caller answers 500).
+ */
+export function fileFaultProblem(error: unknown, what: string): Response | undefined {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/too many open files|os error 2[34]\b/i.test(message)) {
+    return problemResponse(
+      503,
+      `Cannot ${what}: the relay has as many files open as it may right now; try again shortly`,
+      { "retry-after": String(DESCRIPTORS_RETRY_AFTER_S), "connection": "close" },
+    );
+  }
+  const kind = classifyFault(error);
+  if (kind === undefined || kind === "damaged") return undefined;
+  const answer = ANSWERS[kind];
+  return problemResponse(answer.status, `Cannot ${what}: ${answer.detail}`, {
+    "retry-after": String(answer.retryAfterS),
+  });
+}

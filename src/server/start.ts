@@ -187,6 +187,7 @@ async function openStore(
   let checked = false;
   const store = createStore(kv, {
     dedupeWindowMs: config.dedupeWindowMs,
+    maxItemBytes: config.maxBodyBytes,
     onCommit: parts.metrics.commit,
     path: db,
     onHealthChange: (verdict) => {

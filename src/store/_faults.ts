@@ -90,7 +90,10 @@ export function classifyFault(error: unknown, path?: string): FaultKind | undefi
   const message = firstLine(error).toLowerCase();
   if (/database or disk is full|no space left|os error 28\b/.test(message)) return "full";
   if (/readonly database|read-only file system|os error 30\b/.test(message)) return "read-only";
-  if (/malformed|not a database|corrupt/.test(message)) return "damaged";
+  // Deno KV's own words for a value whose bytes were damaged: its encoding tag is garbage.
+  if (/malformed|not a database|corrupt|value encoding -?\d+ is unknown/.test(message)) {
+    return "damaged";
+  }
   if (/disk i\/o error|input\/output error|os error 5\b/.test(message)) {
     return path !== undefined && fileSystemReadOnly(path) ? "read-only" : "io";
   }

@@ -153,7 +153,8 @@ export class Writer {
   /**
    * Applies `change` to a draft and commits it on its own; only inside
    * {@linkcode Writer.exclusive}. The change must fit one commit and store nothing new (a
-   * clear): on a full disk it is tried again once the reserve is released.
+   * clear): on a full disk it is tried again once the reserve is released, the part kept for
+   * a clear included.
    *
    * @throws {StoreBusyError} when the file kept changing under it; {@linkcode StorageError};
    *   other KV errors.
@@ -168,7 +169,8 @@ export class Writer {
         if (await this.#commit(state, draft, mutations)) return;
       } catch (error) {
         if (
-          error instanceof StorageError && error.kind === "full" && this.#health.releaseReserve()
+          error instanceof StorageError && error.kind === "full" &&
+          this.#health.releaseReserve(true)
         ) {
           continue;
         }
@@ -305,7 +307,8 @@ export class Writer {
         ok = await this.#commit(state, draft, mutations, swept);
       } catch (error) {
         if (
-          error instanceof StorageError && error.kind === "full" && this.#health.releaseReserve()
+          error instanceof StorageError && error.kind === "full" &&
+          this.#health.releaseReserve(false)
         ) {
           // Nothing was committed: what stores nothing new goes again, in the room released.
           const again = applied.filter((p) => !p.op!.grows);

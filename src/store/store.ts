@@ -73,7 +73,7 @@ export type { ResultItem, ResultsPage } from "./_results.ts";
 export { type Collection, QUEUE_CAPACITY, RESULTS_CAPACITY } from "./_state.ts";
 export type { StoreStats } from "./_stats.ts";
 export { StoreBusyError } from "./_writer.ts";
-export { type FaultKind, StorageError, StoreFormatError } from "./_faults.ts";
+export { classifyFault, type FaultKind, StorageError, StoreFormatError } from "./_faults.ts";
 export { type HealthVerdict, RESERVE_BYTES } from "./_health.ts";
 export type { QueueCounters, ResultCounters } from "./kv_keys.ts";
 
@@ -109,10 +109,15 @@ export interface StoreOptions {
   onCommit?: (ms: number, ok: boolean) => void;
   /**
    * The database file's path, when `kv` was opened from one: enables the disk-full reserve
-   * (`<path>.reserve`, {@linkcode RESERVE_BYTES}) and the file-system checks of
+   * (`<path>.reserve`, at least {@linkcode RESERVE_BYTES}) and the file-system checks of
    * {@linkcode health}.
    */
   path?: string;
+  /**
+   * The largest item or result the relay accepts, bytes (`--max-body`): sizes the disk-full
+   * reserve. Default the most any configuration allows, 768 KiB.
+   */
+  maxItemBytes?: number;
   /**
    * Told each change of {@linkcode health}'s verdict as commits, loads and probes find it: a
    * storage fault, another fault, or healthy again (the relay logs them).
@@ -144,7 +149,7 @@ export function createStore(kv: Deno.Kv, options: StoreOptions = {}): Store {
   }
   const clock = options.clock ?? systemClock;
   const changes = new Changes();
-  const health = new StoreHealth(options.path, options.onHealthChange);
+  const health = new StoreHealth(options.path, options.onHealthChange, options.maxItemBytes);
   const seenInMemory = options.seenInMemory ?? SEEN_IN_MEMORY;
   if (!Number.isSafeInteger(seenInMemory) || seenInMemory < 1) {
     throw new RangeError(`Cannot create store: ${seenInMemory} records in memory is not ≥ 1`);

@@ -58,12 +58,20 @@ export function makePrivateDirectory(dir: string): void {
 
 /**
  * Flushes a directory's entries to the disk (fsync of the directory): what makes a file
- * created or renamed in it survive a power cut, not only the file's own fsync.
+ * created or renamed in it survive a power cut, not only the file's own fsync. A directory
+ * this process may write in but not read (mode `-wx`) cannot be opened to be synced: it is
+ * left as the file system keeps it, rather than failing the write.
  *
- * @throws I/O errors of opening or syncing the directory.
+ * @throws I/O errors of opening (other than permission) or syncing the directory.
  */
 export function syncDirectory(dir: string): void {
-  const handle = Deno.openSync(dir, { read: true });
+  let handle: Deno.FsFile;
+  try {
+    handle = Deno.openSync(dir, { read: true });
+  } catch (error) {
+    if (error instanceof Deno.errors.PermissionDenied) return;
+    throw error;
+  }
   try {
     handle.syncSync();
   } finally {

@@ -124,3 +124,24 @@ export async function errorTrigger(
     return undefined;
   }
 }
+
+/**
+ * Takes every byte left on the file system of `dir`, as another program filling the disk
+ * would: writes `<dir>/filler` until not even one more byte fits.
+ *
+ * @returns The filler's path: remove it to give the space back.
+ */
+export async function fillDisk(dir: string): Promise<string> {
+  const path = `${dir}/filler`;
+  const filler = await Deno.open(path, { write: true, create: true });
+  const block = new Uint8Array(65536);
+  for (let size = block.length; size >= 1;) {
+    try {
+      await filler.write(block.subarray(0, size));
+    } catch {
+      size = Math.floor(size / 2);
+    }
+  }
+  filler.close();
+  return path;
+}

@@ -9,7 +9,13 @@
 
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { KEY, relayCall, startRelayProcess, withTempDir } from "../_helpers.ts";
+import { assertProblem, KEY, relayCall, startRelayProcess, withTempDir } from "../_helpers.ts";
+import { createApp } from "../../src/server/app.ts";
+import { Logger } from "../../src/server/log.ts";
+import { createStore } from "../../src/store/store.ts";
+
+/** A log that keeps nothing. */
+const QUIET = new Logger({ write: () => {} });
 
 /** SQLite's page size for a Deno KV file. */
 const PAGE_BYTES = 4096;
@@ -129,5 +135,37 @@ Deno.test("a database damaged while the relay serves: the request answers 503, a
       ),
       relay.stderr.join("\n"),
     );
+  });
+});
+
+Deno.test("a value whose bytes were damaged inside a whole page: the request answers 503 'damaged', not 500", async () => {
+  await withTempDir(async (dir) => {
+    const path = `${dir}/relay.kv`;
+    {
+      const kv = await Deno.openKv(path);
+      const app = createApp({ store: createStore(kv, { path }), apiKey: KEY, logger: QUIET });
+      const res = await app.request("/submit", {
+        method: "POST",
+        headers: { "x-auth-key": KEY },
+        body: "x".repeat(100_000),
+      });
+      assert.equal(res.status, 200, await res.text());
+      kv.close();
+    }
+    // The pages stay whole (SQLite's check finds nothing); the values' encoding tags do not.
+    const db = new DatabaseSync(path);
+    db.prepare("UPDATE kv SET v_encoding = 77 WHERE length(v) > 30000").run();
+    db.close();
+
+    const kv = await Deno.openKv(path);
+    try {
+      const app = createApp({ store: createStore(kv, { path }), apiKey: KEY, logger: QUIET });
+      const res = await app.request("/peek?queue=general", { headers: { "x-auth-key": KEY } });
+      assert.match(await assertProblem(res, 503), /^Cannot .*: the relay's database is damaged/);
+      const health = await (await app.request("/health")).json();
+      assert.match(health.reason, /^database damaged \(The value encoding 77 is unknown/);
+    } finally {
+      kv.close();
+    }
   });
 });

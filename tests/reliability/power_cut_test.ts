@@ -9,7 +9,7 @@
  */
 
 import assert from "node:assert/strict";
-import { relayCall, startRelayProcess } from "../_helpers.ts";
+import { eventually, KEY, relayCall, startRelayProcess } from "../_helpers.ts";
 import { errorTrigger, mountExt4, NO_MOUNT, sh } from "./_mounts.ts";
 
 Deno.test({
@@ -44,5 +44,38 @@ Deno.test({
       body: "with the key the phone was given",
     });
     assert.equal(res.status, 200, await res.text());
+  },
+});
+
+Deno.test({
+  name:
+    "an automatic backup the relay logged as written survives a file-system failure right after it, whole",
+  ignore: NO_MOUNT !== undefined,
+  async fn() {
+    await using disk = await mountExt4();
+    const trigger = await errorTrigger(disk, "the power-cut case");
+    if (trigger === undefined) return;
+    const relay = await startRelayProcess(disk.dir, {
+      env: { RELAY_API_KEY: KEY },
+      args: ["--backup-every", "1s"],
+    });
+    const call = relayCall(relay.url);
+    assert.equal((await call("/submit", { method: "POST", body: "backed up" })).status, 200);
+    const written = /^relay: backup written to (\S+) \(1 queued items/;
+    await eventually(
+      () => relay.stdout.some((line) => written.test(line)),
+      "a backup with the item to be written",
+    );
+    const path = written.exec(relay.stdout.find((line) => written.test(line))!)![1]!;
+
+    await Deno.writeTextFile(trigger, "relay test");
+    await relay.stop("SIGKILL");
+    assert.equal((await sh("umount", disk.dir)).code, 0);
+    assert.equal((await sh("mount", "-o", "loop", disk.image, disk.dir)).code, 0);
+
+    const backup = JSON.parse(await Deno.readTextFile(path));
+    assert.deepEqual(backup.queues.general.map((i: { content: string }) => i.content), [
+      "backed up",
+    ]);
   },
 });

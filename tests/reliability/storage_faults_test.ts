@@ -25,6 +25,7 @@ import { Logger } from "../../src/server/log.ts";
 import { createStore } from "../../src/store/store.ts";
 import {
   errorTrigger,
+  fillDisk,
   freeBytes,
   mountExt4,
   mountTmpfs,
@@ -152,16 +153,7 @@ Deno.test({
     assert.equal((await call("/submit", { method: "POST", body: "kept" })).status, 200);
     // The reserve is gone and another program takes every byte left.
     await Deno.remove(`${disk.dir}/relay.kv.reserve`);
-    const filler = await Deno.open(`${disk.dir}/filler`, { write: true, create: true });
-    const block = new Uint8Array(65536);
-    for (let size = block.length; size >= 1;) {
-      try {
-        await filler.write(block.subarray(0, size));
-      } catch {
-        size = Math.floor(size / 2);
-      }
-    }
-    filler.close();
+    await fillDisk(disk.dir);
     const submit = await call("/submit", { method: "POST", body: randomContent(20_000) });
     assert.match(await assertProblem(submit, 507), /^Cannot submit: the relay's disk is full\./);
     const pull = await call("/pull");

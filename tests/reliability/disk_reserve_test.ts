@@ -1,0 +1,74 @@
+/**
+ * Reliability: the room the relay sets aside for a full disk. Pulls and acks of large items
+ * use it up; `/clear` must still work afterwards, since it is what lets the relay take new
+ * items again without anyone freeing space. The disk is a real tmpfs, filled up. Needs root;
+ * skipped, with a line saying why, where mounting is not possible.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { assertProblem, KEY, relayCall, startRelayProcess } from "../_helpers.ts";
+import { fillDisk, mountTmpfs, NO_MOUNT, randomContent } from "./_mounts.ts";
+
+const QUEUES = ["qa", "article", "general"] as const;
+
+Deno.test({
+  name:
+    "a full disk after pulls of large items used up the room set aside: pulls get 507, and /clear still works",
+  ignore: NO_MOUNT !== undefined,
+  async fn() {
+    await using disk = await mountTmpfs("64m");
+    {
+      await using relay = await startRelayProcess(disk.dir, { env: { RELAY_API_KEY: KEY } });
+      const call = relayCall(relay.url);
+      for (let i = 0; i < 60; i++) {
+        const res = await call(`/submit?queue=${QUEUES[i % 3]}`, {
+          method: "POST",
+          body: randomContent(400_000),
+        });
+        assert.equal(res.status, 200, await res.text());
+      }
+      // A clean stop folds the write-ahead log into the database: every commit after the
+      // restart needs new room on the disk.
+      assert.equal((await relay.stop()).code, 0);
+    }
+    await using relay = await startRelayProcess(disk.dir, { env: { RELAY_API_KEY: KEY } });
+    const call = relayCall(relay.url);
+    await fillDisk(disk.dir);
+    const submit = await call("/submit", { method: "POST", body: randomContent(20_000) });
+    assert.match(await assertProblem(submit, 507), /^Cannot submit: the relay's disk is full\./);
+
+    let refused: Response | undefined;
+    let pulled = 0;
+    for (let i = 0; i < 60 && refused === undefined; i++) {
+      const res = await call(`/pull?queue=${QUEUES[i % 3]}&lease=60&limit=1`);
+      if (res.status !== 200) {
+        refused = res;
+        break;
+      }
+      const [item] = await res.json() as Array<{ id: string }>;
+      const acked = await call("/ack", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ids: [item!.id] }),
+      });
+      if (acked.status !== 200) {
+        refused = acked;
+      } else {
+        pulled++;
+        await acked.body?.cancel();
+      }
+    }
+    assert.ok(refused, `the room ran out (${pulled} items pulled and acknowledged)`);
+    assert.match(
+      await assertProblem(refused, 507),
+      /^Cannot (pull|ack): the relay's disk is full, and the room it sets aside for pulls, acks and clears is used up/,
+    );
+
+    const cleared = await call("/clear", { method: "POST" });
+    assert.equal(cleared.status, 200, await cleared.text());
+    const stats = await (await call("/stats")).json();
+    for (const queue of QUEUES) assert.equal(stats.queues[queue].depth, 0, queue);
+  },
+});

@@ -367,6 +367,7 @@ export function createApp(options: AppOptions): RelayApp {
     url: URL | null,
     info: RequestInfo | undefined,
     started: number,
+    hostless: boolean,
   ): Promise<Response> => {
     let response: Response;
     if (url === null) {
@@ -375,7 +376,7 @@ export function createApp(options: AppOptions): RelayApp {
         400,
         "Cannot read the request: its Host header does not make a valid URL",
       );
-    } else if (info?.remoteAddr !== undefined && lacksHost(request, url)) {
+    } else if (hostless) {
       response = problemResponse(
         400,
         "Cannot read the request: it has no Host header (HTTP/1.1 requires one): send " +
@@ -397,30 +398,36 @@ export function createApp(options: AppOptions): RelayApp {
   // The access log and the request metrics around the app. A read answered from its cache
   // is answered in the same turn, without a promise: a promise and its continuations cost
   // about a tenth of a cached read (docs/benchmarks.md, "Reads").
-  const fetch = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
+  // A request from the network must name its host; one made in-process (`request()`, or
+  // `fetch` without a client address) has none to name.
+  const answer = (
+    request: Request,
+    info: RequestInfo | undefined,
+    network: boolean,
+  ): Response | Promise<Response> => {
     const started = performance.now();
     const url = URL.parse(request.url);
-    const hit = url !== null && request.method === "GET" &&
-        (info?.remoteAddr === undefined || !lacksHost(request, url))
+    const hostless = network && url !== null && lacksHost(request, url);
+    const hit = url !== null && request.method === "GET" && !hostless
       ? fromCache(request, url, info)
       : undefined;
     return hit === undefined
-      ? routed(request, url, info, started)
+      ? routed(request, url, info, started, hostless)
       : recorded(request, url, info, hit, started);
   };
 
   return {
-    fetch,
+    fetch: (request, info) => answer(request, info, info?.remoteAddr !== undefined),
     routes: app.routes,
     async request(input, init, info) {
       if (input instanceof Request) {
-        return await fetch(init === undefined ? input : new Request(input, init), info);
+        return await answer(init === undefined ? input : new Request(input, init), info, false);
       }
       const text = String(input);
       const url = /^https?:\/\//.test(text)
         ? text
         : `http://localhost${text.startsWith("/") ? "" : "/"}${text}`;
-      return await fetch(new Request(url, init), info);
+      return await answer(new Request(url, init), info, false);
     },
   };
 }

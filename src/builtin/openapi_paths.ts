@@ -40,8 +40,16 @@ const BAD_INPUT: Array<[number, string]> = [
   [415, "The body is not application/json"],
 ];
 
+/** A client address that sent too many wrong keys, app ids or cookies (per minute). */
+const LIMITED: [number, string] = [
+  429,
+  "Too many failed keys, app ids or cookies from this address; Retry-After says when to " +
+  "try again",
+];
+
 const KEY_NEEDED: Array<[number, string]> = [
   [401, "No key, or a key without the read scope (private blog or podcast only)"],
+  LIMITED,
 ];
 
 const builtin = (operation: ZodOpenApiOperationObject): ZodOpenApiOperationObject => ({
@@ -60,7 +68,7 @@ const readKey = (operation: ZodOpenApiOperationObject): ZodOpenApiOperationObjec
     ...problems([401, "No key, or a key without the read scope"], [
       403,
       "Not given: a key without the scope gets 401 here",
-    ]),
+    ], LIMITED),
   },
 });
 
@@ -131,7 +139,7 @@ export function builtinPaths(): ZodOpenApiPathsObject {
         },
         responses: {
           "200": json("Saved", z.object({ code: z.literal(0), doc_id: z.string() })),
-          ...problems(...BAD_INPUT, [401, "No app id and no key with the publish scope"]),
+          ...problems(...BAD_INPUT, [401, "No app id and no key with the publish scope"], LIMITED),
         },
       }),
     },
@@ -177,7 +185,11 @@ export function builtinPaths(): ZodOpenApiPathsObject {
               episode_id: z.string().optional(),
             }),
           ),
-          ...problems(...BAD_INPUT, [401, "Without the right X-App-ID (or, for a post, a key)"]),
+          ...problems(
+            ...BAD_INPUT,
+            [401, "Without the right X-App-ID (or, for a post, a key)"],
+            LIMITED,
+          ),
         },
       }),
     },
@@ -194,7 +206,11 @@ export function builtinPaths(): ZodOpenApiPathsObject {
         ],
         responses: {
           "303": { description: "Deleted; Location is the blog's index" },
-          ...problems([401, "No valid access cookie: nothing deleted"], [404, "No such post"]),
+          ...problems(
+            [401, "No valid access cookie: nothing deleted"],
+            [404, "No such post"],
+            LIMITED,
+          ),
         },
       }),
     },

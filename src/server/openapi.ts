@@ -20,13 +20,15 @@ import { JSON_TYPE, TEXT_TYPE } from "./responses.ts";
 import type { Route, Routes } from "./route.ts";
 import {
   ackBodySchema,
+  contentTextSchema,
   dedupeParamSchema,
   publishBodySchema,
   pullQuerySchema,
-  pushFieldsSchema,
+  pushBodyDocSchema,
   queueParamSchema,
   resultsQuerySchema,
-  submitFieldsSchema,
+  streamStartSchema,
+  submitBodyDocSchema,
 } from "./schemas.ts";
 import { WEBAPP_FILES } from "./webapp.ts";
 
@@ -91,7 +93,7 @@ function contentBody(schema: z.ZodType, example: Record<string, string>) {
     content: {
       "application/json": { schema, example },
       "application/x-www-form-urlencoded": { schema, example },
-      "text/plain": { schema: z.string(), example: Object.values(example)[0] },
+      "text/plain": { schema: contentTextSchema, example: Object.values(example)[0] },
     },
   };
 }
@@ -154,7 +156,7 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
         query("queue", queueParamSchema, "qa", "The queue; the body's field wins (C10)"),
         query("dedupe", dedupeParamSchema, "true", "`false` skips the duplicate check"),
       ],
-      requestBody: contentBody(submitFieldsSchema, {
+      requestBody: contentBody(submitBodyDocSchema, {
         content: "https://stackoverflow.com/questions/11227809",
       }),
       responses: {
@@ -213,7 +215,7 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
     },
     "/push": {
       summary: "Add a result to the results feed (spec §4.4)",
-      requestBody: contentBody(pushFieldsSchema, { content: "# Summary\n\nThree points." }),
+      requestBody: contentBody(pushBodyDocSchema, { content: "# Summary\n\nThree points." }),
       responses: { "200": text("Stored", "OK"), ...problems(400, 413, 415) },
     },
     "/results": {
@@ -244,7 +246,7 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
         "else after `since`. EventSource cannot send headers: pass the key as `?key=`.",
       parameters: [
         query("since", resultsQuerySchema.shape.since, "0", "Cursor to start after"),
-        z.string().meta({
+        streamStartSchema.in.shape.lastEventId.meta({
           description: "Sent by a reconnecting EventSource; wins over `since`",
           param: { in: "header", name: "Last-Event-ID", example: "0" },
         }),
@@ -385,7 +387,15 @@ function descriptions(): Record<string, ZodOpenApiOperationObject> {
     "/app/{file}": {
       summary: "The web app's files",
       parameters: [webappFile.meta({ param: { in: "path", name: "file", example: "app.js" } })],
-      responses: { "200": { description: "The file" }, ...problems(404) },
+      responses: {
+        "200": {
+          description: "The file, in its media type",
+          content: Object.fromEntries(
+            [...new Set(Object.values(WEBAPP_FILES))].map((type) => [type, {}]),
+          ),
+        },
+        ...problems(404),
+      },
     },
   };
 }

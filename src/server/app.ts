@@ -43,6 +43,7 @@ import type { Scope } from "../access/named_keys.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { pageRoutes } from "./routes/pages.ts";
 import { headLength, lacksHost } from "./representation.ts";
+import { validated } from "./validators.ts";
 import { publishRoutes } from "./routes/publish.ts";
 import { queueRoutes } from "./routes/queues.ts";
 import { resultRoutes } from "./routes/results.ts";
@@ -240,8 +241,11 @@ export function createApp(options: AppOptions): RelayApp {
 
   const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
   const app = new Hono();
-  // What every answer gets on its way out, whichever route made it.
+  // What every answer gets on its way out, whichever route made it: validators, then a
+  // HEAD's length (middleware registered later runs first on the way out). A GET that
+  // changes state (a pull, which refuses HEAD) is never answered 304.
   app.use(headLength());
+  app.use(validated((path) => routes[path]?.methods.includes("HEAD") ?? true));
 
   // One handler per endpoint, in C3's order: method (405 with Allow), then key and scope.
   // Hono answers HEAD with the GET route; `c.req.method` is still the real method.

@@ -16,10 +16,12 @@ import { sizeOf } from "./responses.ts";
 
 /**
  * Whether a body of this media type is a stream without end or a file: never read in
- * memory to measure or compress it (an event stream never ends; audio is sent from its
- * file, with ranges).
+ * memory to measure, tag or compress it (an event stream never ends; audio is sent from
+ * its file, with ranges).
+ *
+ * @param type The answer's `Content-Type`, if any.
  */
-function isStreamed(type: string | null): boolean {
+export function isStreamed(type: string | null): boolean {
   return type !== null && (type.startsWith("text/event-stream") || type.startsWith("audio/"));
 }
 

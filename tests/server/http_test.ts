@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createApp } from "../../src/server/app.ts";
 import { Logger } from "../../src/server/log.ts";
 import { type BuiltinServices, createBuiltinServices } from "../../src/server/routes/downstream.ts";
-import { KEY, makeStore } from "../_helpers.ts";
+import { eventually, KEY, makeStore } from "../_helpers.ts";
 
 const APP_ID = "app-id-0123456789abcdef";
 
@@ -125,4 +125,109 @@ Deno.test("a request without Host gets 400", async (t) => {
       assert.equal(answer.status, "HTTP/1.1 200 OK");
     }
   });
+});
+
+Deno.test("validators: app files, pages, feeds, notes and the API document answer 304 when unchanged", async (t) => {
+  await using relay = await serveRelay();
+  const note = await relay.services.notes.save({ title: "A note", markdown: "# Hi", tags: [] });
+  const post = await relay.services.blog.publish({ title: "A post", content: "Body", tags: [] });
+  const headers = { "x-auth-key": KEY };
+  const paths = [
+    "/app/app.js",
+    "/app/",
+    "/openapi.json",
+    "/blog/",
+    `/blog/${post.post_id}`,
+    "/blog/feed.xml",
+    "/podcast/feed.xml",
+    `/notes/${note.doc_id}`,
+  ];
+  for (const path of paths) {
+    await t.step(path, async () => {
+      const first = await fetch(`${relay.url}${path}`, { headers });
+      const body = await first.text();
+      assert.equal(first.status, 200);
+      const etag = first.headers.get("etag");
+      assert.match(etag ?? "", /^"[\w-]+"$/);
+      const again = await fetch(`${relay.url}${path}`, {
+        headers: { ...headers, "if-none-match": `"other", ${etag}` },
+      });
+      assert.equal(again.status, 304);
+      assert.equal(await again.text(), "");
+      assert.equal(again.headers.get("etag"), etag);
+      const head = await fetch(`${relay.url}${path}`, {
+        method: "HEAD",
+        headers: { ...headers, "if-none-match": etag! },
+      });
+      assert.equal(head.status, 304);
+      const changed = await fetch(`${relay.url}${path}`, {
+        headers: { ...headers, "if-none-match": '"other"' },
+      });
+      assert.equal(changed.status, 200);
+      assert.equal(await changed.text(), body);
+    });
+  }
+  await t.step("a feed's tag changes with its content", async () => {
+    const before = (await fetch(`${relay.url}/blog/feed.xml`)).headers.get("etag");
+    await relay.services.blog.publish({ title: "Another", content: "More", tags: [] });
+    const after = await fetch(`${relay.url}/blog/feed.xml`, {
+      headers: { "if-none-match": before! },
+    });
+    assert.equal(after.status, 200);
+    assert.notEqual(after.headers.get("etag"), before);
+    await after.body?.cancel();
+  });
+  await t.step("a pull is never answered 304", async () => {
+    await relay.app.request("/submit", { method: "POST", headers, body: "item" });
+    const pull = await fetch(`${relay.url}/pull`, {
+      headers: { ...headers, "if-none-match": "*" },
+    });
+    assert.equal(pull.status, 200);
+    assert.deepEqual(await pull.json(), ["item"]);
+  });
+});
+
+Deno.test("validators: an MP3 answers 304 when unchanged, and If-Range of another version gets the whole file", async () => {
+  await using relay = await serveRelay();
+  relay.services.start();
+  const { id } = await relay.services.podcast.enqueue("Short", "Hello there.");
+  await eventually(
+    async () => {
+      const episode = await relay.services.podcast.get(id);
+      assert.notEqual(episode?.state, "failed", episode?.error ?? "failed");
+      return episode?.state === "ready";
+    },
+    "the episode to be read aloud",
+    60_000,
+  );
+  const url = `${relay.url}/podcast/${id}.mp3`;
+  const whole = await fetch(url);
+  const mp3 = new Uint8Array(await whole.arrayBuffer());
+  const etag = whole.headers.get("etag")!;
+  const lastModified = whole.headers.get("last-modified")!;
+  assert.match(etag, /^"[\w-]+"$/);
+
+  const unchanged = await fetch(url, { headers: { "if-none-match": etag } });
+  assert.equal(unchanged.status, 304);
+  assert.equal(await unchanged.text(), "");
+  const since = await fetch(url, { headers: { "if-modified-since": lastModified } });
+  assert.equal(since.status, 304);
+  await since.body?.cancel();
+  const earlier = new Date(Date.parse(lastModified) - 60_000).toUTCString();
+  const modified = await fetch(url, { headers: { "if-modified-since": earlier } });
+  assert.equal(modified.status, 200);
+  await modified.body?.cancel();
+
+  const range = { range: "bytes=10-19" };
+  for (const ifRange of [etag, lastModified]) {
+    const part = await fetch(url, { headers: { ...range, "if-range": ifRange } });
+    assert.equal(part.status, 206, ifRange);
+    assert.deepEqual(new Uint8Array(await part.arrayBuffer()), mp3.subarray(10, 20));
+  }
+  const otherVersion = ['"another-version"', `W/${etag}`, earlier];
+  for (const ifRange of otherVersion) {
+    const full = await fetch(url, { headers: { ...range, "if-range": ifRange } });
+    assert.equal(full.status, 200, ifRange);
+    assert.equal((await full.arrayBuffer()).byteLength, mp3.length);
+  }
 });

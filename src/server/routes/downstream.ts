@@ -16,6 +16,7 @@ import { getCookie } from "hono/cookie";
 import { z } from "zod";
 import { AuthFailureLimiter, presentedKey } from "../auth.ts";
 import { readLimited } from "../body.ts";
+import { byteRange, fileTag, notModified, notModifiedResponse } from "../validators.ts";
 import { HttpError, problemResponse } from "../../errors.ts";
 import { BlogStore } from "../../builtin/blog.ts";
 import { NotesStore, parseTags } from "../../builtin/notes.ts";
@@ -211,13 +212,19 @@ async function serveFile(c: Context, path: string, type: string): Promise<Respon
     throw error;
   }
   const { size, mtime } = await file.stat();
+  const validators = { etag: fileTag(size, mtime?.getTime() ?? 0), lastModified: mtime?.getTime() };
   const headers: Record<string, string> = {
     "content-type": type,
     "accept-ranges": "bytes",
     "cache-control": "public, max-age=86400",
+    etag: validators.etag,
     ...(mtime ? { "last-modified": mtime.toUTCString() } : {}),
   };
-  const range = c.req.method === "HEAD" ? undefined : parseRange(c.req.header("range"), size);
+  if (notModified(c.req.raw, validators)) {
+    file.close();
+    return notModifiedResponse(new Headers(headers));
+  }
+  const range = byteRange(c.req.raw, size, validators);
   if (range === "unsatisfiable") {
     file.close();
     return problemResponse(416, `Cannot serve that range: the file has ${size} bytes`, {

@@ -42,7 +42,7 @@ import type { RequestEnv, RouteContext, Routes } from "./route.ts";
 import type { Scope } from "../access/named_keys.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { pageRoutes } from "./routes/pages.ts";
-import { headLength, lacksHost } from "./representation.ts";
+import { compressed, encoded, headLength, lacksHost } from "./representation.ts";
 import { validated } from "./validators.ts";
 import { publishRoutes } from "./routes/publish.ts";
 import { queueRoutes } from "./routes/queues.ts";
@@ -241,10 +241,11 @@ export function createApp(options: AppOptions): RelayApp {
 
   const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
   const app = new Hono();
-  // What every answer gets on its way out, whichever route made it: validators, then a
-  // HEAD's length (middleware registered later runs first on the way out). A GET that
-  // changes state (a pull, which refuses HEAD) is never answered 304.
+  // What every answer gets on its way out, whichever route made it: validators, then
+  // compression, then a HEAD's length (middleware registered later runs first on the way
+  // out). A GET that changes state (a pull, which refuses HEAD) is never answered 304.
   app.use(headLength());
+  app.use(compressed());
   app.use(validated((path) => routes[path]?.methods.includes("HEAD") ?? true));
 
   // One handler per endpoint, in C3's order: method (405 with Allow), then key and scope.
@@ -415,9 +416,12 @@ export function createApp(options: AppOptions): RelayApp {
     const hit = url !== null && request.method === "GET" && !hostless
       ? fromCache(request, url, info)
       : undefined;
-    return hit === undefined
-      ? routed(request, url, info, started, hostless)
-      : recorded(request, url, info, hit, started);
+    if (hit === undefined) return routed(request, url, info, started, hostless);
+    // Compressed for a client that asks: then, and only then, it takes a promise.
+    const sent = request.headers.has("accept-encoding") ? encoded(request, hit) : hit;
+    return sent instanceof Promise
+      ? sent.then((response) => recorded(request, url, info, response, started))
+      : recorded(request, url, info, sent, started);
   };
 
   return {

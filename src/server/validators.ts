@@ -28,14 +28,16 @@ export interface Validators {
 }
 
 /**
- * A strong entity tag for a body: its SHA-256, shortened to 128 bits (base64url). The
- * same bytes always get the same tag, across restarts too.
+ * An entity tag for a body: its SHA-256, shortened to 128 bits (base64url). The same
+ * bytes always get the same tag, across restarts too. It is weak (`W/`): the same content
+ * sent compressed or not is one tag, so that a `304` carries the tag the client holds
+ * whichever encoding it got (`If-None-Match` compares tags weakly anyway).
  *
  * @param body The body's bytes.
- * @returns The tag with its quotes, e.g. `"n4bQgYhMfWWaL-qgxVrQFa"`.
+ * @returns The tag, e.g. `W/"n4bQgYhMfWWaL-qgxVrQFa"`.
  */
 export function contentTag(body: Uint8Array): string {
-  return `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`;
+  return `W/"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`;
 }
 
 /**

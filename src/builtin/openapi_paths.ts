@@ -11,7 +11,7 @@ import { z } from "zod";
 import type { ZodOpenApiOperationObject, ZodOpenApiPathsObject } from "zod-openapi";
 
 const problem = z.object({
-  type: z.literal("about:blank"),
+  type: z.string(),
   title: z.string(),
   status: z.number().int(),
   detail: z.string(),

@@ -31,7 +31,7 @@
  * @module
  */
 
-import { errorMessage } from "../errors.ts";
+import { errorMessage, problemType } from "../errors.ts";
 import type { Logger } from "./log.ts";
 
 /** Options of {@linkcode serveConnections}. */
@@ -174,7 +174,7 @@ function cancelHook(): { signal: AbortSignal; cancel(): void } {
 /** The 503 a connection over the cap gets, as raw HTTP/1.1. */
 function refusalBytes(max: number): Uint8Array {
   const body = JSON.stringify({
-    type: "about:blank",
+    type: problemType(503),
     title: "Service Unavailable",
     status: 503,
     detail:

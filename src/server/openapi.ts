@@ -35,7 +35,10 @@ import { WEBAPP_FILES } from "./webapp.ts";
 /** The RFC 9457 problem document every error carries (C1). */
 const problemSchema = z
   .object({
-    type: z.literal("about:blank"),
+    type: z.string().meta({
+      description: 'The kind of problem: a heading of docs/api.md, "Problem types"',
+      example: "/docs/api.md#bad-request",
+    }),
     title: z.string().meta({ example: "Bad Request" }),
     status: z.number().int().meta({ example: 400 }),
     detail: z.string().meta({ example: 'Cannot submit: queue "x" is not one of "qa", …' }),

@@ -11,13 +11,14 @@
  * @module
  */
 
-import { promisify } from "node:util";
-import { brotliCompress, constants, gzip } from "node:zlib";
 import type { MiddlewareHandler } from "hono";
 import { sizeOf } from "./responses.ts";
 
-const brotli = promisify(brotliCompress);
-const gzipped = promisify(gzip);
+/**
+ * `node:zlib`, loaded with the first answer to compress: a relay that is never asked for
+ * compression does not carry it (docs/benchmarks.md, "Idle memory").
+ */
+let zlib: Promise<typeof import("node:zlib")> | undefined;
 
 /**
  * Whether a body of this media type is a stream without end or a file: never read in
@@ -111,14 +112,20 @@ async function compress(
   body: Uint8Array,
   encoding: "br" | "gzip",
 ): Promise<Uint8Array<ArrayBuffer>> {
-  const out = encoding === "br"
-    ? await brotli(body, {
-      params: {
-        [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
-        [constants.BROTLI_PARAM_SIZE_HINT]: body.byteLength,
-      },
-    })
-    : await gzipped(body);
+  const { brotliCompress, constants, gzip } = await (zlib ??= import("node:zlib"));
+  const out = await new Promise<Uint8Array>((resolve, reject) => {
+    const done = (error: Error | null, result: Uint8Array) =>
+      error === null ? resolve(result) : reject(error);
+    if (encoding === "gzip") gzip(body, done);
+    else {
+      brotliCompress(body, {
+        params: {
+          [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
+          [constants.BROTLI_PARAM_SIZE_HINT]: body.byteLength,
+        },
+      }, done);
+    }
+  });
   return Uint8Array.from(out); // a copy of the (small) result, on an ArrayBuffer of its own
 }
 

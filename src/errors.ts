@@ -18,10 +18,59 @@ export function errorMessage(error: unknown): string {
 /** The media type of every error body (RFC 9457, C1). */
 const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
+/**
+ * The kind of problem each status stands for, unless the answer names a finer one: the
+ * last part of the problem's `type` (docs/api.md, "Problem types", one heading each).
+ */
+const KIND_OF_STATUS: Readonly<Record<number, string>> = {
+  400: "bad-request",
+  401: "unauthorized",
+  403: "forbidden",
+  404: "not-found",
+  405: "method-not-allowed",
+  408: "request-timeout",
+  413: "content-too-large",
+  415: "unsupported-media-type",
+  416: "range-not-satisfiable",
+  429: "too-many-requests",
+  500: "internal-error",
+  502: "bad-gateway",
+  503: "unavailable",
+  507: "disk-full",
+};
+
+/** Kinds finer than their status: the storage faults (503 unless the disk is full). */
+const FINER_KINDS = ["disk-read-only", "database-damaged", "disk-error"] as const;
+
+/** Every kind of problem the relay answers with, each a heading of docs/api.md. */
+export const PROBLEM_KINDS: readonly string[] = [
+  ...new Set(Object.values(KIND_OF_STATUS)),
+  ...FINER_KINDS,
+];
+
+/**
+ * Where the problem types point: the catalogue in docs/api.md, as a path on the relay's
+ * own origin (RFC 9457 takes a URI reference). It does not change between versions: a
+ * client may tell kinds of errors apart by it.
+ */
+export const PROBLEM_TYPE_BASE = "/docs/api.md#";
+
+/**
+ * The `type` of a problem document: its kind in docs/api.md's catalogue.
+ *
+ * @param status The HTTP status, 400–599.
+ * @param kind A kind finer than the status's own, one of {@linkcode PROBLEM_KINDS}.
+ * @returns e.g. `/docs/api.md#content-too-large`; `about:blank` for a status without one.
+ */
+export function problemType(status: number, kind?: string): string {
+  const named = kind ?? KIND_OF_STATUS[status];
+  return named === undefined ? "about:blank" : `${PROBLEM_TYPE_BASE}${named}`;
+}
+
 /** An RFC 9457 problem document, as the relay writes it (C1). */
 export interface ProblemDocument {
-  /** Always `"about:blank"`: the status code says what kind of problem it is. */
-  type: "about:blank";
+  /** The kind of problem, a stable URI reference into docs/api.md ({@linkcode problemType}). */
+  type: string;
   /** The status code's reason phrase, e.g. `"Bad Request"`. */
   title: string;
   /** The HTTP status code, 400–599. */
@@ -62,10 +111,12 @@ export class HttpError extends Error {
  *
  * @param status HTTP status, 400–599.
  * @param detail One sentence a person can act on.
+ * @param kind A kind finer than the status's own ({@linkcode problemType}).
  */
-export function problem(status: number, detail: string): ProblemDocument {
+export function problem(status: number, detail: string, kind?: string): ProblemDocument {
   const title = REASON_PHRASES[status] ?? "Error";
-  return { type: "about:blank", title, status, detail: truncate(detail, MAX_DETAIL_CHARS) };
+  const type = problemType(status, kind);
+  return { type, title, status, detail: truncate(detail, MAX_DETAIL_CHARS) };
 }
 
 /**
@@ -149,13 +200,15 @@ const REASON_PHRASES: Record<number, string> = {
  * @param status HTTP status, 400–599.
  * @param detail One sentence a person can act on.
  * @param headers Extra response headers.
+ * @param kind A kind finer than the status's own ({@linkcode problemType}).
  */
 export function problemResponse(
   status: number,
   detail: string,
   headers: Record<string, string> = {},
+  kind?: string,
 ): Response {
-  return new Response(JSON.stringify(problem(status, detail)), {
+  return new Response(JSON.stringify(problem(status, detail, kind)), {
     status,
     headers: { ...headers, "content-type": PROBLEM_CONTENT_TYPE },
   });

@@ -25,6 +25,7 @@ const TEST_ONLY_PACKAGES = [
   "@seriousme/openapi-schema-validator",
   "@types/qrcode",
   "fast-xml-parser",
+  "ajv",
 ];
 
 /** The `--allow-*` flags that grant a permission set of deno.json, sorted. */

@@ -75,7 +75,7 @@ export async function readItem(
   item: LeasedItem,
   options: ReadItemOptions,
 ): Promise<boolean | undefined> {
-  const { log, signal } = options;
+  const { log } = options;
   const push = (content: string) => pushFitting(client, content, options);
   const link = linkOf(item.content);
   if (link === undefined) {

@@ -52,7 +52,8 @@ import { adminRoutes } from "./routes/admin.ts";
 import { downstreamRoutes } from "./routes/downstream.ts";
 import { siteRoutes } from "./routes/sites.ts";
 import { pageRoutes } from "./routes/pages.ts";
-import { headLength, lacksHost } from "./representation.ts";
+import { compressed, encoded, headLength, lacksHost } from "./representation.ts";
+import { validated } from "./validators.ts";
 import { publishRoutes } from "./routes/publish.ts";
 import { queueRoutes } from "./routes/queues.ts";
 import { resultRoutes } from "./routes/results.ts";
@@ -425,8 +426,12 @@ export function createApp(options: AppOptions): RelayApp {
   const cors = corsOrigin(options.allowedOrigins ?? []);
   const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
   const app = new Hono();
-  // What every answer gets on its way out, whichever route made it: a HEAD's length.
+  // What every answer gets on its way out, whichever route made it: validators, then
+  // compression, then a HEAD's length (middleware registered later runs first on the way
+  // out). A GET that changes state (a pull, which refuses HEAD) is never answered 304.
   app.use(headLength());
+  app.use(compressed());
+  app.use(validated((path) => routes[path]?.methods.includes("HEAD") ?? true));
   registerRoutes(app, routes, { authorize, cors });
   app.notFound(notFound(routes, options.builtin !== undefined));
   const errorResponse = errorResponder(logger);
@@ -440,6 +445,7 @@ export function createApp(options: AppOptions): RelayApp {
     url: URL | null,
     info: RequestInfo | undefined,
     started: number,
+    hostless: boolean,
   ): Promise<Response> => {
     let response: Response;
     if (url === null) {
@@ -448,7 +454,7 @@ export function createApp(options: AppOptions): RelayApp {
         400,
         "Cannot read the request: its Host header does not make a valid URL",
       );
-    } else if (info?.remoteAddr !== undefined && lacksHost(request, url)) {
+    } else if (hostless) {
       response = problemResponse(
         400,
         "Cannot read the request: it has no Host header (HTTP/1.1 requires one): send " +
@@ -470,33 +476,39 @@ export function createApp(options: AppOptions): RelayApp {
   // The access log and the request metrics around the app. A read answered from its cache
   // is answered in the same turn, without a promise: a promise and its continuations cost
   // about a tenth of a cached read (docs/benchmarks.md, "Reads").
-  const fetch = (request: Request, info?: RequestInfo): Response | Promise<Response> => {
+  // A request from the network must name its host; one made in-process (`request()`, or
+  // `fetch` without a client address) has none to name.
+  const answer = (
+    request: Request,
+    info: RequestInfo | undefined,
+    network: boolean,
+  ): Response | Promise<Response> => {
     const started = performance.now();
     const url = URL.parse(request.url);
-    const hit = url !== null && request.method === "GET" &&
-        (info?.remoteAddr === undefined || !lacksHost(request, url))
+    const hostless = network && url !== null && lacksHost(request, url);
+    const hit = url !== null && request.method === "GET" && !hostless
       ? fromCache(request, url, info)
       : undefined;
-    return hit === undefined
-      ? routed(request, url, info, started)
-      : recorded(request, url, info, hit, started);
+    if (hit === undefined) return routed(request, url, info, started, hostless);
+    // Compressed for a client that asks: then, and only then, it takes a promise.
+    const sent = request.headers.has("accept-encoding") ? encoded(request, hit) : hit;
+    return sent instanceof Promise
+      ? sent.then((response) => recorded(request, url, info, response, started))
+      : recorded(request, url, info, sent, started);
   };
 
   return {
-    fetch,
+    fetch: (request, info) => answer(request, info, info?.remoteAddr !== undefined),
     routes: app.routes,
     async request(input, init, info) {
       if (input instanceof Request) {
-        return await fetch(init === undefined ? input : new Request(input, init), info);
+        return await answer(init === undefined ? input : new Request(input, init), info, false);
       }
       const text = String(input);
       const url = /^https?:\/\//.test(text)
         ? text
         : `http://localhost${text.startsWith("/") ? "" : "/"}${text}`;
-      // As every HTTP client does: a request from a path or URL carries its Host header.
-      const request = new Request(url, init);
-      if (!request.headers.has("host")) request.headers.set("host", new URL(url).host);
-      return await fetch(request, info);
+      return await answer(new Request(url, init), info, false);
     },
   };
 }

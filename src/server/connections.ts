@@ -32,7 +32,7 @@
  * @module
  */
 
-import { errorMessage } from "../errors.ts";
+import { errorMessage, problemType } from "../errors.ts";
 import {
   cancelHook,
   PINNED_DENO,
@@ -131,7 +131,7 @@ interface Open {
 /** The 503 a connection over the cap gets, as raw HTTP/1.1. */
 function refusalBytes(max: number): Uint8Array {
   const body = JSON.stringify({
-    type: "about:blank",
+    type: problemType(503),
     title: "Service Unavailable",
     status: 503,
     detail:

@@ -9,15 +9,23 @@
 import { problemResponse } from "../errors.ts";
 import { classifyFault, type FaultKind, type StorageError } from "../store/store.ts";
 
-/** Per kind: the status, when to try again (seconds) and what to tell the client. */
-const ANSWERS: Record<FaultKind, { status: number; retryAfterS: number; detail: string }> = {
+/**
+ * Per kind: the status, when to try again (seconds), what to tell the client and the
+ * problem's kind (docs/api.md, "Problem types").
+ */
+const ANSWERS: Record<
+  FaultKind,
+  { status: number; retryAfterS: number; detail: string; problem: string }
+> = {
   full: {
+    problem: "disk-full",
     status: 507,
     retryAfterS: 30,
     detail: "the relay's disk is full. Pulls, acks and clears still work; " +
       "writes that add content work again once space is freed on the relay's machine",
   },
   "read-only": {
+    problem: "disk-read-only",
     status: 503,
     retryAfterS: 60,
     detail: "the relay's disk is read-only (its file system was remounted read-only, " +
@@ -25,11 +33,13 @@ const ANSWERS: Record<FaultKind, { status: number; retryAfterS: number; detail: 
       "and restart the relay",
   },
   damaged: {
+    problem: "database-damaged",
     status: 503,
     retryAfterS: 60,
     detail: "the relay's database is damaged. Its operator must restore it from a backup",
   },
   io: {
+    problem: "disk-error",
     status: 503,
     retryAfterS: 30,
     detail: "the relay cannot use its disk (I/O error). Try again later",
@@ -54,7 +64,7 @@ export function storageProblem(error: StorageError): Response {
     : answer.detail;
   return problemResponse(answer.status, `Cannot ${error.operation}: ${detail}`, {
     "retry-after": String(answer.retryAfterS),
-  });
+  }, answer.problem);
 }
 
 /** The operations a full disk refuses first: those that store new content. */

@@ -21,20 +21,25 @@ import { DOWNSTREAM_PATH } from "./routes/downstream.ts";
 import type { Route, Routes } from "./route.ts";
 import {
   ackBodySchema,
+  contentTextSchema,
   dedupeParamSchema,
   publishBodySchema,
   pullQuerySchema,
-  pushFieldsSchema,
+  pushBodyDocSchema,
   queueParamSchema,
   resultsQuerySchema,
-  submitFieldsSchema,
+  streamStartSchema,
+  submitBodyDocSchema,
 } from "./schemas.ts";
 import { WEBAPP_FILES } from "./webapp.ts";
 
 /** The RFC 9457 problem document every error carries (C1). */
 const problemSchema = z
   .object({
-    type: z.literal("about:blank"),
+    type: z.string().meta({
+      description: 'The kind of problem: a heading of docs/api.md, "Problem types"',
+      example: "/docs/api.md#bad-request",
+    }),
     title: z.string().meta({ example: "Bad Request" }),
     status: z.number().int().meta({ example: 400 }),
     detail: z.string().meta({ example: 'Cannot submit: queue "x" is not one of "qa", …' }),
@@ -92,7 +97,7 @@ function contentBody(schema: z.ZodType, example: Record<string, string>) {
     content: {
       "application/json": { schema, example },
       "application/x-www-form-urlencoded": { schema, example },
-      "text/plain": { schema: z.string(), example: Object.values(example)[0] },
+      "text/plain": { schema: contentTextSchema, example: Object.values(example)[0] },
     },
   };
 }
@@ -150,7 +155,7 @@ function queueDescriptions(): Record<string, ZodOpenApiOperationObject> {
         query("queue", queueParamSchema, "qa", "The queue; the body's field wins (C10)"),
         query("dedupe", dedupeParamSchema, "true", "`false` skips the duplicate check"),
       ],
-      requestBody: contentBody(submitFieldsSchema, {
+      requestBody: contentBody(submitBodyDocSchema, {
         content: "https://stackoverflow.com/questions/11227809",
       }),
       responses: {
@@ -215,7 +220,7 @@ function resultDescriptions(): Record<string, ZodOpenApiOperationObject> {
   return {
     "/push": {
       summary: "Add a result to the results feed (spec §4.4)",
-      requestBody: contentBody(pushFieldsSchema, { content: "# Summary\n\nThree points." }),
+      requestBody: contentBody(pushBodyDocSchema, { content: "# Summary\n\nThree points." }),
       responses: { "200": text("Stored", "OK"), ...problems(400, 413, 415) },
     },
     "/results": {
@@ -258,7 +263,7 @@ function resultDescriptions(): Record<string, ZodOpenApiOperationObject> {
         "else after `since`. EventSource cannot send headers: pass the key as `?key=`.",
       parameters: [
         query("since", resultsQuerySchema.shape.since, "0", "Cursor to start after"),
-        z.string().meta({
+        streamStartSchema.in.shape.lastEventId.meta({
           description: "Sent by a reconnecting EventSource; wins over `since`",
           param: { in: "header", name: "Last-Event-ID", example: "0" },
         }),
@@ -418,7 +423,15 @@ function pageDescriptions(): Record<string, ZodOpenApiOperationObject> {
     "/app/{file}": {
       summary: "The web app's files",
       parameters: [webappFile.meta({ param: { in: "path", name: "file", example: "app.js" } })],
-      responses: { "200": { description: "The file" }, ...problems(404) },
+      responses: {
+        "200": {
+          description: "The file, in its media type",
+          content: Object.fromEntries(
+            [...new Set(Object.values(WEBAPP_FILES))].map((type) => [type, {}]),
+          ),
+        },
+        ...problems(404),
+      },
     },
   };
 }

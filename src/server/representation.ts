@@ -1,7 +1,7 @@
 /**
  * What every answer of the relay gets on its way out, whatever route made it: the
- * `Content-Length` of a `HEAD` answer, and compression of text bodies for clients that
- * ask for it.
+ * `Content-Length` of a `HEAD` answer, compression of text bodies for clients that ask
+ * for it, and the refusal of requests without a host.
  *
  * Hono answers `HEAD` by running the `GET` route and dropping its body; a body whose
  * length was not declared then left as `Content-Length: 0`, which says the `GET` answer
@@ -15,11 +15,19 @@ import type { MiddlewareHandler } from "hono";
 import { sizeOf } from "./responses.ts";
 
 /**
- * Whether a body of this media type is a stream without end or a file: never read in
- * memory to measure or compress it (an event stream never ends; audio is sent from its
- * file, with ranges).
+ * `node:zlib`, loaded with the first answer to compress: a relay that is never asked for
+ * compression does not carry it (docs/benchmarks.md, "Idle memory").
  */
-function isStreamed(type: string | null): boolean {
+let zlib: Promise<typeof import("node:zlib")> | undefined;
+
+/**
+ * Whether a body of this media type is a stream without end or a file: never read in
+ * memory to measure, tag or compress it (an event stream never ends; audio is sent from
+ * its file, with ranges).
+ *
+ * @param type The answer's `Content-Type`, if any.
+ */
+export function isStreamed(type: string | null): boolean {
   return type !== null && (type.startsWith("text/event-stream") || type.startsWith("audio/"));
 }
 
@@ -65,4 +73,135 @@ export function lacksHost(request: Request, url: URL): boolean {
   const host = request.headers.get("host");
   if (host === "") return true;
   return host === null && url.hostname === "localhost";
+}
+
+/** Bodies smaller than this, bytes, are sent as they are: compressing saves too little. */
+export const COMPRESS_ABOVE_BYTES = 1024;
+
+/** Bodies larger than this, bytes, are sent as they are: not held twice in memory. */
+const COMPRESS_AT_MOST_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Brotli quality: 5 of 11 gives most of its gain over gzip (the API document: 64 KB to
+ * about 7 KB) in a few ms on a Raspberry Pi; 11 takes a hundred times longer.
+ */
+const BROTLI_QUALITY = 5;
+
+/** Media types worth compressing: text, JSON, XML and JavaScript (SVG is XML). */
+const COMPRESSIBLE = /^(text\/|application\/([\w.-]+\+)?(json|xml|javascript)\b|image\/svg\+xml)/i;
+
+/**
+ * The encoding to send to a client, from its `Accept-Encoding` (RFC 9110): `br` when it
+ * takes it, else `gzip`, else none. A coding with `q=0` is refused; `*` counts for both.
+ */
+function chosenEncoding(accept: string | undefined): "br" | "gzip" | undefined {
+  if (accept === undefined) return undefined;
+  const weights = new Map<string, number>();
+  for (const part of accept.split(",")) {
+    const [name = "", ...params] = part.split(";").map((piece) => piece.trim().toLowerCase());
+    const q = params.find((param) => param.startsWith("q="));
+    weights.set(name, q === undefined ? 1 : Number(q.slice(2)) || 0);
+  }
+  const weight = (name: string) => weights.get(name) ?? weights.get("*") ?? 0;
+  if (weight("br") > 0 && weight("br") >= weight("gzip")) return "br";
+  return weight("gzip") > 0 ? "gzip" : undefined;
+}
+
+/** `body` compressed with `encoding`, off the main thread (zlib's own threads). */
+async function compress(
+  body: Uint8Array,
+  encoding: "br" | "gzip",
+): Promise<Uint8Array<ArrayBuffer>> {
+  const { brotliCompress, constants, gzip } = await (zlib ??= import("node:zlib"));
+  const out = await new Promise<Uint8Array>((resolve, reject) => {
+    const done = (error: Error | null, result: Uint8Array) =>
+      error === null ? resolve(result) : reject(error);
+    if (encoding === "gzip") gzip(body, done);
+    else {
+      brotliCompress(body, {
+        params: {
+          [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
+          [constants.BROTLI_PARAM_SIZE_HINT]: body.byteLength,
+        },
+      }, done);
+    }
+  });
+  return Uint8Array.from(out); // a copy of the (small) result, on an ArrayBuffer of its own
+}
+
+/** `headers` with `Accept-Encoding` added to its `Vary`. */
+function varied(headers: Headers): Headers {
+  const out = new Headers(headers);
+  const vary = out.get("vary");
+  if (vary === null) out.set("vary", "Accept-Encoding");
+  else if (!/accept-encoding|\*/i.test(vary)) out.set("vary", `${vary}, Accept-Encoding`);
+  return out;
+}
+
+/**
+ * `response` as it goes to the client that sent `request`: its text body compressed with
+ * `br` or `gzip` when the client asks (`Accept-Encoding`) and it is over
+ * {@linkcode COMPRESS_ABOVE_BYTES}, with `Vary: Accept-Encoding`. Never compressed: event
+ * streams and audio ({@linkcode isStreamed}), answers other than 2xx (and 206 parts),
+ * answers marked `no-transform`, bodies over 8 MiB. A `HEAD` gets the `Content-Length`
+ * and `Content-Encoding` its `GET` would. A strong `ETag` becomes weak: the compressed
+ * bytes are not the bytes it names (the tags made from content are weak already).
+ *
+ * @param request The request, for its method and `Accept-Encoding`.
+ * @param response The answer as the route made it.
+ * @returns `response` itself when it is sent as it is, synchronously; else a promise of
+ *   the new answer (the body is read to be compressed, or the headers copied for `Vary`).
+ */
+export function encoded(request: Request, response: Response): Response | Promise<Response> {
+  const { status } = response;
+  if (status < 200 || status > 299 || status === 204 || status === 206) return response;
+  if (response.body === null) return response;
+  const headers = response.headers;
+  const type = headers.get("content-type");
+  if (type === null || !COMPRESSIBLE.test(type) || isStreamed(type)) return response;
+  if (headers.has("content-encoding")) return response;
+  if (/no-transform/i.test(headers.get("cache-control") ?? "")) return response;
+  const declared = sizeOf(response) ?? Number(headers.get("content-length") ?? NaN);
+  if (declared < COMPRESS_ABOVE_BYTES || declared > COMPRESS_AT_MOST_BYTES) return response;
+  const encoding = chosenEncoding(request.headers.get("accept-encoding") ?? undefined);
+  if (encoding === undefined) {
+    // Sent as it is, but a cache must know that another client may get it compressed.
+    return new Response(response.body, {
+      status,
+      statusText: response.statusText,
+      headers: varied(headers),
+    });
+  }
+  return compressedResponse(response, encoding);
+}
+
+/** `response` with its body compressed, when it turns out to be large enough. */
+async function compressedResponse(response: Response, encoding: "br" | "gzip"): Promise<Response> {
+  const { status, statusText } = response;
+  const body = new Uint8Array(await response.arrayBuffer());
+  const headers = varied(response.headers);
+  let sent = body;
+  if (body.byteLength >= COMPRESS_ABOVE_BYTES && body.byteLength <= COMPRESS_AT_MOST_BYTES) {
+    sent = await compress(body, encoding);
+    headers.set("content-encoding", encoding);
+    const etag = headers.get("etag");
+    if (etag !== null && !etag.startsWith("W/")) headers.set("etag", `W/${etag}`);
+  }
+  headers.set("content-length", String(sent.byteLength));
+  return new Response(sent, { status, statusText, headers });
+}
+
+/**
+ * Middleware that sends every answer {@linkcode encoded} for its client.
+ *
+ * @returns Hono middleware; registered before the routes.
+ */
+export function compressed(): MiddlewareHandler {
+  return async (c, next) => {
+    await next();
+    const out = encoded(c.req.raw, c.res);
+    if (out === c.res) return;
+    c.res = undefined;
+    c.res = await out;
+  };
 }

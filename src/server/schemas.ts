@@ -35,27 +35,32 @@ const queueEnum = z.enum(QUEUE_NAMES, {
   error: (issue) => `queue ${quoted(issue.input)} is not one of ${QUEUE_LIST}`,
 });
 
+/*
+ * Parameters are read in a transform that leads a pipe (`z.pipe(z.transform(…), schema)`):
+ * the API document then shows the schema after it (an enum, a whole number with its
+ * bounds), which is what a client must send, rather than "a string". The transform takes
+ * `unknown`, so these schemas' input type is `unknown`.
+ */
+
 /** Optional `queue` of submit and peek: exactly a queue name; empty is absent (C10, C30). */
-export const queueParamSchema: z.ZodType<QueueName | undefined, string | undefined> = z
-  .string()
-  .optional()
-  .transform(absentIfEmpty)
-  .pipe(queueEnum.optional());
+export const queueParamSchema: z.ZodType<QueueName | undefined, unknown> = z.pipe(
+  z.transform((value: unknown) => value === "" ? undefined : value),
+  queueEnum.optional(),
+);
 
 /**
  * Optional `queue` of pull: a queue name, also with the `queue_` prefix; empty is absent
- * (spec §2.1, C20).
+ * (spec §2.1, C20). The document lists the names without the prefix.
  */
-export const pullQueueParamSchema: z.ZodType<QueueName | undefined, string | undefined> = z
-  .string()
-  .optional()
-  .transform((value) => absentIfEmpty(value)?.replace(/^queue_(?=.)/, ""))
-  .pipe(
-    z.enum(QUEUE_NAMES, {
-      error: (issue) =>
-        `queue ${quoted(issue.input)} is not one of ${QUEUE_LIST} (a "queue_" prefix is allowed)`,
-    }).optional(),
-  );
+export const pullQueueParamSchema: z.ZodType<QueueName | undefined, unknown> = z.pipe(
+  z.transform((value: unknown) =>
+    typeof value === "string" ? absentIfEmpty(value)?.replace(/^queue_(?=.)/, "") : value
+  ),
+  z.enum(QUEUE_NAMES, {
+    error: (issue) =>
+      `queue ${quoted(issue.input)} is not one of ${QUEUE_LIST} (a "queue_" prefix is allowed)`,
+  }).optional(),
+);
 
 /**
  * An optional string field. A JSON string can hold a lone UTF-16 surrogate (`"\ud800"`),
@@ -77,8 +82,21 @@ function stringField(name: string) {
 export const submitFieldsSchema = z.object({
   content: stringField("content"),
   url: stringField("url"),
-  queue: stringField("queue"),
+  queue: queueParamSchema,
 });
+
+/**
+ * What a JSON or form body of `POST /submit` must hold, as the API document shows it:
+ * {@linkcode submitFieldsSchema} with `content` or `url` holding more than white space
+ * (the handler refuses any other body: "content is empty").
+ */
+export const submitBodyDocSchema = z.union([
+  submitFieldsSchema.extend({ content: requiredText("content") }),
+  submitFieldsSchema.extend({ url: requiredText("url") }),
+]);
+
+/** A plain-text body of `POST /submit` or `POST /push`: more than white space. */
+export const contentTextSchema = z.string().regex(/\S/);
 
 /**
  * Optional `dedupe` query parameter of `POST /submit`, an extension: `false` puts an item
@@ -98,6 +116,12 @@ export const dedupeParamSchema: z.ZodType<boolean, string | undefined> = z
 export const pushFieldsSchema = z.object({ content: stringField("content") });
 
 /**
+ * What a JSON or form body of `POST /push` must hold, as the API document shows it: a
+ * `content` with more than white space (the handler refuses any other body).
+ */
+export const pushBodyDocSchema = pushFieldsSchema.extend({ content: requiredText("content") });
+
+/**
  * The body of `POST /publish` (spec §4.8, C60): `title` and `content` non-empty strings;
  * `targets` a non-empty array of distinct values of `notes`, `blog`, `nas`; `nas` only with
  * `transform` = `read`; `tags` and `content_md` optional strings. Empty optional strings
@@ -110,29 +134,30 @@ export const publishBodySchema = z
     content_md: stringField("content_md"),
     tags: stringField("tags"),
     targets: z
-      .array(z.string({ error: 'every value of "targets" must be a string' }), {
-        error: `field "targets" must be an array of ${TARGET_LIST}`,
-      })
+      .array(
+        z.enum(TARGETS, {
+          error: (issue) =>
+            typeof issue.input === "string"
+              ? `target "${truncate(issue.input)}" is unknown: use ${TARGET_LIST}`
+              : 'every value of "targets" must be a string',
+        }),
+        { error: `field "targets" must be an array of ${TARGET_LIST}` },
+      )
       .min(1, { error: `field "targets" must name at least one of ${TARGET_LIST}` })
       .refine((targets) => new Set(targets).size === targets.length, {
         error: 'field "targets" names a target twice',
       })
-      .refine((targets) => targets.every((t) => (TARGETS as readonly string[]).includes(t)), {
-        error: (issue) => {
-          const bad = (issue.input as string[]).find((t) =>
-            !(TARGETS as readonly string[]).includes(t)
-          );
-          return `target "${bad}" is unknown: use ${TARGET_LIST}`;
-        },
-      })
-      .transform((targets) => targets as Target[]),
-    transform: stringField("transform"),
-  })
-  .refine((body) => body.transform === undefined || body.transform === "read", {
-    error: 'field "transform" must be "read"',
+      // The document's words for the check above.
+      .meta({ uniqueItems: true }),
+    transform: z.literal("read", { error: 'field "transform" must be "read"' }).optional(),
   })
   .refine((body) => !body.targets.includes("nas") || body.transform === "read", {
     error: 'target "nas" (the podcast) needs "transform": "read"',
+  })
+  // The document's words for the check above: with "nas" among the targets, "transform".
+  .meta({
+    if: { properties: { targets: { contains: { const: "nas" } } }, required: ["targets"] },
+    then: { required: ["transform"] },
   })
   .transform((body): { article: Article; targets: Target[] } => ({
     article: {
@@ -144,32 +169,48 @@ export const publishBodySchema = z
     targets: body.targets,
   }));
 
+/**
+ * A string field that must hold more than white space: the pattern (a character that is
+ * not white space, as `String.prototype.trim` counts it) is what the document shows.
+ */
 function requiredText(name: string) {
   return z
     .string({ error: `field "${name}" must be a non-empty string` })
-    .refine((text) => text.trim() !== "", { error: `field "${name}" must not be empty` })
+    .regex(/\S/, { error: `field "${name}" must not be empty` })
     .refine((text) => text.isWellFormed(), {
       error: `field "${name}" is not valid Unicode (it holds a lone surrogate)`,
     });
 }
 
-function wholeNumber(name: string, min: number) {
-  const message = `"${name}" must be a whole number ≥ ${min}`;
-  return z
-    .string()
-    .regex(/^\d+$/, { error: (issue) => `${message}, got ${quoted(issue.input)}` })
-    .transform(Number)
-    .pipe(
-      z.number({ error: `"${name}" must be at most ${Number.MAX_SAFE_INTEGER}` })
-        .int({ error: `"${name}" must be at most ${Number.MAX_SAFE_INTEGER}` })
-        .min(min, { error: (issue) => `${message}, got "${issue.input}"` }),
-    );
+/** A parameter's text as a whole number of decimal digits, or an issue quoting `value`. */
+function digits(name: string, min: number) {
+  return z.transform((value: unknown, ctx) => {
+    if (typeof value === "string" && /^\d+$/.test(value)) return Number(value);
+    ctx.issues.push({
+      code: "custom",
+      input: value,
+      message: `"${name}" must be a whole number ≥ ${min}, got ${quoted(value)}`,
+    });
+    return z.NEVER;
+  });
+}
+
+/** A whole number ≥ `min` (and ≤ `max`) given as decimal digits; the document shows both. */
+function wholeNumber(name: string, min: number, max = Number.MAX_SAFE_INTEGER, unit = "") {
+  const tooLarge = `"${name}" must be at most ${max}${unit}`;
+  return z.pipe(
+    digits(name, min),
+    z.number({ error: tooLarge })
+      .int({ error: tooLarge })
+      .min(min, {
+        error: (issue) => `"${name}" must be a whole number ≥ ${min}, got "${issue.input}"`,
+      })
+      .max(max, { error: (issue) => `${tooLarge}, got "${issue.input}"` }),
+  );
 }
 
 function inRange(name: string, min: number, max: number, unit = "") {
-  return wholeNumber(name, min).refine((n) => n <= max, {
-    error: (issue) => `"${name}" must be at most ${max}${unit}, got "${issue.input}"`,
-  });
+  return wholeNumber(name, min, max, unit);
 }
 
 /** Highest `limit` of `GET /results`; larger values are clamped (spec §4.5, C41). */
@@ -201,14 +242,20 @@ export const resultsQuerySchema = z.object({
   wait: waitParam,
   since: wholeNumber("since", 0).optional().default(0),
   // Any whole number ≥ 1, however large, is clamped to 50 (C41).
-  limit: z
-    .string()
-    .regex(/^0*[1-9]\d*$/, {
-      error: (issue) => `"limit" must be a whole number ≥ 1, got ${quoted(issue.input)}`,
-    })
-    .transform((text) => Math.min(Number(text), RESULTS_LIMIT_MAX))
-    .optional()
-    .default(RESULTS_LIMIT_MAX),
+  limit: z.pipe(
+    z.transform((value: unknown, ctx) => {
+      if (typeof value === "string" && /^0*[1-9]\d*$/.test(value)) {
+        return Math.min(Number(value), RESULTS_LIMIT_MAX);
+      }
+      ctx.issues.push({
+        code: "custom",
+        input: value,
+        message: `"limit" must be a whole number ≥ 1, got ${quoted(value)}`,
+      });
+      return z.NEVER;
+    }),
+    z.number().int().min(1),
+  ).optional().default(RESULTS_LIMIT_MAX),
 });
 
 /**

@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { assertProblem } from "../_helpers.ts";
-import { parseRange } from "../../src/server/routes/sites.ts";
 import { walkMp3 } from "./_mp3.ts";
 import { APP_ID, eventually, MAIN_KEY, postJson, READER_KEY, serveServices } from "./_services.ts";
 
@@ -447,20 +446,6 @@ Deno.test("everything published survives a restart", async () => {
   assert.equal(rss.channel.item.title, "E");
   const audio = await fetch(`${relay.url}${new URL(rss.channel.item.enclosure["@url"]).pathname}`);
   assert.ok(walkMp3(new Uint8Array(await audio.arrayBuffer())).seconds > 0.5);
-});
-
-Deno.test("parseRange reads one byte range and refuses what cannot be served", () => {
-  assert.deepEqual(parseRange("bytes=0-9", 100), { start: 0, end: 9 });
-  assert.deepEqual(parseRange("bytes=90-", 100), { start: 90, end: 99 });
-  assert.deepEqual(parseRange("bytes=90-200", 100), { start: 90, end: 99 });
-  assert.deepEqual(parseRange("bytes=-10", 100), { start: 90, end: 99 });
-  assert.deepEqual(parseRange("bytes=-500", 100), { start: 0, end: 99 });
-  assert.equal(parseRange("bytes=100-", 100), "unsatisfiable");
-  assert.equal(parseRange("bytes=-0", 100), "unsatisfiable");
-  assert.equal(parseRange(undefined, 100), undefined);
-  assert.equal(parseRange("bytes=5-1", 100), undefined);
-  assert.equal(parseRange("bytes=0-1,5-6", 100), undefined);
-  assert.equal(parseRange("items=0-1", 100), undefined);
 });
 
 Deno.test("podcast: --private-podcast needs a key; a feed read with ?key= passes it to its enclosures", async () => {

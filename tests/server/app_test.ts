@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { assertProblem, KEY, makeApp, type TestApp } from "../_helpers.ts";
+import { problemType } from "../../src/errors.ts";
 
 const TEXT = "text/plain; charset=utf-8";
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -618,7 +619,7 @@ Deno.test("problem documents", async (t) => {
         assert.equal(res.headers.get("content-type"), "application/problem+json");
         const doc = await res.json();
         assert.deepEqual(Object.keys(doc), ["type", "title", "status", "detail"]);
-        assert.equal(doc.type, "about:blank");
+        assert.equal(doc.type, problemType(status));
         assert.equal(doc.title, title);
         assert.equal(doc.status, status);
         assert.match(doc.detail, /^[A-Z]/, "a sentence a person can read");

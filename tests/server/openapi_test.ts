@@ -15,6 +15,7 @@ import { openApiDocument } from "../../src/server/openapi.ts";
 import type { Routes } from "../../src/server/route.ts";
 import { WEBAPP_FILES } from "../../src/server/webapp.ts";
 import { startDownstream } from "../downstream.ts";
+import { type Document as StrictDocument, schemaChecker } from "./_openapi.ts";
 import { KEY, makeApp, makeStore, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 interface Parameter {
@@ -29,12 +30,15 @@ interface Operation {
   "x-builtin"?: boolean;
   parameters?: Parameter[];
   requestBody?: { content: Record<string, { example?: unknown }> };
-  responses: Record<string, unknown>;
+  responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
   security?: unknown[];
   "x-scope"?: string;
 }
 
-type Document = { openapi: string; paths: Record<string, Record<string, Operation>> };
+type Document = StrictDocument & {
+  openapi: string;
+  paths: Record<string, Record<string, Operation>>;
+};
 
 /** The request each example describes: one per media type of the body, or one. */
 function exampleRequests(path: string, method: string, operation: Operation) {
@@ -102,7 +106,7 @@ Deno.test("issue 7: /openapi.json is valid OpenAPI 3.1 and lists every route of 
   }
 });
 
-Deno.test("issue 7: every example in /openapi.json is accepted by a running relay, and x-scope is the scope it checks", async () => {
+Deno.test("issue 7: every example in /openapi.json is accepted by a running relay, answered as the document says, and x-scope is the scope it checks", async () => {
   await withTempDir(async (dir) => {
     await using downstream = startDownstream();
     const db = join(dir, "relay.kv");
@@ -122,6 +126,7 @@ Deno.test("issue 7: every example in /openapi.json is accepted by a running rela
       },
     });
     const doc = await (await fetch(`${relay.url}/openapi.json`)).json() as Document;
+    const fits = schemaChecker(doc);
     let sent = 0;
     for (const [path, methods] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(methods)) {
@@ -136,9 +141,19 @@ Deno.test("issue 7: every example in /openapi.json is accepted by a running rela
             ...init,
             headers: { ...init.headers, "x-auth-key": key },
           });
-          await res.body?.cancel();
           const what = `${init.method} ${target} (${init.headers["content-type"] ?? "no body"})`;
           assert.ok(expected.includes(String(res.status)), `${what}: ${res.status}`);
+          // The answer is the one the document gives: its media type and, for JSON, schema.
+          const type = res.headers.get("content-type") ?? "";
+          const media = Object.entries(operation.responses[String(res.status)]?.content ?? {});
+          const documented = media.find(([name]) => type.startsWith(name.split(";")[0]!));
+          assert.ok(documented, `${what}: ${type} is documented`);
+          if (type.startsWith("text/event-stream")) {
+            await res.body?.cancel();
+          } else if (type.startsWith("application/json")) {
+            const wrong = fits(documented[1].schema, await res.json());
+            assert.equal(wrong, undefined, `${what}: the answer fits the document`);
+          } else await res.body?.cancel();
           sent++;
         }
       }

@@ -170,7 +170,7 @@ export function downstreamRoutes(relay: RouteContext & { builtin: BuiltinPublish
       scope: "publish",
       appId: true,
       methods: ["POST"],
-      handler: async (c, url) => {
+      handler: async (c) => {
         const fields = await jsonObject(relay, c.req.raw, "publish");
         const post = parseOr400(postSchema, fields, "publish");
         return json(await publishPost(services, post, siteOrigin(builtin)));
@@ -179,7 +179,7 @@ export function downstreamRoutes(relay: RouteContext & { builtin: BuiltinPublish
     [`${DOWNSTREAM_PATH}/delete/:post_id`]: {
       scope: "publish",
       methods: ["POST"],
-      handler: async (c, url) => {
+      handler: async (c) => {
         if (!(await services.blog.delete(c.req.param("post_id") ?? ""))) {
           throw new HttpError(404, "No such blog post");
         }

@@ -97,7 +97,6 @@ export function builtinTarget(
  */
 async function publishNow(
   relay: RouteContext,
-  requestUrl: string,
   article: Article,
   targets: readonly Target[],
 ): Promise<PublishOutcome> {
@@ -143,7 +142,7 @@ export function publishRoutes(relay: RouteContext): Routes {
           throw new HttpError(400, "Cannot publish: the body must be a JSON object");
         }
         const { article, targets } = parseOr400(publishBodySchema, body.fields, "publish");
-        const outcome = await publishNow(relay, c.req.url, article, targets);
+        const outcome = await publishNow(relay, article, targets);
         const failed = failures(outcome);
         if (relay.failed !== undefined && Object.keys(failed).length > 0) {
           // A failure to keep it must not change the publish's answer.
@@ -177,7 +176,7 @@ export function publishRoutes(relay: RouteContext): Routes {
           throw new HttpError(404, `Cannot retry a publish: no failed publish "${id}" is kept`);
         }
         const targets = TARGETS.filter((t) => t in entry.errors);
-        const outcome = await publishNow(relay, c.req.url, entry.article, targets);
+        const outcome = await publishNow(relay, entry.article, targets);
         await relay.failed!.settle(id, failures(outcome));
         return json(outcome.body, outcome.httpStatus);
       },

@@ -14,6 +14,7 @@ import type { SiteUrls } from "../../builtin/html.ts";
 import { ARTWORK_PATH, artworkResponse, transcriptResponse } from "../../builtin/podcast_files.ts";
 import { robotsResponse } from "../../builtin/site.ts";
 import { json } from "../responses.ts";
+import { byteRange, fileTag, notModified, notModifiedResponse } from "../validators.ts";
 import type { BuiltinPublishing, Handler, Route, Routes } from "../route.ts";
 import { siteOrigin } from "./downstream.ts";
 
@@ -23,33 +24,6 @@ const loadPages = () => import("../../builtin/html.ts");
 const loadFeeds = () => import("../../builtin/feeds.ts");
 
 const GET = ["GET", "HEAD"] as const;
-
-/**
- * The byte range a `Range` header asks for, RFC 9110 §14: one range, `bytes=a-b`, `a-`
- * or `-n`.
- *
- * @returns `undefined` when there is no usable Range header (serve the whole file);
- *   `"unsatisfiable"` when it asks for bytes past the end; else the first and last byte.
- */
-export function parseRange(
-  header: string | undefined,
-  size: number,
-): { start: number; end: number } | "unsatisfiable" | undefined {
-  const match = header === undefined ? null : /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (match === null) return undefined;
-  const [, from, to] = match;
-  if (from === "" && to === "") return undefined;
-  if (from === "") {
-    const suffix = Number(to);
-    if (suffix === 0) return "unsatisfiable";
-    return { start: Math.max(0, size - suffix), end: size - 1 };
-  }
-  const start = Number(from);
-  const end = to === "" ? size - 1 : Math.min(Number(to), size - 1);
-  if (start >= size) return "unsatisfiable";
-  if (end < start) return undefined;
-  return { start, end };
-}
 
 /** Serves a file with `Accept-Ranges`, answering a Range request with 206. */
 async function serveFile(c: Context, path: string, type: string): Promise<Response> {
@@ -63,13 +37,19 @@ async function serveFile(c: Context, path: string, type: string): Promise<Respon
     throw error;
   }
   const { size, mtime } = await file.stat();
+  const validators = { etag: fileTag(size, mtime?.getTime() ?? 0), lastModified: mtime?.getTime() };
   const headers: Record<string, string> = {
     "content-type": type,
     "accept-ranges": "bytes",
     "cache-control": "public, max-age=86400",
+    etag: validators.etag,
     ...(mtime ? { "last-modified": mtime.toUTCString() } : {}),
   };
-  const range = c.req.method === "HEAD" ? undefined : parseRange(c.req.header("range"), size);
+  if (notModified(c.req.raw, validators)) {
+    file.close();
+    return notModifiedResponse(new Headers(headers));
+  }
+  const range = byteRange(c.req.raw, size, validators);
   if (range === "unsatisfiable") {
     file.close();
     return problemResponse(416, `Cannot serve that range: the file has ${size} bytes`, {
@@ -151,7 +131,7 @@ function noteRoutes(builtin: BuiltinPublishing): Routes {
 function blogRoutes(builtin: BuiltinPublishing): Routes {
   const { blog } = builtin.services;
   const urls = (): SiteUrls => ({ origin: siteOrigin(builtin) });
-  const index: Handler = async (_c, url) => {
+  const index: Handler = async () => {
     const { blogIndexPage, PAGE_HEADERS } = await loadPages();
     return new Response(blogIndexPage(await blog.list(), urls()), { headers: PAGE_HEADERS });
   };
@@ -159,13 +139,13 @@ function blogRoutes(builtin: BuiltinPublishing): Routes {
   return {
     "/blog": reading(closed, index),
     "/blog/": reading(closed, index),
-    "/blog/feed.xml": reading(closed, async (_c, url) => {
+    "/blog/feed.xml": reading(closed, async () => {
       const { blogFeed } = await loadFeeds();
       return new Response(await blogFeed(blog, urls()), {
         headers: { "content-type": "application/atom+xml; charset=utf-8" },
       });
     }),
-    "/blog/posts": reading(closed, async (_c, url) => {
+    "/blog/posts": reading(closed, async () => {
       const origin = urls().origin;
       return json({
         feed_url: `${origin}/blog/feed.xml`,
@@ -178,7 +158,7 @@ function blogRoutes(builtin: BuiltinPublishing): Routes {
         })),
       });
     }),
-    "/blog/:post_id": reading(closed, async (c, url) => {
+    "/blog/:post_id": reading(closed, async (c) => {
       const post = await blog.get(c.req.param("post_id") ?? "");
       const body = post && await blog.body(post.post_id);
       if (post === undefined || body === undefined) throw new HttpError(404, "No such blog post");
@@ -195,7 +175,7 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
   const urls = (): SiteUrls => ({ origin: siteOrigin(builtin) });
   // A private podcast's feed, read with ?key=, passes the key on to its enclosures and QR.
   const feedKey = (url: URL) => closed ? url.searchParams.get("key") ?? undefined : undefined;
-  const index: Handler = async (_c, url) => {
+  const index: Handler = async () => {
     const { podcastPage, PAGE_HEADERS } = await loadPages();
     const page = podcastPage(await podcast.list(), urls(), { qr: !closed });
     return new Response(page, { headers: PAGE_HEADERS });
@@ -203,7 +183,7 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
   return {
     "/podcast": reading(closed, index),
     "/podcast/": reading(closed, index),
-    "/podcast/episodes": reading(closed, async (_c, url) => {
+    "/podcast/episodes": reading(closed, async () => {
       const origin = urls().origin;
       return json({
         feed_url: `${origin}/podcast/feed.xml`,

@@ -17,6 +17,7 @@
 
 import { join } from "node:path";
 import pLimit from "p-limit";
+import { RENDERER_VERSION, renderOffThread } from "./render_thread.ts";
 import {
   isId,
   newId,
@@ -52,9 +53,6 @@ function isPost(value: unknown): value is Post {
 
 /** Renders at once at most: each holds a whole post's HTML and markdown-it's tokens. */
 const RENDERS_AT_ONCE = 1;
-
-// The renderer (markdown-it, about 20 MB) is loaded with the first render, not at start.
-const loadRenderer = () => import("./render.ts");
 
 /** The posts in `<data>/blog/`. */
 export class BlogStore {
@@ -107,7 +105,6 @@ export class BlogStore {
   async body(postId: string): Promise<string | undefined> {
     const post = (await this.#load()).get(postId);
     if (post === undefined) return undefined;
-    const { RENDERER_VERSION } = await loadRenderer();
     return await readTextIfExists(this.#htmlPath(postId, RENDERER_VERSION)) ??
       await this.#render(post);
   }
@@ -169,7 +166,6 @@ export class BlogStore {
     await removeIfExists(join(this.dir, `${postId}.json`));
     posts.delete(postId);
     this.#generation++;
-    const { RENDERER_VERSION } = await loadRenderer();
     await removeIfExists(this.#htmlPath(postId, RENDERER_VERSION));
     return true;
   }
@@ -183,7 +179,6 @@ export class BlogStore {
     const running = this.#rendering.get(post.post_id);
     if (running !== undefined) return running;
     const render = this.#renderLimit(async () => {
-      const { renderOffThread, RENDERER_VERSION } = await loadRenderer();
       const html = await renderOffThread(post.content_md ?? post.content);
       this.#renders++;
       await writeAtomically(this.#htmlPath(post.post_id, RENDERER_VERSION), html);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { XMLParser } from "fast-xml-parser";
-import { RENDERER_VERSION } from "../../src/builtin/render.ts";
+import { RENDERER_VERSION } from "../../src/builtin/render_thread.ts";
 import { postJson, serveServices } from "./_services.ts";
 
 const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@" });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { XMLParser } from "fast-xml-parser";
 import { podcastGuid, podcastRss } from "../../src/builtin/feeds.ts";
+import { loadConfig } from "../../src/config/config.ts";
 import { postJson, serveServices } from "./_services.ts";
 import { walkMp3 } from "./_mp3.ts";
 
@@ -125,4 +126,22 @@ Deno.test("podcastGuid() is the UUID v5 of the feed address without scheme or tr
     podcastGuid("https://mp3s.nashownotes.com/pc20rss.xml/"),
     "917393e3-1b1e-5cef-ace4-edaa54e1f810",
   );
+});
+
+Deno.test("--podcast-language and --podcast-email: a language tag and an address, or none", () => {
+  const none = () => undefined;
+  const defaults = loadConfig({}, none);
+  assert.equal(defaults.podcastLanguage, undefined);
+  assert.equal(defaults.podcastEmail, undefined);
+  const set = loadConfig(
+    { "podcast-language": "zh-CN" },
+    (name) => name === "RELAY_PODCAST_EMAIL" ? "owner@example.org" : undefined,
+  );
+  assert.equal(set.podcastLanguage, "zh-cn");
+  assert.equal(set.podcastEmail, "owner@example.org");
+  assert.throws(
+    () => loadConfig({ "podcast-language": "Mandarin Chinese" }, none),
+    /--podcast-language "Mandarin Chinese": must be a language tag/,
+  );
+  assert.throws(() => loadConfig({ "podcast-email": "owner" }, none), /--podcast-email "owner"/);
 });

@@ -1,7 +1,7 @@
 /**
  * The relay's listening socket and the connections it accepts: a cap on open connections,
  * an idle timeout, and an accept loop that survives running out of file descriptors
- * (docs/operations.md, "Connections and file descriptors").
+ * (docs/faults.md, "Connections and file descriptors").
  *
  * `Deno.serve` accepts connections itself, with no limit, no header or idle timeout and no
  * hook per connection, and its accept loop ends the server on the first accept error: at

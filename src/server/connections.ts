@@ -461,9 +461,18 @@ async function acceptLoop(listener: Deno.Listener, pool: ConnectionPool): Promis
  *
  * @example
  * ```ts
+ * import { Logger } from "./log.ts";
+ *
  * const served = serveConnections(
- *   { hostname: "127.0.0.1", port: 0, maxConnections: 512, idleTimeoutMs: 30_000, logger, onError },
- *   (request) => new Response("OK"),
+ *   {
+ *     hostname: "127.0.0.1",
+ *     port: 0,
+ *     maxConnections: 512,
+ *     idleTimeoutMs: 30_000,
+ *     logger: new Logger(),
+ *     onError: () => new Response("Internal error", { status: 500 }),
+ *   },
+ *   (_request) => new Response("OK"),
  * );
  * ```
  * @throws {Deno.errors.AddrInUse} and the other errors of `Deno.listen` / `Deno.listenTls`

@@ -42,6 +42,8 @@ const ANSWERS: Record<FaultKind, { status: number; retryAfterS: number; detail: 
  *
  * @example
  * ```ts
+ * import { StorageError } from "../store/store.ts";
+ *
  * storageProblem(new StorageError("full", "submit")); // 507, "Cannot submit: the relay's disk is full. …"
  * ```
  */

@@ -1,13 +1,16 @@
 # shellcheck shell=bash
 # Shared by .ci/package-smoke.sh, .ci/nspawn-smoke.sh and .ci/aarch64-smoke.sh (sourced, not
 # run): the cached Debian 12 tree, booting it with systemd in systemd-nspawn, running commands
-# in a machine, steps that must match docs/operations.md, checks and the HTTP smoke test.
+# in a machine, steps that must match the operations pages in docs/, checks and the HTTP smoke
+# test.
 #
 # The sourcing script sets `name` (its name in messages) before sourcing, and calls finish at
 # the end. Exit 0 with one "skipped" line when the machine cannot do it at all.
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-doc="$repo/docs/operations.md"
+# The pages whose commands CI runs (docs/operations.md is their index): a documented step must
+# appear verbatim in one of them.
+docs=("$repo/docs/install.md" "$repo/docs/upgrade.md" "$repo/docs/backup.md" "$repo/docs/faults.md")
 cache=${RELAY_CI_CACHE:-/var/cache/relay-ci}
 tree_packages=systemd,systemd-sysv,dbus,curl,ca-certificates,procps,sudo
 # The versions the docs show in their commands: a step line writes {V} and {NEXT} for the
@@ -76,7 +79,8 @@ needs_nspawn() {
     command -v "$tool" >/dev/null 2>&1 ||
       skip "no $tool here (apt-get install systemd-container debootstrap util-linux)"
   done
-  [ -f "$doc" ] || skip "no docs/operations.md to follow"
+  local page
+  for page in "${docs[@]}"; do [ -f "$page" ] || skip "no ${page#"$repo"/} to follow"; done
 }
 
 # The Debian mirror this machine's apt uses (deb822 or one-line sources), else deb.debian.org.
@@ -231,7 +235,7 @@ step() {
       line=${line#!}
       doc_line=${line//\{V\}/$doc_version}
       doc_line=${doc_line//\{NEXT\}/$doc_next}
-      grep -qF -- "$doc_line" "$doc" || fail "not in docs/operations.md: $doc_line"
+      grep -qF -- "$doc_line" "${docs[@]}" || fail "not in the operations pages: $doc_line"
       line=${line//\{V\}/${version:-}}
       line=${line//\{NEXT\}/${next:-}}
       shown=$line
@@ -254,7 +258,7 @@ step() {
 # run M CMD: one documented command as admin; prints its output.
 run() {
   local m=$1 cmd=$2
-  grep -qF -- "$cmd" "$doc" || fail "not in docs/operations.md: $cmd"
+  grep -qF -- "$cmd" "${docs[@]}" || fail "not in the operations pages: $cmd"
   in_m "$m" runuser -l admin -c "$cmd"
 }
 

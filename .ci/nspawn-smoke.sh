@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The single program plus the unit, installed by hand: boots Debian 12 with systemd in
-# systemd-nspawn containers and follows docs/operations.md's by-hand install, key, backup,
+# systemd-nspawn containers and follows docs/install.md's by-hand install, key, backup,
 # upgrade, rollback, restore, configuration-error and move steps as a user with sudo, checking
 # what each step leaves behind (unit state, restarts, items, keys, file modes). Every command
-# it runs as a documented step must appear verbatim in docs/operations.md; lines marked @ are
-# the stand-in's install and stand for the single binary, which cannot be built here: the
-# stand-in is the program of the amd64 package (deploy/stage-program.sh's layout), taken out of
-# dist/relay_<version>_amd64.deb, and of the rebuilt package for the upgrade.
+# it runs as a documented step must appear verbatim in docs/install.md, upgrade.md, backup.md
+# or faults.md; lines marked @ are the stand-in's install and stand for the single binary,
+# which cannot be built here: the stand-in is the program of the amd64 package
+# (deploy/stage-program.sh's layout), taken out of dist/relay_<version>_amd64.deb, and of the
+# rebuilt package for the upgrade.
 #
 #   .ci/nspawn-smoke.sh            (as root; .ci/run runs it after .ci/package-smoke.sh)
 #

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The Debian package on a real systemd: boots Debian 12 in systemd-nspawn containers and, as a
-# user with sudo following docs/operations.md, installs dist/relay_<version>_amd64.deb (enabled,
+# user with sudo following docs/install.md, installs dist/relay_<version>_amd64.deb (enabled,
 # not started), starts it, runs the HTTP smoke test (submit, peek, pull, push, results, the web
 # app, publish when configured), restarts it, breaks the settings (RELAY_PORT=abc: the unit must
 # fail without restarting), upgrades to a rebuilt package and downgrades back on the same data,
 # exports with the main key and imports on a second machine (the move), then removes the package
 # (data kept, and found again by a reinstall) and purges it (data gone). Every documented
-# command must appear verbatim in docs/operations.md.
+# command must appear verbatim in docs/install.md, upgrade.md, backup.md or faults.md.
 #
 #   .ci/package-smoke.sh        (as root; .ci/run runs it after the tests)
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# From source, with Deno, as docs/operations.md tells it: a copy of the checkout (the files
+# From source, with Deno, as docs/install.md tells it: a copy of the checkout (the files
 # the relay needs) and an empty Deno cache; `deno task start` fetches the relay's npm packages
 # and serves, its data in ./data. Runs the HTTP smoke test (the same as .ci/package-smoke.sh),
 # stops it with SIGTERM, starts it again and checks the data and the key were kept.
@@ -13,7 +13,7 @@ name=source-smoke
 . "$(dirname "$0")/nspawn-lib.sh"
 
 command -v curl >/dev/null 2>&1 || skip "no curl here (apt-get install curl)"
-grep -qF -- "deno task start" "$doc" || fail "not in docs/operations.md: deno task start"
+grep -qF -- "deno task start" "$repo/docs/install.md" || fail "not in docs/install.md: deno task start"
 deno_version=$("$repo/deploy/deno-version.sh")
 deno=$(npx -y "deno@$deno_version" eval 'console.log(Deno.execPath())')
 check "Deno" "deno $deno_version" "$("$deno" --version | head -n 1 | cut -d' ' -f1,2)"

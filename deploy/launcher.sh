@@ -6,7 +6,7 @@
 # flags the compile task bakes into the binary (tests/package_test.ts keeps them in step) and,
 # like a compiled binary, never prompts. Every module and npm package comes from lib/relay/deno-dir,
 # filled when the layout was built (deploy/stage-program.sh), so it starts without network
-# access. See docs/operations.md.
+# access. See docs/install.md.
 self=$(readlink -f "$0")
 lib=${self%/bin/*}/lib/relay
 DENO_DIR=$lib/deno-dir

@@ -12,7 +12,7 @@
 # the data on purge). The program is the single binary of `deno task compile` when one is given
 # for that architecture; otherwise the stand-in deploy/stage-program.sh lays out (the pinned Deno
 # from npm, the source and a filled module cache under /usr/lib/relay, deploy/launcher.sh as
-# /usr/bin/relay). See docs/operations.md.
+# /usr/bin/relay). See docs/install.md.
 #
 #   deploy/package.sh [--arch amd64|arm64|all] [--binary-amd64 FILE] [--binary-arm64 FILE]
 #                     [--out DIR] [--compression xz|gzip|zstd|none]

@@ -1,5 +1,5 @@
 /**
- * Backup and move (`relay export`, `relay import`; docs/operations.md): the queues, the
+ * Backup and move (`relay export`, `relay import`; docs/backup.md): the queues, the
  * results and the results' `t` high-water mark (C40), the named keys (digests, scopes,
  * creation and last use) and, when asked for, the main API key, as one JSON document.
  * Moved that way, a relay accepts every key it accepted before.

@@ -15,6 +15,13 @@ const ROOT = fileURLToPath(new URL("../", import.meta.url));
 /** Largest README.md, bytes: it is an entry point, and details live in docs/. */
 const README_MAX_BYTES = 20_000;
 
+/**
+ * A citation a reader of the repository cannot resolve: a rule id of the private contract (a
+ * capital C and one or two digits, standing alone), a numbered spec section, or an issue
+ * number. State the rule in words, or link a heading in docs/, instead.
+ */
+const CITATION = /(?<![\w-])C\d{1,2}(?![\w-])|§\s*\d|\b[Ii]ssues? #?\d+\b/;
+
 /** README.md and every `.md` file under docs/, as paths relative to the root. */
 function markdownFiles(): string[] {
   const found = ["README.md"];
@@ -243,13 +250,146 @@ Deno.test("README.md and docs/ never point at ../shared, nor cite its rule ids, 
       if (/(^|[^\w])(\.\.\/)+shared\b|\/work\/shared\b|\bshared\/spec\b/.test(line)) {
         found.push(`${where}: points at the shared inputs: ${line.trim()}`);
       }
-      // Outside code only: a key or a hash in a code block may contain "C12".
+      // Outside code only: a key or a hash in a code block may hold the same letters.
       const words = prose[i] ?? "";
-      const citation = /(?<![\w-])C\d{1,2}(?![\w-])|§\s*\d|\b[Ii]ssues? #?\d+\b/.exec(words);
+      const citation = CITATION.exec(words);
       if (citation !== null) found.push(`${where}: cites "${citation[0]}": ${line.trim()}`);
     });
   }
   assert.deepEqual(found, [], found.join("\n"));
+});
+
+/** The folders whose code's comments and test names are held to the same rule as docs/. */
+const CODE_FOLDERS = ["src", "tests", "bench", "webapp", "extension"];
+
+/** Every `.ts`, `.js`, `.css` and `.html` file under {@linkcode CODE_FOLDERS}, root-relative. */
+function codeFiles(): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of Deno.readDirSync(join(ROOT, dir))) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory) walk(path);
+      else if (entry.isFile && /\.(ts|js|mjs|css|html)$/.test(entry.name)) found.push(path);
+    }
+  };
+  for (const folder of CODE_FOLDERS) walk(folder);
+  return found.sort();
+}
+
+/** A piece of a source file a reader reads as prose: its text and the line it starts on. */
+interface Prose {
+  readonly text: string;
+  readonly line: number;
+}
+
+/** Where the string, template or regular expression literal opening at `start` ends. */
+function literalEnd(source: string, start: number): number {
+  const close = source[start]!;
+  let inClass = false;
+  for (let i = start + 1; i < source.length; i++) {
+    const char = source[i];
+    if (char === "\\") i++;
+    else if (close === "/" && char === "[") inClass = true;
+    else if (close === "/" && char === "]") inClass = false;
+    else if (char === close && !inClass) return i + 1;
+    else if (char === "\n" && close !== "`") return i; // an unclosed one ends with its line
+  }
+  return source.length;
+}
+
+/**
+ * The comments of JavaScript, TypeScript or CSS source, skipping string, template and
+ * regular expression literals (a `/` after an operator, a bracket or a keyword starts a
+ * regular expression, after a name or a closing bracket it divides: the usual heuristic).
+ */
+function commentsOf(source: string): Prose[] {
+  const found: Prose[] = [];
+  const lineOf = (index: number) => source.slice(0, index).split("\n").length;
+  let i = 0;
+  while (i < source.length) {
+    const char = source[i]!;
+    const next = source[i + 1];
+    if (char === "/" && (next === "/" || next === "*")) {
+      const end = next === "/" ? source.indexOf("\n", i) : source.indexOf("*/", i + 2);
+      const stop = end < 0 ? source.length : next === "/" ? end : end + 2;
+      found.push({ text: source.slice(i, stop), line: lineOf(i) });
+      i = stop;
+    } else if (char === '"' || char === "'" || char === "`") {
+      i = literalEnd(source, i);
+    } else if (
+      char === "/" &&
+      /(^|[-(,=:[!&|?{};+*%<>~^]|\breturn|\btypeof)\s*$/.test(source.slice(Math.max(0, i - 12), i))
+    ) {
+      i = literalEnd(source, i);
+    } else i++;
+  }
+  return found;
+}
+
+/** The names of `Deno.test` and `t.step` cases, as written (first argument or `name:`). */
+function testNamesOf(source: string): Prose[] {
+  const pattern = /\b(?:Deno\.test|\.step)\(\s*(?:\{\s*name:\s*)?(["'`])((?:\\.|(?!\1)[^\\])*)\1/dg;
+  return [...source.matchAll(pattern)].map((match) => ({
+    text: match[2]!,
+    line: source.slice(0, match.indices![2]![0]).split("\n").length,
+  }));
+}
+
+/** What a reader reads as prose in a code file: its comments and its tests' names. */
+function proseOf(file: string, source: string): Prose[] {
+  if (file.endsWith(".html")) {
+    return [...source.matchAll(/<!--[\s\S]*?-->/g)].map((match) => ({
+      text: match[0],
+      line: source.slice(0, match.index).split("\n").length,
+    }));
+  }
+  return [...commentsOf(source), ...testNamesOf(source)];
+}
+
+Deno.test("proseOf() finds comments and test names, not strings or regular expressions", () => {
+  const source = [
+    "// one",
+    'const url = "http://example.com/* not a comment */";',
+    "const re = /\\/\\/ not a comment/; /** two",
+    " * lines */",
+    "const half = 1 / 2; // three",
+    'Deno.test("four", () => {});',
+    "await t.step({ name: `five`, fn: () => {} });",
+    "await t.step(",
+    '  "six",',
+  ].join("\n");
+  assert.deepEqual(proseOf("x.ts", source), [
+    { text: "// one", line: 1 },
+    { text: "/** two\n * lines */", line: 3 },
+    { text: "// three", line: 5 },
+    { text: "four", line: 6 },
+    { text: "five", line: 7 },
+    { text: "six", line: 9 },
+  ]);
+  assert.deepEqual(proseOf("x.html", "<p>C12</p>\n<!-- seven -->"), [
+    { text: "<!-- seven -->", line: 2 },
+  ]);
+});
+
+Deno.test({
+  name:
+    "comments and test names in src/, tests/, bench/, webapp/ and extension/ cite no rule ids, spec sections or issue numbers",
+  // Off until the sweep that states these rules in words has run over the code; to turn the
+  // check on, remove the next line.
+  ignore: true,
+  fn() {
+    const found: string[] = [];
+    for (const file of codeFiles()) {
+      for (const prose of proseOf(file, Deno.readTextFileSync(join(ROOT, file)))) {
+        prose.text.split("\n").forEach((line, i) => {
+          const citation = CITATION.exec(line);
+          if (citation === null) return;
+          found.push(`${file}:${prose.line + i}: cites "${citation[0]}": ${line.trim()}`);
+        });
+      }
+    }
+    assert.deepEqual(found, [], `${found.length} citations:\n${found.join("\n")}`);
+  },
 });
 
 Deno.test("README.md is under 20 KB", () => {

@@ -1,5 +1,5 @@
 /**
- * The Debian package and the stand-in's launcher (docs/operations.md): the launcher runs the
+ * The Debian package and the stand-in's launcher (docs/install.md): the launcher runs the
  * relay with exactly the permission flags the compile task bakes into the binary; and
  * deploy/package.sh, given a compiled binary (here: this Deno, a real x86-64 program), writes
  * relay_<version>_amd64.deb with the program, the unit pointed at it, the settings file as a
@@ -226,7 +226,7 @@ Deno.test("relay-reader.service runs the reader with the relay's hardening, disa
   assert.doesNotMatch(reader, /^StateDirectory=/m);
   const env = await Deno.readTextFile(join(ROOT, "deploy", "debian", "reader.env"));
   assert.match(env, /--scope consume,push,publish/);
-  // The package installs it; the admin enables it (docs/operations.md, "The reader").
+  // The package installs it; the admin enables it (docs/install.md, "The reader").
   const postinst = await Deno.readTextFile(join(ROOT, "deploy", "debian", "postinst"));
   assert.doesNotMatch(postinst, /\b(enable|start)\b[^\n]*relay-reader/);
 });

@@ -73,7 +73,7 @@ async function serve(flags: Record<string, string | undefined>, io: CommandIo, v
     });
   } catch (error) {
     // Restarting cannot fix a bad option or an unsafe database (hard-linked, damaged): exit
-    // like a configuration error, which the unit does not restart (docs/operations.md).
+    // like a configuration error, which the unit does not restart (docs/faults.md).
     if (error instanceof ConfigError || error instanceof UnsafeDatabaseError) {
       io.err(`relay: ${error.message}`);
       return EXIT_USAGE;

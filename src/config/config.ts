@@ -38,7 +38,7 @@ export interface Config {
   readonly maxBodyBytes: number;
   /**
    * Connections open at once, ≥ 1; keep it below the open-file limit less about 64
-   * (docs/operations.md, "Connections and file descriptors").
+   * (docs/faults.md, "Connections and file descriptors").
    */
   readonly maxConnections: number;
   /** A connection with no request in progress is closed after this, ms, > 0. */

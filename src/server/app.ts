@@ -408,6 +408,9 @@ function recorder(parts: RecorderParts) {
  *
  * @example
  * ```ts
+ * import { createStore } from "../store/store.ts";
+ *
+ * const store = createStore(await Deno.openKv(":memory:"));
  * const app = createApp({ store, apiKey: "secret" });
  * const res = await app.request("/health");
  * ```

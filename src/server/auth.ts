@@ -405,7 +405,14 @@ function checkCookieUse(request: Request, access: Access, path: string): void {
  *
  * @example
  * ```ts
- * const authorize = createAuthorize({ apiKey, failures: new AuthFailureLimiter(clock) });
+ * const authorize = createAuthorize({
+ *   apiKey: "secret",
+ *   failures: new AuthFailureLimiter(() => Date.now()),
+ * });
+ * const request = new Request("http://relay.local/clear", {
+ *   method: "POST",
+ *   headers: { "X-Auth-Key": "secret" },
+ * });
  * const keyId = authorize(request, new URL(request.url), "192.0.2.7", { scope: "admin" }, "/clear");
  * ```
  * @returns The check; it returns the {@linkcode KEY_ID} of the key presented, and throws

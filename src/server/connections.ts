@@ -1,7 +1,7 @@
 /**
  * The relay's listening socket and the connections it accepts: a cap on open connections,
  * an idle timeout, and an accept loop that survives running out of file descriptors
- * (docs/operations.md, "Connections and file descriptors").
+ * (docs/faults.md, "Connections and file descriptors").
  *
  * `Deno.serve` accepts connections itself, with no limit, no header or idle timeout and no
  * hook per connection, and its accept loop ends the server on the first accept error: at
@@ -461,9 +461,18 @@ async function acceptLoop(listener: Deno.Listener, pool: ConnectionPool): Promis
  *
  * @example
  * ```ts
+ * import { Logger } from "./log.ts";
+ *
  * const served = serveConnections(
- *   { hostname: "127.0.0.1", port: 0, maxConnections: 512, idleTimeoutMs: 30_000, logger, onError },
- *   (request) => new Response("OK"),
+ *   {
+ *     hostname: "127.0.0.1",
+ *     port: 0,
+ *     maxConnections: 512,
+ *     idleTimeoutMs: 30_000,
+ *     logger: new Logger(),
+ *     onError: () => new Response("Internal error", { status: 500 }),
+ *   },
+ *   (_request) => new Response("OK"),
  * );
  * ```
  * @throws {Deno.errors.AddrInUse} and the other errors of `Deno.listen` / `Deno.listenTls`

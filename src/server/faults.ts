@@ -53,6 +53,8 @@ const ANSWERS: Record<
  *
  * @example
  * ```ts
+ * import { StorageError } from "../store/store.ts";
+ *
  * storageProblem(new StorageError("full", "submit")); // 507, "Cannot submit: the relay's disk is full. …"
  * ```
  */

@@ -127,7 +127,7 @@ export function sseEvent(message: { event?: string; id?: string; data: string })
  * A `text/event-stream` response whose events `run` writes, for as long as it runs. One
  * stream object per subscriber, filled as the client reads (Hono's `streamSSE` stacks a
  * transform stream and a second readable on it: 12 KB more of JavaScript heap a
- * subscriber, measured; docs/operations.md, "Connections and file descriptors").
+ * subscriber, measured; docs/faults.md, "Connections and file descriptors").
  *
  * @param run Writes the events; `gone` aborts when the client disconnects. The response
  *   ends when `run` settles; what it throws is for the caller to catch.

@@ -16,7 +16,7 @@ const encoder = new TextEncoder();
 /**
  * Bodies larger than this, bytes, are handed to the runtime in pieces of this size as the
  * client takes them, rather than at once. A connection counts as busy until its answer
- * is handed over, and one idle for the idle timeout is closed (docs/operations.md,
+ * is handed over, and one idle for the idle timeout is closed (docs/faults.md,
  * "Connections and file descriptors"): a peek of megabytes handed over at once would make
  * a slow phone's connection look idle while it is still downloading.
  */

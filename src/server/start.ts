@@ -120,7 +120,7 @@ export interface RunningRelay {
   flushLog(): Promise<void>;
   /**
    * Settles when the relay must stop by itself: it found its database damaged while serving
-   * (docs/operations.md, "A damaged database"). The error's message is the line to log, with
+   * (docs/faults.md, "A damaged database"). The error's message is the line to log, with
    * the steps that recover; the caller stops the relay and exits 2, as on a damaged database
    * at start, so that systemd does not restart it in a loop. Never rejects.
    */
@@ -538,7 +538,7 @@ function serve(
  *   file, or TLS files that cannot be read.
  * @throws {DatabaseInUseError} when another relay holds the database.
  * @throws {UnsafeDatabaseError} when the database has more than one name, is damaged, or
- *   holds less than the relay wrote to it (docs/operations.md, damaged files).
+ *   holds less than the relay wrote to it (docs/faults.md, "Damaged files").
  * @throws {Deno.errors.AddrInUse} and other errors of `Deno.serve` and `Deno.openKv`.
  */
 export async function startRelay(

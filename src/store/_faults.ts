@@ -1,7 +1,7 @@
 /**
  * Storage faults: what SQLite's errors (as Deno KV throws them) say about the disk under the
- * database, in four kinds a client and an operator can act on (docs/operations.md, storage
- * faults).
+ * database, in four kinds a client and an operator can act on (docs/faults.md, "Storage
+ * faults").
  *
  * @module
  */

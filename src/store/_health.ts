@@ -1,5 +1,5 @@
 /**
- * Whether the store can commit (`GET /health`, docs/operations.md, storage faults): the
+ * Whether the store can commit (`GET /health`, docs/faults.md, "Storage faults"): the
  * outcome of the last commit, a probe at most once a second, and the disk-full reserve.
  *
  * **The verdict** comes from the last commit the writer made (or the last state load that

@@ -56,7 +56,7 @@ export interface LockedDatabase {
 /**
  * Creates the data directory when missing (with its missing parents, each 0700), takes the
  * database's lock (C73) and opens the KV file, made 0600 with its `-wal` and `-shm` files
- * (docs/operations.md, data files), turning each failure into one line that names the path.
+ * (docs/install.md, "Where the data lives"), turning each failure into one line that names the path.
  *
  * A database file with more than one name (a hard link) is refused. The lock file, SQLite's
  * write-ahead log and its index are all found by the name, so two names of one file make two

@@ -1,6 +1,6 @@
 /**
  * Noticing a database that is damaged or lost what it held, before the relay serves it
- * (docs/operations.md, damaged files): {@linkcode checkDatabase} reads the whole state once
+ * (docs/faults.md, "Damaged files"): {@linkcode checkDatabase} reads the whole state once
  * and compares the counters with the counters file beside the database (`<db>.counters`), a
  * copy of the store's counters as of a recent commit kept outside the database.
  *

@@ -469,7 +469,7 @@ export async function prepare(store: Store): Promise<void> {
 }
 
 /**
- * Whether the store can commit (spec §4.7, C51; docs/operations.md, storage faults): the
+ * Whether the store can commit (spec §4.7, C51; docs/faults.md, "Storage faults"): the
  * outcome of its last commit, checked by a probe at most once a second. The probe reads
  * the metadata entries from KV, looks at the file system (read-only, free space), and
  * commits one small entry only when the last commit failed or the disk is nearly full; so

@@ -24,7 +24,11 @@ export interface Deadline {
  * const deadlines = new Deadlines(50);
  * const late = new AbortController();
  * const deadline = deadlines.add(90_000, () => late.abort());
- * try { await work(late.signal); } finally { deadline.clear(); }
+ * try {
+ *   await fetch("https://example.com/", { signal: late.signal });
+ * } finally {
+ *   deadline.clear();
+ * }
  * ```
  */
 export class Deadlines {

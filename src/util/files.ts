@@ -1,5 +1,5 @@
 /**
- * The modes of the relay's data files (docs/operations.md, data files): every directory the
+ * The modes of the relay's data files (docs/install.md, "Where the data lives"): every directory the
  * relay creates is 0700 and every file it writes is 0600, whatever the umask. A mode given
  * when a file or directory is created is only ever narrowed by the umask, so each helper sets
  * the mode again after creating.

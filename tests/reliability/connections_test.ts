@@ -1,6 +1,6 @@
 /**
  * Reliability: the connection edge against a real relay process on 127.0.0.1 (docs/
- * operations.md, "Connections and file descriptors"). A client holding hundreds of idle
+ * faults.md, "Connections and file descriptors"). A client holding hundreds of idle
  * and half-sent connections under a low open-file limit cannot take the relay down; past
  * `--max-connections` a busy relay refuses with a 503 problem and an idle connection makes
  * room; idle and slow-header connections are closed after `--idle-timeout`; an over-limit

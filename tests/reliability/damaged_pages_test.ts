@@ -1,6 +1,6 @@
 /**
  * Reliability: a database file with pages overwritten by random bytes, as a failing SD card
- * leaves it (docs/operations.md, "A damaged database"). The relay must refuse to start on it
+ * leaves it (docs/faults.md, "A damaged database"). The relay must refuse to start on it
  * with exit code 2 and the steps that recover, and stop with exit code 2 when it finds the
  * damage while serving: never die in Deno KV (exit 1), which systemd restarts in a loop.
  *

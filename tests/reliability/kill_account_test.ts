@@ -1,5 +1,5 @@
 /**
- * Reliability: kill and account (docs/operations.md, what the relay promises). A relay under
+ * Reliability: kill and account (docs/faults.md, "What the relay promises"). A relay under
  * submits, pushes, leased pulls with acks and a results reader is killed with SIGKILL at a
  * random moment, 10 times (50 with `RELAY_STRESS=1`, as CI runs it), restarting on the same file each time; then everything is
  * counted. Every acknowledged submit must have been delivered to a leased pull, every

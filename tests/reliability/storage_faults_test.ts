@@ -1,5 +1,5 @@
 /**
- * Reliability: storage faults with real file systems (docs/operations.md, storage faults).
+ * Reliability: storage faults with real file systems (docs/faults.md, "Storage faults").
  * A full disk is a small tmpfs filled up; a read-only one is a loop-mounted ext4 image that
  * the kernel remounts read-only after an error (as it does after real disk errors); a hard
  * link is `ln`; damaged files are a truncated database, pages overwritten with random bytes

@@ -398,6 +398,32 @@ function recorder(parts: RecorderParts) {
 }
 
 /**
+ * The Hono app that answers every request not answered from a cache: the steps every answer
+ * leaves through, one handler per route, the 404 and the error handler.
+ */
+function honoApp(
+  routes: Readonly<Routes>,
+  checks: {
+    authorize: Authorize;
+    cors: (headers: Headers) => string | undefined;
+    errorResponse: (error: unknown) => Response;
+  },
+  builtin: boolean,
+): Hono {
+  const app = new Hono();
+  // What every answer gets on its way out, whichever route made it: validators, then
+  // compression, then a HEAD's length (middleware registered later runs first on the way
+  // out). A GET that changes state (a pull, which refuses HEAD) is never answered 304.
+  app.use(headLength());
+  app.use(compressed());
+  app.use(validated((path) => routes[path]?.methods.includes("HEAD") ?? true));
+  registerRoutes(app, routes, checks);
+  app.notFound(notFound(routes, builtin));
+  app.onError(checks.errorResponse);
+  return app;
+}
+
+/**
  * Builds the relay's HTTP app from the store and the configured options. Serve it with
  * `Deno.serve(app.fetch)` or call `app.request()` in tests.
  *
@@ -428,17 +454,8 @@ export function createApp(options: AppOptions): RelayApp {
   });
   const cors = corsOrigin(options.allowedOrigins ?? []);
   const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
-  const app = new Hono();
-  // What every answer gets on its way out, whichever route made it: validators, then
-  // compression, then a HEAD's length (middleware registered later runs first on the way
-  // out). A GET that changes state (a pull, which refuses HEAD) is never answered 304.
-  app.use(headLength());
-  app.use(compressed());
-  app.use(validated((path) => routes[path]?.methods.includes("HEAD") ?? true));
-  registerRoutes(app, routes, { authorize, cors });
-  app.notFound(notFound(routes, options.builtin !== undefined));
   const errorResponse = errorResponder(logger);
-  app.onError(errorResponse);
+  const app = honoApp(routes, { authorize, cors, errorResponse }, options.builtin !== undefined);
   const fromCache = cachedReads(routes, authorize, errorResponse);
   const recorded = recorder({ logger, metrics, routes, secrets, cors });
 

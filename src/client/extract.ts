@@ -101,7 +101,10 @@ export function checkShape(html: string): void {
       continue;
     }
     elements++;
-    if (selfClosing || VOID.has(name)) continue;
+    // "<div/>" opens a div in HTML (the slash means nothing there): only void elements and
+    // the elements of SVG and MathML, where the parser honours it, close themselves.
+    const foreign = (open.get("svg") ?? 0) + (open.get("math") ?? 0) > 0;
+    if (VOID.has(name) || (selfClosing && foreign)) continue;
     // "<p>a<p>b": the parser closes the first paragraph, as a browser does.
     if (SIBLINGS.has(name) && stack.at(-1) === name) pop();
     stack.push(name);

@@ -116,6 +116,9 @@ Deno.test("readLink() ends each hostile or unreadable page as a reason, within i
     checkShape("<ul>" + "<li>item".repeat(1_000) + "</ul>" + "<p>text".repeat(1_000));
     checkShape("<div><span>".repeat(200) + "</div>".repeat(200) + "<br>".repeat(1_000));
     assert.throws(() => checkShape("<div>".repeat(501)), /501 levels, the most is 500/);
+    // A slash does not close an HTML element: "<div/>" nests like "<div>" (outside SVG).
+    assert.throws(() => checkShape("<div/>".repeat(501)), /501 levels, the most is 500/);
+    checkShape("<svg>" + "<path/>".repeat(1_000) + "</svg>");
     assert.throws(() => checkShape("<i>".repeat(15_001)), /15001 elements/);
   });
   await t.step("malformed HTML still gives its article", async () => {

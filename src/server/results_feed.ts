@@ -43,6 +43,8 @@ export function resultsAtom(results: readonly FeedResult[], origin: string): str
     feedLinks: { atom: `${origin}/results/feed.xml` },
     copyright: "",
     generator: "Content Relay",
+    // RFC 4287 requires an author of the feed (or of every entry): the relay's readers.
+    author: { name: "Content Relay", link: `${origin}/app/` },
   });
   for (const result of newest) {
     const content = xmlChars(result.content);

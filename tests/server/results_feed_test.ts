@@ -39,6 +39,8 @@ Deno.test("GET /results/feed.xml", async (t) => {
       assert.equal(res.headers.get("content-type"), "application/atom+xml; charset=utf-8");
       const feed = new XMLParser().parse(await res.text()).feed;
       assert.equal(feed.title, "Relay results");
+      // RFC 4287: a feed without an author in each entry names one of its own.
+      assert.equal(feed.author?.name, "Content Relay");
       assert.equal(feed.entry, undefined);
     });
 

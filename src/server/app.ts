@@ -449,7 +449,11 @@ export function createApp(options: AppOptions): RelayApp {
     apiKey: options.apiKey,
     keyRing: options.keyRing,
     failures: new AuthFailureLimiter(options.store.clock),
-    allowedOrigins: options.allowedOrigins,
+    // The public URL's origin is the relay's own, whatever Host a proxy in front sends.
+    allowedOrigins: [
+      ...(options.allowedOrigins ?? []),
+      ...[URL.parse(options.builtin?.publicUrl ?? "")?.origin ?? []].flat(),
+    ],
     appId: options.builtin?.appId,
   });
   const cors = corsOrigin(options.allowedOrigins ?? []);

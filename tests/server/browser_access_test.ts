@@ -21,7 +21,7 @@ const FROM = { remoteAddr: { hostname: "192.0.2.7" } };
 /** The real app with the built-in services on a temp store and data directory. */
 async function relayWithServices(
   job: (app: RelayApp) => Promise<void>,
-  options: { privatePodcast?: boolean } = {},
+  options: { privatePodcast?: boolean; publicUrl?: string } = {},
 ): Promise<void> {
   await using base = await makeStore({ systemClock: true });
   const dataDir = await Deno.makeTempDir({ prefix: "relay-access-" });
@@ -175,4 +175,24 @@ Deno.test("another site's page gets no CORS answer, and its preflight no permiss
     assert.equal(plain.headers.get("access-control-allow-origin"), null);
     await plain.body?.cancel();
   });
+});
+
+Deno.test("a page at the public URL is the relay's own, whatever Host a proxy in front sends", async () => {
+  await relayWithServices(async (app) => {
+    // nginx's default: the proxy passes the request on with Host naming the relay's address.
+    const res = await app.request("http://127.0.0.1:8787/submit", {
+      method: "POST",
+      headers: { origin: "https://relay.example.org", "x-auth-key": KEY, host: "127.0.0.1:8787" },
+      body: "from the web app behind a proxy",
+    }, FROM);
+    assert.equal(res.status, 200, await res.text());
+    await assertProblem(
+      await app.request("http://127.0.0.1:8787/submit", {
+        method: "POST",
+        headers: { origin: EVIL, "x-auth-key": KEY, host: "127.0.0.1:8787" },
+        body: "from another site",
+      }, FROM),
+      403,
+    );
+  }, { publicUrl: "https://relay.example.org/" });
 });

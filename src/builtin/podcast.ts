@@ -424,7 +424,11 @@ export class Podcast {
     episodes: Map<string, Episode>,
   ): Promise<Episode> {
     const pcm = await this.#engine.synthesize(text, chooseVoice(text));
+    const seconds = pcm.samples.length / pcm.sampleRate;
     const segment = await this.#encoder.encode(pcm);
+    // Half a minute of samples (about 1 MB) given back now, not at the garbage collector's
+    // next pass: the main thread allocates little, so that pass can be many chunks away.
+    if (pcm.samples.buffer instanceof ArrayBuffer) pcm.samples.buffer.transfer(0);
     const head = episode.bytes === 0 && segment.length >= 4
       ? infoFrame(segment.subarray(0, 4))
       : new Uint8Array(0);
@@ -435,7 +439,7 @@ export class Podcast {
       ...episode,
       chunks_done: episode.chunks_done + 1,
       bytes: episode.bytes + head.length + segment.length,
-      duration_s: episode.duration_s + pcm.samples.length / pcm.sampleRate,
+      duration_s: episode.duration_s + seconds,
     };
     await this.#save(next, episodes);
     if (second) await this.#reached("recorded", next);

@@ -143,16 +143,22 @@ function varied(headers: Headers): Headers {
  * `br` or `gzip` when the client asks (`Accept-Encoding`) and it is over
  * {@linkcode COMPRESS_ABOVE_BYTES}, with `Vary: Accept-Encoding`. Never compressed: event
  * streams and audio ({@linkcode isStreamed}), answers other than 2xx (and 206 parts),
- * answers marked `no-transform`, bodies over 8 MiB. A `HEAD` gets the `Content-Length`
- * and `Content-Encoding` its `GET` would. A strong `ETag` becomes weak: the compressed
- * bytes are not the bytes it names (the tags made from content are weak already).
+ * answers marked `no-transform`, bodies over 8 MiB. An answer sent as it is carries no
+ * `Vary`: whichever client a cache gives it to can read it. A `HEAD` gets the
+ * `Content-Length` and `Content-Encoding` its `GET` would. A strong `ETag` becomes weak:
+ * the compressed bytes are not the bytes it names (the tags made from content are weak
+ * already).
  *
  * @param request The request, for its method and `Accept-Encoding`.
  * @param response The answer as the route made it.
  * @returns `response` itself when it is sent as it is, synchronously; else a promise of
- *   the new answer (the body is read to be compressed, or the headers copied for `Vary`).
+ *   the compressed answer.
  */
 export function encoded(request: Request, response: Response): Response | Promise<Response> {
+  // First what the client takes: a client that asks for no compression (a benchmark, a
+  // script) costs nothing more, not even a look at the answer's headers.
+  const encoding = chosenEncoding(request.headers.get("accept-encoding") ?? undefined);
+  if (encoding === undefined) return response;
   const { status } = response;
   if (status < 200 || status > 299 || status === 204 || status === 206) return response;
   if (response.body === null) return response;
@@ -163,15 +169,6 @@ export function encoded(request: Request, response: Response): Response | Promis
   if (/no-transform/i.test(headers.get("cache-control") ?? "")) return response;
   const declared = sizeOf(response) ?? Number(headers.get("content-length") ?? NaN);
   if (declared < COMPRESS_ABOVE_BYTES || declared > COMPRESS_AT_MOST_BYTES) return response;
-  const encoding = chosenEncoding(request.headers.get("accept-encoding") ?? undefined);
-  if (encoding === undefined) {
-    // Sent as it is, but a cache must know that another client may get it compressed.
-    return new Response(response.body, {
-      status,
-      statusText: response.statusText,
-      headers: varied(headers),
-    });
-  }
   return compressedResponse(response, encoding);
 }
 

@@ -1,11 +1,12 @@
-// Content Relay web app (issue 7): plain JavaScript, no build step, no dependencies.
+// Content Relay web app: plain JavaScript modules; the one built file is markdown.js (markdown-it,
+// bundled from markdown.ts by `deno task webapp`).
 //
 // Screens are sections of index.html chosen by the URL's hash (#submit, #queues, #results,
 // #publish, #settings, #share). The API key lives in this browser's localStorage and goes
 // only to this relay, in the X-Auth-Key header (or ?key= for the results stream, since
 // EventSource cannot set headers). Content from the relay is always shown with textContent,
-// never as HTML: a result's Markdown is rendered by markdown.js, which builds elements and
-// puts the text in with textContent.
+// never as HTML written by the app: a result's Markdown is rendered by markdown.js, with
+// markdown-it's raw HTML off and links only to the web or to mail.
 
 import { plainText, renderMarkdown } from "./markdown.js";
 

@@ -14,6 +14,13 @@ import { WEBAPP_PATH } from "../constants.ts";
 export const WEBAPP_FILES: Readonly<Record<string, string>> = {
   "index.html": "text/html; charset=utf-8",
   "app.js": "text/javascript; charset=utf-8",
+  "client.js": "text/javascript; charset=utf-8",
+  "queues.js": "text/javascript; charset=utf-8",
+  "results.js": "text/javascript; charset=utf-8",
+  "publish.js": "text/javascript; charset=utf-8",
+  "settings.js": "text/javascript; charset=utf-8",
+  "share.js": "text/javascript; charset=utf-8",
+  "library.js": "text/javascript; charset=utf-8",
   "markdown.js": "text/javascript; charset=utf-8",
   "app.css": "text/css; charset=utf-8",
   "sw.js": "text/javascript; charset=utf-8",

@@ -6,8 +6,8 @@
  * Safe by configuration, for a result is whatever a worker pushed:
  * - raw HTML is off, so a `<script>` or an `<img onerror>` in a result is escaped and shown as
  *   the characters it is;
- * - a link keeps only an `http:`, `https:` or `mailto:` address; any other (`javascript:`,
- *   `data:`, a relative one) is refused by markdown-it's link check and stays text;
+ * - a link keeps only an `http:`, `https:` or `mailto:` address; with any other
+ *   (`javascript:`, `data:`, a relative one) its text is shown without it;
  * - an image becomes a link to its address, never loaded (the page's CSP would block it, and
  *   a phone on a metered line should not fetch what a result points at);
  * - the HTML is parsed by a `DOMParser` into a document that runs nothing and loads nothing,
@@ -16,7 +16,7 @@
  * @module
  */
 
-import MarkdownIt from "markdown-it";
+import MarkdownIt, { type Token } from "markdown-it";
 
 /** The little of the DOM this module uses; Deno's types have no DOM (see content.ts). */
 interface DomNode {
@@ -53,7 +53,9 @@ md.renderer.rules.softbreak = () => "<br>";
 md.renderer.rules.hardbreak = () => "<br>";
 // Results are often plain text about HTML: `&lt;` stays the four characters it was written as.
 md.disable("entity");
-md.validateLink = (url) => SAFE_URL.test(url.trim());
+// Every link is parsed, so that a refused one still shows its text (not its Markdown); the
+// link and image renderers below decide which keep their address.
+md.validateLink = () => true;
 
 // A result's own # is the card's title: one level below the screen's heading.
 md.renderer.rules.heading_open = (tokens, i) => {
@@ -65,11 +67,24 @@ md.renderer.rules.heading_close = (tokens, i) => {
   return `</h${level}>\n`;
 };
 
-// Links open outside the app and tell the site nothing about it.
+/** Whether the link that `tokens[i]` opens goes to the web or to mail. */
+function safeLink(tokens: Token[], i: number): boolean {
+  return SAFE_URL.test(String(tokens[i]!.attrGet("href") ?? "").trim());
+}
+
+// A link opens outside the app and tells the site nothing about it; a link to anything else
+// (`javascript:`, `data:`, a relative address) is its text alone.
 md.renderer.rules.link_open = (tokens, i, options, _env, self) => {
+  if (!safeLink(tokens, i)) return "<span>";
   tokens[i]!.attrSet("rel", "noreferrer noopener");
   tokens[i]!.attrSet("target", "_blank");
   return self.renderToken(tokens, i, options);
+};
+// Links do not nest, so the link a close ends is the nearest one opened before it.
+md.renderer.rules.link_close = (tokens, i) => {
+  let open = i - 1;
+  while (open > 0 && tokens[open]!.type !== "link_open") open--;
+  return safeLink(tokens, open) ? "</a>" : "</span>";
 };
 
 // An image is a link to its address, named by its description.

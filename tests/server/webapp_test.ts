@@ -535,7 +535,14 @@ Deno.test("web app: Results render their Markdown with no markup of their own, a
     assert.equal(await card.locator("strong").textContent(), "root");
     // What looked like markup is text: no element came of it, and no link to javascript:.
     assert.equal(await card.locator("script, img, [onerror]").count(), 0);
-    assert.match(await card.locator(".content").textContent() ?? "", /<script>document\.title/);
+    const text = await card.locator(".content").textContent() ?? "";
+    assert.match(text, /<script>document\.title/);
+    // A refused link keeps its text and loses its address.
+    assert.match(
+      text,
+      /a bad link Image: a tomato\s*shouting javascript:alert\(1\) data\s*Image: bad image fine <i>text<\/i>/,
+    );
+    assert.doesNotMatch(text, /\]\(/);
     assert.equal(await card.locator("a[href^='javascript' i], a[href^='data' i]").count(), 0);
     // Every link goes to the web, opens outside the app and tells the site nothing.
     const links = await card.locator(".content a").evaluateAll((all) =>

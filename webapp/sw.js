@@ -1,4 +1,4 @@
-// Service worker of the Content Relay web app (issue 7).
+// Service worker of the Content Relay web app.
 //
 // 1. App shell: the app's own files, network first (so an updated relay shows its new app
 //    at once), from the cache when the relay cannot be reached. API answers are never cached.
@@ -15,6 +15,13 @@ const SUBMIT_URL = new URL("../submit", SCOPE).href;
 const SHELL_FILES = [
   "index.html",
   "app.js",
+  "client.js",
+  "queues.js",
+  "results.js",
+  "publish.js",
+  "settings.js",
+  "share.js",
+  "library.js",
   "markdown.js",
   "app.css",
   "manifest.webmanifest",

@@ -1,6 +1,7 @@
 /**
- * The phone web app's static files (issue 7), served under `/app/` from the `webapp/`
- * folder. The compile tasks embed each of them with `--include webapp/<file>`, so the
+ * The phone web app's static files, served under `/app/` from the `webapp/` folder;
+ * `markdown.js` among them is built by `deno task webapp` (which the start, test and compile
+ * tasks run first). The compile tasks embed each of them with `--include webapp/<file>`, so the
  * single binary carries them; {@linkcode WEBAPP_FILES} is the list, and a test checks that
  * each file is served and that both compile tasks include it.
  *
@@ -13,6 +14,13 @@ import { WEBAPP_PATH } from "../constants.ts";
 export const WEBAPP_FILES: Readonly<Record<string, string>> = {
   "index.html": "text/html; charset=utf-8",
   "app.js": "text/javascript; charset=utf-8",
+  "client.js": "text/javascript; charset=utf-8",
+  "queues.js": "text/javascript; charset=utf-8",
+  "results.js": "text/javascript; charset=utf-8",
+  "publish.js": "text/javascript; charset=utf-8",
+  "settings.js": "text/javascript; charset=utf-8",
+  "share.js": "text/javascript; charset=utf-8",
+  "library.js": "text/javascript; charset=utf-8",
   "markdown.js": "text/javascript; charset=utf-8",
   "app.css": "text/css; charset=utf-8",
   "sw.js": "text/javascript; charset=utf-8",
@@ -58,7 +66,13 @@ export async function webappFile(name: string): Promise<Response> {
   if (type === undefined) throw new Error(`not a web app file: ${name}`);
   let bytes = cache.get(name);
   if (bytes === undefined) {
-    bytes = Deno.readFile(new URL(`../../webapp/${name}`, import.meta.url));
+    bytes = Deno.readFile(new URL(`../../webapp/${name}`, import.meta.url)).catch((error) => {
+      // markdown.js is built, not in git: say how to make it.
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      throw new Deno.errors.NotFound(
+        `The web app's ${name} is missing: build it with \`deno task webapp\``,
+      );
+    });
     cache.set(name, bytes);
     bytes.catch(() => cache.delete(name));
   }

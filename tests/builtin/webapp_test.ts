@@ -10,7 +10,11 @@
 
 import assert from "node:assert/strict";
 import { chromium, type Page } from "playwright-core";
+import { ensureWebapp } from "../../webapp/build.ts";
 import { KEY, ROOT, startRelayProcess } from "../_helpers.ts";
+
+// The app loads webapp/markdown.js, which is built, not in git: this file may run alone.
+await ensureWebapp();
 
 const CHROMIUM = "/usr/bin/chromium";
 const CHROMIUM_ARGS = [

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { addKey } from "../../src/access/named_keys.ts";
 import { WEBAPP_FILES } from "../../src/server/webapp.ts";
+import { ensureWebapp } from "../../webapp/build.ts";
 import { startDownstream } from "../downstream.ts";
 import {
   assertProblem,
@@ -24,6 +25,9 @@ import {
   startRelayProcess,
   withTempDir,
 } from "../_helpers.ts";
+
+// The app loads webapp/markdown.js, which is built, not in git: this file may run alone.
+await ensureWebapp();
 
 const CHROMIUM = "/usr/bin/chromium";
 /** Without the background-networking flags Chromium keeps calling Google's hosts. */
@@ -515,6 +519,8 @@ Deno.test("web app: Results render their Markdown with no markup of their own, a
       "",
       '<script>document.title = "owned"</script> <img src=x onerror="document.title=1">',
       "[a bad link](javascript:alert(1)) ![a tomato](https://garden.example/t.jpg)",
+      "[shouting](JAVASCRIPT:alert(1)) <javascript:alert(1)> [data](data:text/html,<b>x</b>)",
+      "![bad image](javascript:alert(1)) [*fine* <i>text</i>](https://garden.example/a)",
     ].join("\n");
     await post(call, "/push", markdown);
     await openApp(page, relay, "results");
@@ -529,8 +535,27 @@ Deno.test("web app: Results render their Markdown with no markup of their own, a
     assert.equal(await card.locator("strong").textContent(), "root");
     // What looked like markup is text: no element came of it, and no link to javascript:.
     assert.equal(await card.locator("script, img, [onerror]").count(), 0);
-    assert.match(await card.locator(".content").textContent() ?? "", /<script>document\.title/);
-    assert.equal(await card.locator("a[href^='javascript']").count(), 0);
+    const text = await card.locator(".content").textContent() ?? "";
+    assert.match(text, /<script>document\.title/);
+    // A refused link keeps its text and loses its address.
+    assert.match(
+      text,
+      /a bad link Image: a tomato\s*shouting javascript:alert\(1\) data\s*Image: bad image fine <i>text<\/i>/,
+    );
+    assert.doesNotMatch(text, /\]\(/);
+    assert.equal(await card.locator("a[href^='javascript' i], a[href^='data' i]").count(), 0);
+    // Every link goes to the web, opens outside the app and tells the site nothing.
+    const links = await card.locator(".content a").evaluateAll((all) =>
+      all.map((e) => (e as unknown as PageElement).outerHTML)
+    );
+    assert.equal(links.length, 3, links.join("\n"));
+    for (const link of links) {
+      assert.match(
+        link,
+        /^<a href="https:\/\/garden\.example\/[^"]*" rel="noreferrer noopener" target="_blank">/,
+      );
+    }
+    assert.equal(await card.locator(".content i").count(), 0);
     assert.equal(
       await card.getByRole("link", { name: "Image: a tomato" }).getAttribute("href"),
       "https://garden.example/t.jpg",

@@ -286,7 +286,7 @@ function quantile(values: number[], q: number): number {
 }
 
 /**
- * Push-to-delivery latency (issue 6): `count` pushes, one at a time; each is timed from
+ * Push-to-delivery latency: `count` pushes, one at a time; each is timed from
  * just before its `POST /push` until a long-polling `GET /results?wait=` reader and a
  * `GET /results/stream` reader (both in this process) have it.
  *

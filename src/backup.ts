@@ -1,10 +1,10 @@
 /**
  * Backup and move (`relay export`, `relay import`; docs/backup.md): the queues, the
- * results and the results' `t` high-water mark (C40), the named keys (digests, scopes,
+ * results and the results' `t` high-water mark, the named keys (digests, scopes,
  * creation and last use) and, when asked for, the main API key, as one JSON document.
  * Moved that way, a relay accepts every key it accepted before.
  *
- * Both commands open the database file themselves, under the relay's lock (C73): stop the
+ * Both commands open the database file themselves, under the relay's lock: stop the
  * relay first. Duplicate records are not exported; they only matter for 5 minutes.
  *
  * A running relay can take the same backups itself, through its own store, on a schedule
@@ -177,7 +177,7 @@ export function parseBackup(text: string): Backup {
 
 /**
  * Restores `backup` into the store. Refuses a store that holds items or results unless
- * `force` (which replaces them; the high-water mark only ever grows, C40).
+ * `force` (which replaces them; the high-water mark only ever grows).
  *
  * @throws {ImportError} when the store is not empty and `force` is not set.
  */
@@ -202,7 +202,7 @@ export async function importStore(
 }
 
 /**
- * Exports a stopped relay (`relay export`): its database, under the lock (C73), its named
+ * Exports a stopped relay (`relay export`): its database, under the lock, its named
  * keys with their last use, and, with `includeSecrets`, its main API key as the relay finds
  * it (`RELAY_API_KEY`, else the key file).
  *
@@ -252,8 +252,8 @@ function backupKeys(keysFile: string): NonNullable<Backup["keys"]> {
 }
 
 /**
- * Imports a backup into a stopped relay (`relay import`), under the database's lock
- * (C73): the database's contents, the named keys (replacing the keys file and its
+ * Imports a backup into a stopped relay (`relay import`), under the database's lock: the
+ * database's contents, the named keys (replacing the keys file and its
  * last-use file; a version 1 backup has none and leaves them alone) and, when the backup
  * carries it, the main key (written to `--api-key-file`, else `api-key` beside the
  * database). Missing directories are created 0700 and files written 0600.

@@ -5,7 +5,7 @@
  * @module
  */
 
-/** Returns the current time as integer epoch milliseconds (contract C7). */
+/** Returns the current time as integer epoch milliseconds. */
 export type Clock = () => number;
 
 /** The real clock: `Date.now()`, integer epoch milliseconds. */

@@ -1,5 +1,5 @@
 /**
- * HTTP errors and RFC 9457 problem documents (contract C1).
+ * HTTP errors and RFC 9457 problem documents.
  *
  * Domain and HTTP code throw {@linkcode HttpError}; the app's single error handler turns
  * it into a problem response with {@linkcode problemResponse}.
@@ -15,7 +15,7 @@ export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** The media type of every error body (RFC 9457, C1). */
+/** The media type of every error body (RFC 9457). */
 const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
 /**
@@ -67,7 +67,7 @@ export function problemType(status: number, kind?: string): string {
   return named === undefined ? "about:blank" : `${PROBLEM_TYPE_BASE}${named}`;
 }
 
-/** An RFC 9457 problem document, as the relay writes it (C1). */
+/** An RFC 9457 problem document, as the relay writes it. */
 export interface ProblemDocument {
   /** The kind of problem, a stable URI reference into docs/api.md ({@linkcode problemType}). */
   type: string;
@@ -80,7 +80,7 @@ export interface ProblemDocument {
 }
 
 /**
- * An error that becomes a problem response with its own status and headers (C1).
+ * An error that becomes a problem response with its own status and headers.
  *
  * @example
  * ```ts
@@ -90,7 +90,7 @@ export interface ProblemDocument {
 export class HttpError extends Error {
   /** HTTP status, 400–599. */
   readonly status: number;
-  /** Extra response headers, e.g. `Allow` on a 405 (C3). */
+  /** Extra response headers, e.g. `Allow` on a 405. */
   readonly headers: Record<string, string>;
 
   /**
@@ -107,7 +107,7 @@ export class HttpError extends Error {
 }
 
 /**
- * Builds the problem document for `status` (C1).
+ * Builds the problem document for `status`.
  *
  * @param status HTTP status, 400–599.
  * @param detail One sentence a person can act on.
@@ -195,7 +195,7 @@ const REASON_PHRASES: Record<number, string> = {
 };
 
 /**
- * Builds an `application/problem+json` response (C1).
+ * Builds an `application/problem+json` response.
  *
  * @param status HTTP status, 400–599.
  * @param detail One sentence a person can act on.

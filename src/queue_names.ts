@@ -1,19 +1,19 @@
 /**
  * Queue names and routing: which input queue a submission goes to.
  *
- * Pure functions only: no KV, no HTTP (spec §2.1, §4.1; contract C10, C11, C20).
+ * Pure functions only: no KV, no HTTP.
  *
  * @module
  */
 
-/** The input queues, in the order a pull without `queue` tries them (spec §2.1, C21). */
+/** The input queues, in the order a pull without `queue` tries them. */
 export const QUEUE_NAMES = ["qa", "article", "general"] as const;
 
-/** One of the input queues of spec §2.1. */
+/** One of the input queues. */
 export type QueueName = typeof QUEUE_NAMES[number];
 
 /**
- * Q&A sites whose links go to the `qa` queue unless `--qa-hosts` says otherwise (C11).
+ * Q&A sites whose links go to the `qa` queue unless `--qa-hosts` says otherwise.
  * A host matches a domain when it equals it or ends with `.` + the domain.
  */
 export const DEFAULT_QA_HOSTS: readonly string[] = [
@@ -27,15 +27,15 @@ export const DEFAULT_QA_HOSTS: readonly string[] = [
   "quora.com",
 ];
 
-// C11: a URL starts at http:// or https:// (any case) and ends at white space or <>"'.
+// a URL starts at http:// or https:// (any case) and ends at white space or <>"'.
 const URL_PATTERN = /https?:\/\/[^\s<>"']+/i;
-// C11: punctuation that ends a sentence or closes a bracket is not part of the URL.
+// punctuation that ends a sentence or closes a bracket is not part of the URL.
 // Stripped with a loop: the regex /[.,;:!?)\]}]+$/ takes quadratic time on a long run of
 // dots that is not at the end (150,000 dots: 23 s).
 const TRAILING_PUNCTUATION = new Set([".", ",", ";", ":", "!", "?", ")", "]", "}"]);
 
 /**
- * Finds the first `http://` or `https://` URL anywhere in `content` (contract C11).
+ * Finds the first `http://` or `https://` URL anywhere in `content`.
  *
  * @param content The trimmed submission.
  * @returns The URL's text, without trailing `.,;:!?)]}`, or `undefined` when there is none.
@@ -50,7 +50,7 @@ export function findFirstUrl(content: string): string | undefined {
 }
 
 /**
- * Tells whether `host` is one of `qaHosts` or a subdomain of one (contract C11).
+ * Tells whether `host` is one of `qaHosts` or a subdomain of one.
  *
  * @param host A host name, any case.
  * @param qaHosts Lower-case domains, e.g. `["stackoverflow.com"]`.
@@ -61,7 +61,7 @@ export function isQaHost(host: string, qaHosts: readonly string[]): boolean {
 }
 
 /**
- * Chooses the queue for a submission that named none (spec §4.1 rules 1–2, contract C11):
+ * Chooses the queue for a submission that named none (spec rules 1–2):
  * `qa` when the first URL in the content points at a Q&A host, else `general`.
  * Never returns `article`: that queue is only reached by naming it.
  *

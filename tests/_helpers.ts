@@ -132,7 +132,7 @@ export async function makeApp(
   return { ...base, app, logs, call };
 }
 
-/** Asserts an RFC 9457 problem response (C1) and returns its detail. */
+/** Asserts an RFC 9457 problem response and returns its detail. */
 export async function assertProblem(res: Response, status: number): Promise<string> {
   assert.equal(res.status, status);
   assert.equal(res.headers.get("content-type"), "application/problem+json");
@@ -361,7 +361,7 @@ export function logMessage(line: string): string {
 
 /**
  * Starts the relay on 127.0.0.1 port 0 with `--db <dir>/relay.kv` and waits for its
- * start line (C72). Rejects with its stderr when it exits first. With `umask` (octal
+ * start line. Rejects with its stderr when it exits first. With `umask` (octal
  * digits, e.g. `"000"`) it runs under that umask; with `nofile`, under that open-file
  * limit (`ulimit -n`, soft and hard).
  */

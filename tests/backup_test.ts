@@ -6,7 +6,7 @@ import { makeStore, runRelay, startRelayProcess, withTempDir } from "./_helpers.
 
 const KEY = "backup-test-key-0123456789";
 
-Deno.test("exportStore() and importStore() round-trip queues, results and the C40 mark", async () => {
+Deno.test("exportStore() and importStore() round-trip queues, results and mark", async () => {
   await using source = await makeStore();
   const big = "ü".repeat(200_000);
   await submit(source.store, "https://zhihu.com/q/1", "qa");
@@ -30,7 +30,7 @@ Deno.test("exportStore() and importStore() round-trip queues, results and the C4
   assert.deepEqual(results.items.map((i) => i.t), [r1.t, r1.t + 1, r3.t]);
   assert.equal(results.items[1]!.content, big);
   target.clock.advance(-3_600_000);
-  assert.equal((await push(target.store, "next")).t, r3.t + 1, "C40: t continues after the mark");
+  assert.equal((await push(target.store, "next")).t, r3.t + 1, "t continues after the mark");
 });
 
 Deno.test("importStore() refuses a store that holds anything, unless forced", async () => {
@@ -59,7 +59,7 @@ Deno.test("relay export and relay import move a relay's data to a new database",
       fetch(`${relay.url}${path}`, { method: "POST", body, headers: { "x-auth-key": KEY } });
     assert.equal((await call("/submit", "queued link https://zhihu.com/q/9")).status, 200);
     assert.equal((await call("/push", "a result")).status, 200);
-    // While the relay runs, the database is its own (C73).
+    // While the relay runs, the database is its own.
     const busy = await runRelay(["export", "--db", `${dir}/old/relay.kv`]);
     assert.equal(busy.code, 1);
     assert.match(busy.stderr, /^relay: cannot export: the database .* is in use by another relay/);

@@ -1,5 +1,5 @@
 /**
- * The compile task (issue 4): builds the single binary and runs it, when Deno's runtime
+ * The compile task: builds the single binary and runs it, when Deno's runtime
  * for compiled programs (denort) is at hand: `DENORT_BIN` set, or the zip Deno caches on
  * the first compile. Our build machines cannot download it, so there the test is skipped
  * and says why.

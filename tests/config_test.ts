@@ -8,7 +8,7 @@ function envOf(vars: Record<string, string>) {
   return (name: string) => vars[name];
 }
 
-Deno.test("parseDuration() C70 reads ms, s, m and h", () => {
+Deno.test("parseDuration() reads ms, s, m and h", () => {
   assert.equal(parseDuration("1500ms"), 1500);
   assert.equal(parseDuration("2s"), 2000);
   assert.equal(parseDuration("1.5s"), 1500);
@@ -19,7 +19,7 @@ Deno.test("parseDuration() C70 reads ms, s, m and h", () => {
   assert.equal(parseDuration("-2s"), undefined);
 });
 
-Deno.test("parseSize() C70 reads bytes, KiB and MiB", () => {
+Deno.test("parseSize() reads bytes, KiB and MiB", () => {
   assert.equal(parseSize("524288"), 524288);
   assert.equal(parseSize("512KiB"), 524288);
   assert.equal(parseSize("0.5MiB"), 524288);
@@ -27,7 +27,7 @@ Deno.test("parseSize() C70 reads bytes, KiB and MiB", () => {
   assert.equal(parseSize("1.5"), undefined);
 });
 
-Deno.test("loadConfig() C70 has the contract's defaults", () => {
+Deno.test("loadConfig() has the contract's defaults", () => {
   const config = loadConfig({}, noEnv);
   assert.equal(config.hostname, "0.0.0.0");
   assert.equal(config.port, 8787);
@@ -50,7 +50,7 @@ Deno.test("loadConfig() C70 has the contract's defaults", () => {
   });
 });
 
-Deno.test("loadConfig() C70 keeps the database in $STATE_DIRECTORY under systemd", () => {
+Deno.test("loadConfig() keeps the database in $STATE_DIRECTORY under systemd", () => {
   assert.equal(
     loadConfig({}, envOf({ STATE_DIRECTORY: "/var/lib/relay" })).db,
     "/var/lib/relay/relay.kv",
@@ -61,7 +61,7 @@ Deno.test("loadConfig() C70 keeps the database in $STATE_DIRECTORY under systemd
   );
 });
 
-Deno.test("loadConfig() C70 takes each option from its environment variable, a flag winning", () => {
+Deno.test("loadConfig() takes each option from its environment variable, a flag winning", () => {
   const env = envOf({
     RELAY_HOSTNAME: "127.0.0.1",
     RELAY_PORT: "9000",
@@ -103,12 +103,12 @@ Deno.test("loadConfig() C70 takes each option from its environment variable, a f
   });
 });
 
-Deno.test("loadConfig() C70 treats an empty environment variable as unset", () => {
+Deno.test("loadConfig() treats an empty environment variable as unset", () => {
   assert.equal(loadConfig({}, envOf({ RELAY_PORT: "", RELAY_API_KEY: "" })).port, 8787);
   assert.equal(loadConfig({}, envOf({ RELAY_API_KEY: "" })).secrets.apiKey, undefined);
 });
 
-Deno.test("loadConfig() C70 names the bad option, its value and its source in one line", () => {
+Deno.test("loadConfig() names the bad option, its value and its source in one line", () => {
   const cases: Array<[Record<string, string>, Record<string, string>, RegExp]> = [
     [{ port: "http" }, {}, /^invalid --port "http": must be a whole number from 0 to 65535$/],
     [{}, { RELAY_PORT: "70000" }, /^invalid RELAY_PORT "70000": /],
@@ -149,13 +149,13 @@ Deno.test("loadConfig() C70 names the bad option, its value and its source in on
   }
 });
 
-Deno.test("loadConfig() C70 accepts IPv4, IPv6 and host names to listen on", () => {
+Deno.test("loadConfig() accepts IPv4, IPv6 and host names to listen on", () => {
   for (const hostname of ["0.0.0.0", "127.0.0.1", "::", "::1", "localhost", "nas.lan"]) {
     assert.equal(loadConfig({ hostname }, noEnv).hostname, hostname);
   }
 });
 
-Deno.test("loadConfig() C70 accepts the largest body limit, 768KiB", () => {
+Deno.test("loadConfig() accepts the largest body limit, 768KiB", () => {
   assert.equal(loadConfig({ "max-body": "768KiB" }, noEnv).maxBodyBytes, 786_432);
 });
 

@@ -1,5 +1,5 @@
 /**
- * A downstream test server that follows spec §4.9: the notes store, the blog (publish and
+ * A downstream test server that: the notes store, the blog (publish and
  * delete) and the podcast (read-aloud) queue, on one real loopback port. It checks what
  * the spec asks of callers (`X-App-ID`, the access cookie, the request bodies), records
  * every request, and can be told per service to fail, hang or answer garbage.
@@ -51,7 +51,7 @@ function isString(value: unknown): value is string {
   return typeof value === "string";
 }
 
-/** Checks a body against spec §4.9; returns what is wrong, or undefined. */
+/** Checks a body against.9; returns what is wrong, or undefined. */
 function checkBody(service: Service, body: Record<string, unknown>): string | undefined {
   if (!isString(body.title) || !isString(body.content)) return "title and content are required";
   if (body.tags !== undefined && !isString(body.tags)) return "tags must be a string";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { DEFAULT_QA_HOSTS, findFirstUrl, isQaHost, routeContent } from "../src/queue_names.ts";
 
-Deno.test("routeContent() C11 sends links to Q&A hosts and their subdomains to qa", () => {
+Deno.test("routeContent() sends links to Q&A hosts and their subdomains to qa", () => {
   for (
     const content of [
       "https://www.zhihu.com/question/123",
@@ -18,7 +18,7 @@ Deno.test("routeContent() C11 sends links to Q&A hosts and their subdomains to q
   }
 });
 
-Deno.test("routeContent() C11 sends other links and plain text to general", () => {
+Deno.test("routeContent() sends other links and plain text to general", () => {
   for (
     const content of [
       "just some text",
@@ -35,7 +35,7 @@ Deno.test("routeContent() C11 sends other links and plain text to general", () =
   }
 });
 
-Deno.test("routeContent() C11 decides by the first URL only", () => {
+Deno.test("routeContent() decides by the first URL only", () => {
   assert.equal(
     routeContent("https://example.com/a and https://stackoverflow.com/q", DEFAULT_QA_HOSTS),
     "general",
@@ -46,13 +46,13 @@ Deno.test("routeContent() C11 decides by the first URL only", () => {
   );
 });
 
-Deno.test("routeContent() C11 uses the configured Q&A hosts", () => {
+Deno.test("routeContent() uses the configured Q&A hosts", () => {
   assert.equal(routeContent("https://forum.example.org/t/1", ["example.org"]), "qa");
   assert.equal(routeContent("https://stackoverflow.com/q/1", ["example.org"]), "general");
   assert.equal(routeContent("https://stackoverflow.com/q/1", []), "general");
 });
 
-Deno.test("findFirstUrl() C11 ends a URL at white space or <>\"' and drops trailing punctuation", () => {
+Deno.test("findFirstUrl() ends a URL at white space or <>\"' and drops trailing punctuation", () => {
   assert.equal(findFirstUrl("a https://x.example/p?q=1 b"), "https://x.example/p?q=1");
   assert.equal(findFirstUrl("<https://x.example/p>"), "https://x.example/p");
   assert.equal(findFirstUrl(`"https://x.example/p"`), "https://x.example/p");
@@ -62,13 +62,13 @@ Deno.test("findFirstUrl() C11 ends a URL at white space or <>\"' and drops trail
   assert.equal(findFirstUrl("no link here"), undefined);
 });
 
-Deno.test("isQaHost() C11 matches whole labels only, in any case", () => {
+Deno.test("isQaHost() matches whole labels only, in any case", () => {
   assert.equal(isQaHost("ZHIHU.COM", ["zhihu.com"]), true);
   assert.equal(isQaHost("www.zhihu.com", ["zhihu.com"]), true);
   assert.equal(isQaHost("xzhihu.com", ["zhihu.com"]), false);
 });
 
-Deno.test("findFirstUrl() C11 takes linear time on long runs of punctuation", () => {
+Deno.test("findFirstUrl() takes linear time on long runs of punctuation", () => {
   // A trailing-punctuation regex took 23 s on 150,000 dots; a loop takes milliseconds.
   const content = `http://x/${".".repeat(500_000)}a`;
   assert.equal(findFirstUrl(content), content);

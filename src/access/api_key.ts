@@ -1,5 +1,5 @@
 /**
- * Where the API key comes from (contract C70, C71): `RELAY_API_KEY`, else the file named
+ * Where the API key comes from: `RELAY_API_KEY`, else the file named
  * by `--api-key-file`, else the file `api-key` beside the database, generated on the
  * first start.
  *
@@ -12,7 +12,7 @@ import { ConfigError } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { writePrivateFile } from "../util/files.ts";
 
-/** Random bytes in a generated key: 256 bits, above C71's 128-bit floor. */
+/** Random bytes in a generated key: 256 bits, above the 128 bits a key needs at the least. */
 const GENERATED_KEY_BYTES = 32;
 
 /** The API key and where it was found. */
@@ -31,13 +31,13 @@ export function newKey(): string {
     .toString("base64url");
 }
 
-/** The path of the generated key file: `api-key` in the database's directory (C71). */
+/** The path of the generated key file: `api-key` in the database's directory. */
 export function generatedKeyPath(db: string): string {
   return join(dirname(db), "api-key");
 }
 
 /**
- * Finds the API key (C71): `fromEnv` when set, else the trimmed contents of `keyFile`,
+ * Finds the API key: `fromEnv` when set, else the trimmed contents of `keyFile`,
  * else `api-key` beside `db`, which is created when missing (mode 0600, 256 random bits,
  * base64url; fsynced with its directory before it is used) and reused on later starts.
  *

@@ -1,5 +1,5 @@
 /**
- * Named API keys with scopes (issue 7), besides the single key of spec §5, which keeps
+ * Named API keys with scopes, besides the single key, which keeps
  * full access. They live in a JSON keys file (`--keys-file`, `RELAY_KEYS_FILE`, default
  * `keys.json` beside the database: `defaultKeysFile` in config.ts) that holds only SHA-256
  * digests: the secret is printed once by `relay keys add` and never stored. The relay
@@ -18,7 +18,7 @@ import { errorMessage } from "../errors.ts";
 import { writePrivateFile } from "../util/files.ts";
 
 /**
- * What a key may do, each naming the endpoints it opens (issue 7): `submit` (`/submit`),
+ * What a key may do, each naming the endpoints it opens: `submit` (`/submit`),
  * `consume` (`/pull`, `/ack`), `push` (`/push`), `read` (`/peek`, `/results`,
  * `/results/stream`), `publish` (`/publish`), `admin` (`/clear`, `/stats`, `/metrics`).
  */

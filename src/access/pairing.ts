@@ -1,5 +1,5 @@
 /**
- * Pairing a phone with the relay (issue 7): a link to the web app that carries a key in
+ * Pairing a phone with the relay: a link to the web app that carries a key in
  * its fragment (`<relay>/app/#key=<key>`), shown as text and as a QR code for a terminal.
  * The fragment never reaches a server or a log: the app stores the key on the device and
  * removes the fragment from the address bar.

@@ -158,7 +158,7 @@ export interface PodcastFeedSettings {
 }
 
 /**
- * A name-based (version 5, SHA-1) UUID, RFC 9562 §5.5: the same name in the same namespace
+ * A name-based (version 5, SHA-1) UUID, RFC 9562: the same name in the same namespace
  * always gives the same UUID.
  */
 export function uuidV5(name: string, namespace: string): string {

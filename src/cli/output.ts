@@ -36,8 +36,8 @@ export function outputMode(json: boolean, nul: boolean, hint: string): OutputMod
 const ESCAPES: Record<string, string> = { "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
 /**
- * Characters that would break or hide a line: the backslash itself, C0 and C1 control
- * characters, DEL, and unpaired UTF-16 surrogates (never in well-formed text).
+ * Characters that would break or hide a line: the backslash itself, the control characters
+ * (U+0000 to U+001F and U+0080 to U+009F), DEL, and unpaired UTF-16 surrogates (never in well-formed text).
  */
 const UNSAFE =
   // deno-lint-ignore no-control-regex -- control characters are what this matches

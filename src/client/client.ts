@@ -1,6 +1,6 @@
 /**
  * An HTTP client for the relay, used by the command-line client commands (`relay submit`,
- * `relay pull`, `relay work`, …). It speaks the API of spec §4 and turns every failure into
+ * `relay pull`, `relay work`, …). It speaks the API and turns every failure into
  * a {@linkcode RelayError} with one sentence a person can act on.
  *
  * @module
@@ -103,7 +103,7 @@ export async function retrying(
   }
 }
 
-/** One item of `GET /results` (spec §4.5). */
+/** One item of `GET /results`. */
 export interface ResultEntry {
   /** Push time and cursor, epoch ms. */
   readonly t: number;
@@ -111,7 +111,7 @@ export interface ResultEntry {
   readonly c: string;
 }
 
-/** The body of `GET /peek` (spec §4.3). */
+/** The body of `GET /peek`. */
 export interface PeekBody {
   readonly total: number;
   readonly queues: Record<
@@ -145,7 +145,7 @@ interface RequestOptions {
   body?: string;
   /** Content type of `body`; default `text/plain`. */
   type?: string;
-  /** Seconds the relay may hold the request (long-poll, issue 6); added to the timeout. */
+  /** Seconds the relay may hold the request (long-poll); added to the timeout. */
   waitS?: number | undefined;
   /** Abandons the request (the worker or follower is stopping). */
   signal?: AbortSignal | undefined;
@@ -209,7 +209,7 @@ function describeCause(error: unknown): string {
 }
 
 /**
- * `POST /submit` (spec §4.1).
+ * `POST /submit`.
  *
  * @param options.queue A queue to name, else the relay routes the content.
  * @param options.dedupe `false` puts an item back without the duplicate check.
@@ -247,7 +247,7 @@ async function jsonAnswer<T>(res: Response, empty: T): Promise<Answer<T>> {
 }
 
 /**
- * `GET /pull` (spec §4.2): takes and empties a queue.
+ * `GET /pull`: takes and empties a queue.
  *
  * @returns The contents, oldest first (`[]` when the queue was empty: 204), and the body.
  * @throws {RelayError} as {@linkcode call}.
@@ -257,19 +257,19 @@ export async function pullQueue(client: RelayClient, queue?: string): Promise<An
   return await jsonAnswer<string[]>(res, []);
 }
 
-/** An item handed out by a leased pull (issue 6). */
+/** An item handed out by a leased pull. */
 export interface LeasedItem {
   /** `<queue>:<id>`, what {@linkcode ackItems} takes. */
   readonly id: string;
   readonly content: string;
-  /** Submission time, `YYYY-MM-DD HH:MM:SS` UTC (C7). */
+  /** Submission time, `YYYY-MM-DD HH:MM:SS` UTC. */
   readonly created_at: string;
   /** When the lease ends and the item is handed out again unless acknowledged, epoch ms. */
   readonly lease_until: number;
 }
 
 /**
- * `GET /pull?lease=…` (issue 6): a leased pull, long-polling up to `waitS` seconds for an
+ * `GET /pull?lease=…`: a leased pull, long-polling up to `waitS` seconds for an
  * item to arrive.
  *
  * @param options.leaseS Lease, seconds (1–43200).
@@ -297,7 +297,7 @@ export async function leaseItems(
 }
 
 /**
- * `POST /ack` (issue 6): acknowledges leased items, which deletes them.
+ * `POST /ack`: acknowledges leased items, which deletes them.
  *
  * @param ids Item ids as a leased pull gave them, e.g. `general:17`.
  * @returns How many were deleted, and the ids the relay no longer held under a lease.
@@ -313,7 +313,7 @@ export async function ackItems(
 }
 
 /**
- * `GET /peek` (spec §4.3).
+ * `GET /peek`.
  *
  * @returns The queues (`{total: 0, queues: {}}` when every queue asked for is empty: 204),
  *   and the body.
@@ -325,7 +325,7 @@ export async function peekQueues(client: RelayClient, queue?: string): Promise<A
 }
 
 /**
- * `POST /push` (spec §4.4).
+ * `POST /push`.
  *
  * @throws {RelayError} as {@linkcode call}.
  */
@@ -334,11 +334,11 @@ export async function pushResult(client: RelayClient, content: string): Promise<
 }
 
 /**
- * `GET /results` (spec §4.5, C41).
+ * `GET /results`.
  *
  * @param options.since Cursor, epoch ms; default 0.
  * @param options.limit 1–50; default 50.
- * @param options.waitS Long-poll (issue 6): seconds to wait for a result, 0–60; default 0.
+ * @param options.waitS Long-poll: seconds to wait for a result, 0–60; default 0.
  * @param options.signal Abandons the request.
  * @returns The page (`gap` is `true` when results after `since` were evicted unread), and
  *   the body.
@@ -364,18 +364,18 @@ export async function readResultsPage(
   });
 }
 
-/** The body of `GET /results` (spec §4.5). */
+/** The body of `GET /results`. */
 export interface ResultsPage {
   /** The cursor to pass as `since` next, epoch ms. */
   readonly cursor: number;
   /** The results after `since`, oldest first. */
   readonly items: ResultEntry[];
-  /** `true` when results after `since` were evicted unread (issue 6). */
+  /** `true` when results after `since` were evicted unread. */
   readonly gap?: boolean;
 }
 
 /**
- * `POST /clear` (spec §4.6).
+ * `POST /clear`.
  *
  * @returns The relay's answer, `OK (all queues cleared)`.
  * @throws {RelayError} as {@linkcode call}.
@@ -385,7 +385,7 @@ export async function clearAll(client: RelayClient): Promise<string> {
 }
 
 /**
- * `GET /health` (spec §4.7, C51), which needs no key: none is sent. A 503 is an answer
+ * `GET /health`, which needs no key: none is sent. A 503 is an answer
  * here, not an error.
  *
  * @throws {RelayError} when the relay cannot be reached or answers something else.
@@ -404,9 +404,9 @@ export async function checkHealth(
 }
 
 /**
- * `POST /publish` (spec §4.8, C63). 207 and 502 are answers here, not errors.
+ * `POST /publish`. 207 and 502 are answers here, not errors.
  *
- * @param body The publish request of spec §4.8 (or `{id}` for `/publish/retry`).
+ * @param body The publish request (or `{id}` for `/publish/retry`).
  * @param path `/publish`, or `/publish/retry` to send a kept failed publish again.
  * @returns The HTTP status and the `{status, results}` body.
  * @throws {RelayError} for 4xx, 503 and unreachable relays.

@@ -1,7 +1,7 @@
 /**
  * `relay results --follow`: the result puller. Reads the results feed from a cursor,
  * prints each result (or runs a command with it on stdin), and keeps the cursor in a file
- * so that a restart neither repeats nor skips a result (spec §4.5, C41).
+ * so that a restart neither repeats nor skips a result.
  *
  * @module
  */
@@ -10,10 +10,10 @@ import { Backoff, sleep } from "../util/backoff.ts";
 import { readResultsPage, type RelayClient, type ResultEntry, waitToRetry } from "./client.ts";
 import { runWithInput } from "./run.ts";
 
-/** Results asked for per page: the most `/results` returns (C41). */
+/** Results asked for per page: the most `/results` returns. */
 const PAGE_SIZE = 50;
 
-/** Long-poll of each read, s: the most the relay allows (issue 6). */
+/** Long-poll of each read, s: the most the relay allows. */
 const LONG_POLL_S = 60;
 
 /** Options of {@linkcode followResults}. */

@@ -1,7 +1,7 @@
 /**
- * `relay work`: the background daemon. Takes items from a queue one at a time under a lease
- * (issue 6), runs a command once per item with the item on stdin, pushes the command's
- * stdout to the results feed (spec §1, §4.4), and only then acknowledges the item.
+ * `relay work`: the background daemon. Takes items from a queue one at a time under a lease,
+ * runs a command once per item with the item on stdin, pushes the command's
+ * stdout to the results feed, and only then acknowledges the item.
  *
  * Nothing is lost (at-least-once): an item is deleted only by its acknowledgement, after
  * its result was pushed. If the worker is killed (even with SIGKILL) mid-item, the relay
@@ -33,7 +33,7 @@ import { type ExtractSettings, readItem } from "./extract_item.ts";
 
 export type { ExtractSettings } from "./extract_item.ts";
 
-/** Long-poll of each leased pull, s: the most the relay allows (issue 6). */
+/** Long-poll of each leased pull, s: the most the relay allows. */
 const LONG_POLL_S = 60;
 
 /** Options of {@linkcode work}. */

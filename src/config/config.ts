@@ -1,6 +1,6 @@
 /**
  * The relay's configuration: command-line flags and environment variables, validated by
- * one zod schema (contract C70).
+ * one zod schema.
  *
  * A flag wins over its environment variable; an empty environment variable counts as
  * unset. Secrets come only from the environment or files, never from flags.
@@ -30,11 +30,11 @@ export interface Config {
   readonly port: number;
   /** Path of the Deno KV file. */
   readonly db: string;
-  /** Duplicate window, ms, > 0 (C13). */
+  /** Duplicate window, ms, > 0. */
   readonly dedupeWindowMs: number;
-  /** Lower-case Q&A domains (C11). */
+  /** Lower-case Q&A domains. */
   readonly qaHosts: readonly string[];
-  /** Body limit, bytes, 1 … 768 KiB (C5). */
+  /** Body limit, bytes, 1 … 768 KiB. */
   readonly maxBodyBytes: number;
   /**
    * Connections open at once, ≥ 1; keep it below the open-file limit less about 64
@@ -52,17 +52,17 @@ export interface Config {
    * the relay's own; empty by default.
    */
   readonly allowedOrigins: readonly string[];
-  /** Base URL of the downstream services (spec §4.9), when publishing is configured. */
+  /** Base URL of the downstream services, when publishing is configured. */
   readonly publishUrl: string | undefined;
-  /** Base URL of the notes store; overrides `publishUrl` for that target (C61). */
+  /** Base URL of the notes store; overrides `publishUrl` for that target. */
   readonly notesUrl: string | undefined;
-  /** Base URL of the blog; overrides `publishUrl` for that target (C61). */
+  /** Base URL of the blog; overrides `publishUrl` for that target. */
   readonly blogUrl: string | undefined;
-  /** Base URL of the podcast queue; overrides `publishUrl` for that target (C61). */
+  /** Base URL of the podcast queue; overrides `publishUrl` for that target. */
   readonly podcastUrl: string | undefined;
   /** The targets file (docs/publishing-targets.md), and whether it was named (then it must exist). */
   readonly targetsFile: { readonly path: string; readonly required: boolean };
-  /** Timeout of one downstream call, ms, > 0 (C61). */
+  /** Timeout of one downstream call, ms, > 0. */
   readonly publishTimeoutMs: number;
   /** Origin phones reach the relay at, for absolute URLs in feeds and pages; no trailing `/`. */
   readonly publicUrl: string | undefined;
@@ -82,9 +82,9 @@ export interface Config {
   readonly podcastEmail: string | undefined;
   /** File holding the API key, when given. */
   readonly apiKeyFile: string | undefined;
-  /** The named keys with scopes (issue 7); may not exist yet. */
+  /** The named keys with scopes; may not exist yet. */
   readonly keysFile: string;
-  /** PEM certificate chain and private key files for HTTPS (issue 7), both or neither. */
+  /** PEM certificate chain and private key files for HTTPS, both or neither. */
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
   /** Interval of the automatic backups, ms (≥ 1 s), or `undefined` for none. */
   readonly backupEveryMs: number | undefined;
@@ -115,7 +115,7 @@ const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
 const DURATION_UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /**
- * Parses a duration: a number with `ms`, `s`, `m` or `h` (C70), e.g. `1500ms`, `2s`, `5m`.
+ * Parses a duration: a number with `ms`, `s`, `m` or `h`, e.g. `1500ms`, `2s`, `5m`.
  *
  * @returns Whole milliseconds, or `undefined` when the text is not a duration.
  */
@@ -128,7 +128,7 @@ export function parseDuration(text: string): number | undefined {
 const SIZE = /^(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB)?$/;
 
 /**
- * Parses a size: bytes, or a number with `KiB`, `MiB` or `GiB` (C70), e.g. `524288`, `512KiB`.
+ * Parses a size: bytes, or a number with `KiB`, `MiB` or `GiB`, e.g. `524288`, `512KiB`.
  *
  * @returns Whole bytes, or `undefined` when the text is not a size.
  */
@@ -302,7 +302,7 @@ const configSchema = z.object({
 });
 
 /**
- * The default database path (C70): `$STATE_DIRECTORY/relay.kv` under systemd (the first
+ * The default database path: `$STATE_DIRECTORY/relay.kv` under systemd (the first
  * directory when systemd lists several), else `./data/relay.kv`.
  */
 export function defaultDbPath(stateDirectory: string | undefined): string {
@@ -356,7 +356,7 @@ export function addressFile(db: string): string {
   return `${db}.address`;
 }
 
-/** The default keys file (issue 7): `keys.json` in the database's directory. */
+/** The default keys file: `keys.json` in the database's directory. */
 export function defaultKeysFile(db: string): string {
   return join(dirname(db), "keys.json");
 }
@@ -404,7 +404,7 @@ function rawOptions(
 }
 
 /**
- * Builds and validates the configuration (C70).
+ * Builds and validates the configuration.
  *
  * @param flags Flag values by flag name (`{"port": "9000"}`); absent flags are `undefined`.
  * @param env Reads an environment variable; an empty value counts as unset.

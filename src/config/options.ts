@@ -25,7 +25,7 @@ export interface OptionSpec {
   readonly help: string;
 }
 
-/** Every server option of C70, in `--help` order. */
+/** Every server option, in `--help` order. */
 export const SERVER_OPTIONS: readonly OptionSpec[] = [
   {
     flag: "hostname",
@@ -224,7 +224,7 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
   },
 ];
 
-/** Environment variables holding secrets; there are no flags for these (C70). */
+/** Environment variables holding secrets; there are no flags for these. */
 export const SECRET_ENV = {
   apiKey: "RELAY_API_KEY",
   appId: "RELAY_APP_ID",

@@ -1,9 +1,9 @@
 /**
- * Unified publish (spec §4.8, §4.9; contract C60–C64): one article fanned out to the notes
+ * Unified publish: one article fanned out to the notes
  * store, the blog and the podcast (read-aloud) queue, in parallel, each call with a
  * timeout and no retry (a retried POST can publish twice).
  *
- * One function per target builds exactly the request of spec §4.9 and turns the answer
+ * One function per target builds exactly the request and turns the answer
  * into a per-target result; nothing a downstream service answers (HTML, garbage, silence,
  * a refused connection) escapes as an exception.
  *
@@ -20,19 +20,19 @@ import type { AdapterTarget, TargetsFile } from "./targets.ts";
 
 export { type Target, TARGETS } from "../constants.ts";
 
-/** A validated publish request (C60). Optional fields are absent, never empty. */
+/** A validated publish request. Optional fields are absent, never empty. */
 export interface Article {
   /** Non-empty title. */
   readonly title: string;
   /** Non-empty body text: plain summary for the blog, speech text for the podcast. */
   readonly content: string;
-  /** Markdown original; the notes store gets it instead of `content` when given (C61). */
+  /** Markdown original; the notes store gets it instead of `content` when given. */
   readonly content_md?: string;
   /** Comma-separated tags. */
   readonly tags?: string;
 }
 
-/** Where and how to reach the downstream services (C61). */
+/** Where and how to reach the downstream services. */
 export interface PublishConfig {
   /** Base URL per target (the `--publish-url`, or the target's own override). */
   readonly urls: Readonly<Record<Target, string | undefined>>;
@@ -58,7 +58,7 @@ export interface PublishConfig {
 }
 
 /**
- * The downstream services as configured (C61): each target's own URL option, else the
+ * The downstream services as configured: each target's own URL option, else the
  * base `--publish-url`; the podcast's app id; the timeout.
  *
  * @param config The validated configuration (only its publish options are read).
@@ -85,14 +85,14 @@ export function withTargetsFile(base: PublishConfig, file: TargetsFile): Publish
   return { ...base, urls, adapters: { ...base.adapters, ...file.adapters } };
 }
 
-/** What one target did (C62). */
+/** What one target did. */
 export type TargetResult =
   | { readonly status: "success"; readonly doc_id: string }
   | { readonly status: "success"; readonly url: string }
   | { readonly status: "success"; readonly message: string }
   | { readonly status: "error"; readonly error: string };
 
-/** The answer of `POST /publish` (C63): 200 ok, 207 partial, 502 error. */
+/** The answer of `POST /publish`: 200 ok, 207 partial, 502 error. */
 export interface PublishOutcome {
   /** 200 when every target succeeded, 207 when some did, 502 when none did. */
   readonly httpStatus: 200 | 207 | 502;
@@ -108,7 +108,7 @@ const MAX_ANSWER_BYTES = 1024 * 1024;
 
 /**
  * The targets of `targets` that cannot be reached with `config`: no base URL, or (for the
- * podcast) no `X-App-ID` (C63).
+ * podcast) no `X-App-ID`.
  *
  * @returns Sentences naming what is missing, one per target; empty when all are configured.
  */
@@ -135,8 +135,8 @@ export function missingConfiguration(
 }
 
 /**
- * Publishes `article` to every target at once and collects the per-target results (C61–C63).
- * The caller has validated the request (C60) and checked {@linkcode missingConfiguration}.
+ * Publishes `article` to every target at once and collects the per-target results.
+ * The caller has validated the request and checked {@linkcode missingConfiguration}.
  *
  * @param targets Distinct targets, at least one.
  * @returns The HTTP status and body of `POST /publish`. Never throws for anything a
@@ -183,7 +183,7 @@ function publishTo(target: Target, article: Article, config: PublishConfig): Pro
 /**
  * Saves the article in the notes store: `POST /api/notes/import` with `title`, `content`
  * (the Markdown original when given, else `content`), `content_format` 1 (Markdown) and
- * `tags` (spec §4.9, C61). Success is a 2xx answer with `code` 0 (C62).
+ * `tags`. Success is a 2xx answer with `code` 0.
  */
 async function publishToNotes(
   article: Article,
@@ -212,8 +212,8 @@ async function publishToNotes(
 
 /**
  * Publishes the article on the blog: `POST /api/publish` with `title`, `content`,
- * `content_md`, `tags` and `targets: ["blog"]` (spec §4.9, C61). Success is a 2xx answer
- * with `blog.status` = `success`; its `blog.redirect_url` is the post's URL (C62).
+ * `content_md`, `tags` and `targets: ["blog"]`. Success is a 2xx answer
+ * with `blog.status` = `success`; its `blog.redirect_url` is the post's URL.
  */
 async function publishToBlog(
   article: Article,
@@ -247,8 +247,7 @@ async function publishToBlog(
 
 /**
  * Queues the article for reading aloud: `POST /api/publish` with header `X-App-ID` and
- * `title`, `content`, `content_md`, `targets: ["nas"]`, `transform: "read"` (spec §4.9,
- * C61). Success is a 2xx answer with `status` = `success` (C62).
+ * `title`, `content`, `content_md`, `targets: ["nas"]`, `transform: "read"`. Success is a 2xx answer with `status` = `success`.
  */
 async function publishToPodcast(
   article: Article,
@@ -281,7 +280,7 @@ async function publishToPodcast(
 /**
  * Deletes a blog post: `POST /delete/{post_id}` with the identity gateway's access cookie
  * as the whole `Cookie` header and the blog's own `Origin`; success is the 303 redirect,
- * not followed (spec §4.9, C64).
+ * not followed.
  *
  * @param postId The post's id; sent URL-encoded.
  * @param options.baseUrl The blog's base URL.

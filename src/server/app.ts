@@ -1,18 +1,18 @@
 /**
- * The relay's HTTP API on Hono: the endpoints of spec §4.1–4.8 with the contract's rules,
- * and the extensions: `/stats` (issue 5), long-poll, `/results/stream`, leases with `/ack`,
- * and `/metrics` (issue 6); named keys with scopes, `/openapi.json` and the web app under
- * `/app/` (issue 7), where `GET /` sends a browser. The endpoints themselves are in
+ * The relay's HTTP API on Hono: the endpoints with the contract's rules,
+ * and the extensions: `/stats`, long-poll, `/results/stream`, leases with `/ack`,
+ * and `/metrics`; named keys with scopes, `/openapi.json` and the web app under
+ * `/app/`, where `GET /` sends a browser. The endpoints themselves are in
  * `routes/`, one module per group: `queues.ts`, `results.ts`, `publish.ts`, `admin.ts`,
  * `pages.ts`.
  *
- * Every request passes, in this order (C3): known path (else 404), allowed method (else
+ * Every request passes, in this order: known path (else 404), allowed method (else
  * 405 with `Allow`), an `Origin` of the relay's own (else 403: another site's page; docs/
  * api.md, "Requests from web pages"), API key (else 401, or 429 for an address with too
- * many failures), the named key's scope (else 403, issue 7),
+ * many failures), the named key's scope (else 403),
  * content type (else 415), body size (else 413),
  * then the handler's own checks (400). Handlers are thin: parse, call one store function,
- * answer. Every error leaves as an RFC 9457 problem document (C1).
+ * answer. Every error leaves as an RFC 9457 problem document.
  *
  * @module
  */
@@ -62,17 +62,17 @@ import { resultRoutes } from "./routes/results.ts";
 export interface AppOptions {
   /** The store the endpoints read and write. */
   store: Store;
-  /** The shared secret of spec §5; compared in constant time (C4). */
+  /** The shared secret; compared in constant time. */
   apiKey: string;
-  /** Named keys with scopes (issue 7); without it only `apiKey` is accepted. */
+  /** Named keys with scopes; without it only `apiKey` is accepted. */
   keyRing?: KeyRing;
-  /** Lower-case Q&A domains for routing (C11); default {@linkcode DEFAULT_QA_HOSTS}. */
+  /** Lower-case Q&A domains for routing; default {@linkcode DEFAULT_QA_HOSTS}. */
   qaHosts?: readonly string[];
-  /** Body limit in bytes (C5); default 512 KiB. */
+  /** Body limit in bytes; default 512 KiB. */
   maxBodyBytes?: number;
   /**
-   * Downstream services of `POST /publish` (C61); without it every publish answers 503
-   * (C63). `relay serve` always passes them: the built-in services unless configured.
+   * Downstream services of `POST /publish`; without it every publish answers 503.
+   * `relay serve` always passes them: the built-in services unless configured.
    */
   publish?: PublishConfig;
   /** Where publishes with a failed target are kept to be retried; none are without it. */
@@ -84,13 +84,13 @@ export interface AppOptions {
    */
   logger?: Logger;
   /**
-   * The metrics `GET /metrics` reports (issue 6); default a new set. Pass the one whose
+   * The metrics `GET /metrics` reports; default a new set. Pass the one whose
    * `commit` observer the store was created with to get KV commit latency.
    */
   metrics?: RelayMetrics;
   /**
    * Aborts when the relay is stopping: long-polls answer at once and streams end, so that
-   * the graceful shutdown (C72) is not held up by them.
+   * the graceful shutdown is not held up by them.
    */
   closing?: AbortSignal;
   /** Interval of keep-alive comments on an idle results stream, ms; default 30 s. */

@@ -1,6 +1,6 @@
 /**
- * The shared-secret check of spec §5 and contract C4, the scopes of named keys (issue 7)
- * and the limit on failed authentications (issue 5), as one middleware,
+ * The shared-secret check and, the scopes of named keys
+ * and the limit on failed authentications, as one middleware,
  * {@linkcode createRequireKey}, that the app puts in front of every route that needs a
  * key.
  *
@@ -11,10 +11,10 @@ import { parse as parseCookies } from "hono/utils/cookie";
 import { HttpError, truncate } from "../errors.ts";
 import type { KeyRing, Scope } from "../access/named_keys.ts";
 
-/** The request header that carries the API key (spec §5). */
+/** The request header that carries the API key. */
 export const KEY_HEADER = "x-auth-key";
 
-/** The query parameter that carries the API key when the header is absent (spec §5). */
+/** The query parameter that carries the API key when the header is absent. */
 export const KEY_PARAM = "key";
 
 /**
@@ -28,7 +28,7 @@ export const ACCESS_COOKIE = "relay_access";
 export const APP_ID_HEADER = "x-app-id";
 
 /**
- * The key a request presents (C4): the `X-Auth-Key` header when present, even if empty;
+ * The key a request presents: the `X-Auth-Key` header when present, even if empty;
  * otherwise the `key` query parameter; otherwise `undefined`. The query is parsed only
  * when the header is absent.
  *
@@ -47,13 +47,13 @@ function cookieKey(headers: Headers): string | undefined {
 }
 
 /**
- * Methods that change nothing (RFC 9110 §9.2.1). `GET /pull` does change something, so a
+ * Methods that change nothing (RFC 9110.1). `GET /pull` does change something, so a
  * cookie opens only the `read` scope's routes with them.
  */
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
- * Compares a presented key with the expected one in constant time (C4): every UTF-16 code
+ * Compares a presented key with the expected one in constant time: every UTF-16 code
  * unit of `expected` is compared with the one at the same place in `given` (0 past its
  * end), each difference, and a difference in length, folded into one value tested once.
  * The time taken depends only on the length of `expected`, which is fixed; never on where
@@ -120,7 +120,7 @@ function holdsKey(text: string, secrets: Secrets): boolean {
 
 /**
  * The request target (path and query) of a request URL for the access log, with what could
- * be a key replaced by `REDACTED` (C4; docs/api.md, "Access log"):
+ * be a key replaced by `REDACTED` (docs/api.md, "Access log"):
  * - the value of every query parameter whose name, percent-decoded and in any case, holds
  *   `key` (`key=`, `KEY=`, `k%65y=`, `api_key=`), parameters being separated by `&` or `;`;
  * - the main key wherever it appears, as sent or percent-encoded;
@@ -175,17 +175,17 @@ export function redactedTarget(rawUrl: string, secrets?: Secrets): string {
 /** Failed authentications an address may make within {@linkcode AUTH_FAILURE_WINDOW_MS}. */
 const AUTH_FAILURE_LIMIT = 10;
 
-/** The window over which failed authentications are counted, ms (issue 5). */
+/** The window over which failed authentications are counted, ms. */
 const AUTH_FAILURE_WINDOW_MS = 60_000;
 
 /** Addresses remembered at most; the ones with the oldest failures are forgotten first. */
 const MAX_TRACKED_ADDRESSES = 10_000;
 
-/** Keys shorter than this draw a warning at start (issue 5). */
+/** Keys shorter than this draw a warning at start. */
 export const WEAK_KEY_LENGTH = 16;
 
 /**
- * Counts failed authentications per client address (issue 5). After
+ * Counts failed authentications per client address. After
  * {@linkcode AUTH_FAILURE_LIMIT} failures within {@linkcode AUTH_FAILURE_WINDOW_MS}, the
  * address is refused (429) until its oldest failure leaves the window, whatever key it
  * sends: checking the key while refusing would still let it guess. Addresses with no
@@ -314,9 +314,9 @@ export function foreignOrigin(
 
 /** Options of {@linkcode createAuthorize}. */
 export interface AuthorizeOptions {
-  /** The shared secret of spec §5; compared in constant time (C4). Has every scope. */
+  /** The shared secret; compared in constant time. Has every scope. */
   readonly apiKey: string;
-  /** Named keys with scopes (issue 7); without it only `apiKey` is accepted. */
+  /** Named keys with scopes; without it only `apiKey` is accepted. */
   readonly keyRing?: KeyRing | undefined;
   /** Counts failed authentications per client address, one per app. */
   readonly failures: AuthFailureLimiter;

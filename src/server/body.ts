@@ -1,5 +1,5 @@
 /**
- * Reading request bodies of `POST /submit` and `POST /push` (contract C5): the content
+ * Reading request bodies of `POST /submit` and `POST /push`: the content
  * type, the size limit counted while the stream is read, UTF-8, and the three body
  * formats.
  *
@@ -13,7 +13,7 @@ import { errorMessage, HttpError } from "../errors.ts";
 import { type Deadline, Deadlines } from "../util/deadlines.ts";
 import { readAtMost } from "../util/streams.ts";
 
-/** The body formats the relay accepts (C5). */
+/** The body formats the relay accepts. */
 export const ACCEPTED_TYPES = [
   "application/json",
   "text/plain",
@@ -33,7 +33,7 @@ export type ParsedBody =
 
 /**
  * The media type a request declares, lower case without parameters; a missing
- * `Content-Type` counts as `text/plain` (C5).
+ * `Content-Type` counts as `text/plain`.
  *
  * @param accepted The types the endpoint takes; default {@linkcode ACCEPTED_TYPES}.
  * @throws {HttpError} 415 for any type not in `accepted`, or a charset other than UTF-8.
@@ -76,7 +76,7 @@ export const BODY_TIMEOUT_MS = 90_000;
 const bodyDeadlines = new Deadlines(50);
 
 /**
- * Reads the whole body, counting bytes as they arrive, and stops at `limit` (C5).
+ * Reads the whole body, counting bytes as they arrive, and stops at `limit`.
  * A `Content-Length` over the limit is refused before anything is read.
  *
  * @param limit Maximum body size in bytes.
@@ -181,7 +181,7 @@ function jsonFieldsOf(text: string, names: readonly string[]): ParsedBody | unde
 }
 
 /**
- * Decodes and parses a body by its type (C5, amended; docs/api.md, "Submitting"): JSON
+ * Decodes and parses a body by its type (docs/api.md, "Submitting"): JSON
  * must be an object; a form body is read as fields only when every field in it is one of
  * `formFields`, and otherwise taken whole as plain text, so that
  * `curl -d 'https://x.example/r?id=1&url=https://t.example/a'` stores the whole link;
@@ -239,7 +239,7 @@ export function parseBody(
 }
 
 /**
- * Reads a POST body under the content-type and size rules of C5, in C3's order: the type
+ * Reads a POST body under the relay's content-type and size rules, in this order: the type
  * first (415), then the size (413), then the parse (400).
  *
  * @param request The request whose body is read.

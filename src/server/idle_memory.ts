@@ -1,5 +1,5 @@
 /**
- * Memory given back while the relay is idle (issue 19). V8 keeps the heap it grew to, for
+ * Memory given back while the relay is idle. V8 keeps the heap it grew to, for
  * start-up or under load, until memory runs short; on a NAS or a Raspberry Pi that is
  * memory other programs could use. The relay runs one memory-reducing full collection (V8's
  * "last resort" garbage collection, which compacts the heap and returns its free pages):

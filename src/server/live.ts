@@ -1,5 +1,5 @@
 /**
- * Instant delivery (issue 6): the long-poll of `GET /pull` and `GET /results` (`wait=`),
+ * Instant delivery: the long-poll of `GET /pull` and `GET /results` (`wait=`),
  * and the Server-Sent Events stream of `GET /results/stream`. Both wait on the store's
  * commit notifications ({@linkcode nextChange}), so a submit or push wakes them as soon as
  * it is durable, and waiting clients cost no reads of the store.
@@ -34,7 +34,7 @@ export interface LongPollOptions {
 
 /**
  * Runs `attempt` now, and again after each commit that changes one of `collections`,
- * until it returns something, `waitMs` has passed, or `signal` aborts (issue 6). Once
+ * until it returns something, `waitMs` has passed, or `signal` aborts. Once
  * `signal` has aborted, `attempt` is not run again: for a pull it would take items for a
  * client that has gone.
  *
@@ -85,7 +85,7 @@ function watchChanges(
   };
 }
 
-/** Interval of keep-alive comments on an idle stream, ms (issue 6). */
+/** Interval of keep-alive comments on an idle stream, ms. */
 export const KEEP_ALIVE_MS = 30_000;
 
 /**
@@ -240,7 +240,7 @@ function sharedPage(store: Store, since: number): Promise<ResultsPage> {
 
 /**
  * Writes the results feed to an SSE stream from `since` on, then each new result as it is
- * pushed, until `signal` aborts (issue 6). Each result is an event with `id: <t>` and its
+ * pushed, until `signal` aborts. Each result is an event with `id: <t>` and its
  * content as `data` (line ends become `\n`: SSE has no other). When results after the
  * cursor were evicted, a `gap` event with the cursor as data comes first (not at the start
  * of a new reader's stream). An idle stream gets a `: keep-alive` comment every

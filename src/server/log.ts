@@ -16,7 +16,7 @@ import { LOG_LEVELS, type LogFormat, type LogLevel } from "../constants.ts";
 import { utf8Length } from "./responses.ts";
 
 /**
- * Characters a logged field never shows as they are: control characters (C0, DEL, C1), the
+ * Characters a logged field never shows as they are: control characters (U+0000–U+001F, DEL, U+0080–U+009F), the
  * space (it separates a text line's fields), the backslash (it starts an escape), line and
  * paragraph separators, bidirectional and zero-width formatting characters (U+202E turns
  * the rest of a line around in a terminal), and halves of surrogate pairs.

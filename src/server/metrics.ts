@@ -1,5 +1,5 @@
 /**
- * `GET /metrics` (issue 6): the relay's metrics in the Prometheus text format, built with
+ * `GET /metrics`: the relay's metrics in the Prometheus text format, built with
  * `prom-client`. Requests by route and status with a latency histogram, KV commit latency,
  * long-poll and stream clients waiting, and the queue depths and durable counters of
  * `GET /stats`, read from the store at scrape time.

@@ -5,10 +5,10 @@
  * @module
  */
 
-/** The media type of every plain-text answer (C2). */
+/** The media type of every plain-text answer. */
 export const TEXT_TYPE = "text/plain; charset=utf-8";
 
-/** The media type of every JSON answer (C2). */
+/** The media type of every JSON answer. */
 export const JSON_TYPE = "application/json; charset=utf-8";
 
 const encoder = new TextEncoder();
@@ -112,7 +112,7 @@ export function sizeOf(response: Response): number | undefined {
 }
 
 /**
- * A `text/plain; charset=utf-8` response (C2).
+ * A `text/plain; charset=utf-8` response.
  *
  * @param body The text.
  * @param status The HTTP status; default 200.
@@ -122,7 +122,7 @@ export function text(body: string, status = 200): Response {
 }
 
 /**
- * An `application/json; charset=utf-8` response (C2).
+ * An `application/json; charset=utf-8` response.
  *
  * @param value Anything `JSON.stringify` takes.
  * @param status The HTTP status; default 200.

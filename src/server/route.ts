@@ -88,9 +88,9 @@ export interface BuiltinPublishing {
 export interface RouteContext {
   /** The store the endpoints read and write. */
   readonly store: Store;
-  /** Lower-case Q&A domains for routing (C11). */
+  /** Lower-case Q&A domains for routing. */
   readonly qaHosts: readonly string[];
-  /** Body limit, bytes (C5). */
+  /** Body limit, bytes. */
   readonly maxBodyBytes: number;
   /** Downstream services of `POST /publish`; `undefined` when none are configured. */
   readonly publish: PublishConfig | undefined;
@@ -130,7 +130,7 @@ export interface WaitOptions {
 }
 
 /**
- * Long-polls (issue 6): tries `attempt` and, with `waitS` > 0, waits for a change to
+ * Long-polls: tries `attempt` and, with `waitS` > 0, waits for a change to
  * `collections` until it finds something, the client leaves or the relay stops.
  *
  * @param relay The app's shared context (store, metrics, closing signal).

@@ -1,6 +1,5 @@
 /**
- * zod schemas for every request body field and query parameter (contract C5, C10, C20,
- * C30, C41), and the one function that turns a failed parse into a 400 problem.
+ * zod schemas for every request body field and query parameter, and the one function that turns a failed parse into a 400 problem.
  *
  * @module
  */
@@ -26,7 +25,7 @@ function quoted(value: unknown): string {
   return truncate(text);
 }
 
-/** An absent or empty parameter counts as absent (C10, C20, C30). */
+/** An absent or empty parameter counts as absent. */
 function absentIfEmpty(value: string | undefined): string | undefined {
   return value === "" ? undefined : value;
 }
@@ -42,15 +41,15 @@ const queueEnum = z.enum(QUEUE_NAMES, {
  * `unknown`, so these schemas' input type is `unknown`.
  */
 
-/** Optional `queue` of submit and peek: exactly a queue name; empty is absent (C10, C30). */
+/** Optional `queue` of submit and peek: exactly a queue name; empty is absent. */
 export const queueParamSchema: z.ZodType<QueueName | undefined, unknown> = z.pipe(
   z.transform((value: unknown) => value === "" ? undefined : value),
   queueEnum.optional(),
 );
 
 /**
- * Optional `queue` of pull: a queue name, also with the `queue_` prefix; empty is absent
- * (spec §2.1, C20). The document lists the names without the prefix.
+ * Optional `queue` of pull: a queue name, also with the `queue_` prefix; empty is absent.
+ * The document lists the names without the prefix.
  */
 export const pullQueueParamSchema: z.ZodType<QueueName | undefined, unknown> = z.pipe(
   z.transform((value: unknown) =>
@@ -64,7 +63,7 @@ export const pullQueueParamSchema: z.ZodType<QueueName | undefined, unknown> = z
 
 /**
  * An optional string field. A JSON string can hold a lone UTF-16 surrogate (`"\ud800"`),
- * which has no UTF-8 form and could not be stored byte for byte (C8): it is refused.
+ * which has no UTF-8 form and could not be stored byte for byte: it is refused.
  */
 function stringField(name: string) {
   return z.string({
@@ -75,7 +74,7 @@ function stringField(name: string) {
 }
 
 /**
- * Fields of a JSON or form body of `POST /submit` (spec §4.1, C10). A JSON body's other
+ * Fields of a JSON or form body of `POST /submit`. A JSON body's other
  * fields are ignored; a form body naming any other field is plain text (its keys here are
  * the names a form may use; docs/api.md, "Submitting").
  */
@@ -110,7 +109,7 @@ export const dedupeParamSchema: z.ZodType<boolean, string | undefined> = z
   .transform((value) => value !== "false");
 
 /**
- * Fields of a JSON or form body of `POST /push` (spec §4.4). A JSON body's other fields are
+ * Fields of a JSON or form body of `POST /push`. A JSON body's other fields are
  * ignored; a form body naming any other field is plain text.
  */
 export const pushFieldsSchema = z.object({ content: stringField("content") });
@@ -122,7 +121,7 @@ export const pushFieldsSchema = z.object({ content: stringField("content") });
 export const pushBodyDocSchema = pushFieldsSchema.extend({ content: requiredText("content") });
 
 /**
- * The body of `POST /publish` (spec §4.8, C60): `title` and `content` non-empty strings;
+ * The body of `POST /publish`: `title` and `content` non-empty strings;
  * `targets` a non-empty array of distinct values of `notes`, `blog`, `nas`; `nas` only with
  * `transform` = `read`; `tags` and `content_md` optional strings. Empty optional strings
  * count as absent.
@@ -213,17 +212,17 @@ function inRange(name: string, min: number, max: number, unit = "") {
   return wholeNumber(name, min, max, unit);
 }
 
-/** Highest `limit` of `GET /results`; larger values are clamped (spec §4.5, C41). */
+/** Highest `limit` of `GET /results`; larger values are clamped. */
 const RESULTS_LIMIT_MAX = 50;
 
-/** Longest long-poll, s (issue 6). */
+/** Longest long-poll, s. */
 const MAX_WAIT_S = 60;
 
-/** `wait`: seconds a long-poll may wait for something to arrive, 0–60; default 0 (issue 6). */
+/** `wait`: seconds a long-poll may wait for something to arrive, 0–60; default 0. */
 const waitParam = inRange("wait", 0, MAX_WAIT_S, " seconds").optional().default(0);
 
 /**
- * Query of `GET /pull` (spec §4.2, C20) and its extensions (issue 6): `wait` (long-poll,
+ * Query of `GET /pull` and its extensions: `wait` (long-poll,
  * 0–60 s), `lease` (seconds, 1–43200: a leased pull) and `limit` (1–50, leased pulls only).
  */
 export const pullQuerySchema = z
@@ -237,11 +236,11 @@ export const pullQuerySchema = z
     error: '"limit" needs "lease": a plain pull always takes the whole queue',
   });
 
-/** Query of `GET /results`: `since` ≥ 0 (default 0), `limit` ≥ 1 clamped to 50 (C41). */
+/** Query of `GET /results`: `since` ≥ 0 (default 0), `limit` ≥ 1 clamped to 50. */
 export const resultsQuerySchema = z.object({
   wait: waitParam,
   since: wholeNumber("since", 0).optional().default(0),
-  // Any whole number ≥ 1, however large, is clamped to 50 (C41).
+  // Any whole number ≥ 1, however large, is clamped to 50.
   limit: z.pipe(
     z.transform((value: unknown, ctx) => {
       if (typeof value === "string" && /^0*[1-9]\d*$/.test(value)) {
@@ -273,7 +272,7 @@ export function parseOr400<T>(schema: z.ZodType<T, unknown>, input: unknown, act
 }
 
 /**
- * Where `GET /results/stream` starts (issue 6): the `Last-Event-ID` header a reconnecting
+ * Where `GET /results/stream` starts: the `Last-Event-ID` header a reconnecting
  * `EventSource` sends, else the `since` parameter, else 0. Each must be a whole number.
  */
 export const streamStartSchema = z
@@ -283,7 +282,7 @@ export const streamStartSchema = z
   })
   .transform((q) => q.lastEventId ?? q.since ?? 0);
 
-/** Item ids as `POST /ack` takes them (issue 6): `<queue>:<id>`, e.g. `qa:17`. */
+/** Item ids as `POST /ack` takes them: `<queue>:<id>`, e.g. `qa:17`. */
 const itemIdSchema = z
   .string({ error: 'every value of "ids" must be a string such as "qa:17"' })
   .regex(new RegExp(`^(${QUEUE_NAMES.join("|")}):[1-9]\\d{0,14}$`), {
@@ -297,7 +296,7 @@ const itemIdSchema = z
 /** Most ids one `POST /ack` takes. */
 const MAX_ACK_IDS = 500;
 
-/** The body of `POST /ack` (issue 6): `{"ids": ["qa:17", …]}`, 1–500 ids. */
+/** The body of `POST /ack`: `{"ids": ["qa:17", …]}`, 1–500 ids. */
 export const ackBodySchema = z.object({
   ids: z
     .array(itemIdSchema, { error: 'field "ids" must be an array of item ids such as "qa:17"' })
@@ -305,7 +304,7 @@ export const ackBodySchema = z.object({
     .max(MAX_ACK_IDS, { error: `field "ids" may name at most ${MAX_ACK_IDS} items` }),
 });
 
-/** The id of a queued item as the API shows it: `<queue>:<id>` (issue 6). */
+/** The id of a queued item as the API shows it: `<queue>:<id>`. */
 export function itemId(item: { queue: QueueName; id: number }): string {
   return `${item.queue}:${item.id}`;
 }

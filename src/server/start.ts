@@ -1,6 +1,6 @@
 /**
  * Running the relay: open the database under its lock, resolve the API key, serve the
- * app with `Deno.serve`, and shut down gracefully (contract C71, C72, C73).
+ * app with `Deno.serve`, and shut down gracefully.
  *
  * @module
  */
@@ -61,7 +61,7 @@ export const SHUTDOWN_GRACE_MS = 10_000;
 export const LOG_FLUSH_GRACE_MS = 2_000;
 
 /**
- * Reads a PEM file for TLS (issue 7).
+ * Reads a PEM file for TLS.
  *
  * @throws {ConfigError} when it cannot be read or holds no PEM block.
  */
@@ -82,7 +82,7 @@ function readPem(path: string, option: string): string {
 
 /**
  * {@linkcode serveConnections}, with a certificate or key that TLS cannot use reported as a
- * configuration error naming the options (C70) rather than Deno's bare message.
+ * configuration error naming the options rather than Deno's bare message.
  *
  * @throws {ConfigError} when `options.tls` is given and Deno rejects it.
  */
@@ -105,7 +105,7 @@ export interface RunningRelay {
   readonly logger: Logger;
   /**
    * Stops accepting, waits up to {@linkcode SHUTDOWN_GRACE_MS} for in-flight requests,
-   * closes KV and releases the lock (C72).
+   * closes KV and releases the lock.
    *
    * @returns `true` when every request finished in time.
    */
@@ -520,9 +520,9 @@ function serve(
 }
 
 /**
- * Starts the relay (C71–C73). Prints one line with the version, the data file and what is
+ * Starts the relay. Prints one line with the version, the data file and what is
  * enabled, one saying where the API key comes from, then
- * `relay listening on http://<host>:<port>` (`https://` with `--tls-cert`, issue 7).
+ * `relay listening on http://<host>:<port>` (`https://` with `--tls-cert`).
  *
  * @param config The validated configuration; its `logFormat` and `logLevel` shape every
  *   line written.
@@ -531,7 +531,7 @@ function serve(
  *   {@linkcode BatchedLog} (messages are written at once, access lines within 20 ms).
  * @param options.version The relay's version, for the start line.
  * @param options.pairing Print a QR code and link that pair a phone's web app with the
- *   main key (issue 7); the command line asks for it when standard output is a terminal,
+ *   main key; the command line asks for it when standard output is a terminal,
  *   so that the key never lands in a service's journal.
  * @param options.jobs Background jobs on the open store ({@linkcode StartOptions.jobs}).
  * @throws {ConfigError} for a key file that cannot be read or written, an invalid keys

@@ -1,6 +1,6 @@
 /**
  * Change notification: long polls and streams wait here for the next commit that changes
- * a queue or the feed, instead of polling the store (issue 6).
+ * a queue or the feed, instead of polling the store.
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * Duplicate records (C13): for each content accepted within the duplicate window, the
+ * Duplicate records: for each content accepted within the duplicate window, the
  * time it was last accepted, keyed by the SHA-256 of the content. The committed state keeps
  * them in memory (`State.seen`), and KV holds them in one of two ways:
  *

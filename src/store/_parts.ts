@@ -1,7 +1,7 @@
 /**
  * Content chunking. Content is stored as UTF-8 bytes in parts of at most
  * {@linkcode CHUNK_BYTES}, each a raw `Uint8Array` value, under keys ending in `[…, id, part]`
- * so that one `list()` reads whole items in order (C8); how many parts an item has, and when
+ * so that one `list()` reads whole items in order; how many parts an item has, and when
  * it was submitted, are in its queue's metadata. (Files written before that hold a head
  * record as part 0: a few fields plus the first bytes. They are still read.) Bytes are not
  * V8-serialised as an object would be, which costs the main thread about 5 µs a value.

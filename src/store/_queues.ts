@@ -35,18 +35,18 @@ export type SubmitOutcome =
   | { readonly accepted: true; readonly queue: QueueName; readonly id: number }
   | { readonly accepted: false };
 
-/** A queued item as read back (spec §2.2). */
+/** A queued item as read back. */
 export interface QueuedItem {
   /** Assigned by the store; grows with submission order within a queue. */
   readonly id: number;
   /** The trimmed content, exactly as submitted. */
   readonly content: string;
-  /** The queue holding it (`queue_type` in spec §2.2). */
+  /** The queue holding it (`queue_type`). */
   readonly queue: QueueName;
   /** Submission time, epoch ms. */
   readonly created_at: number;
   /**
-   * Epoch ms until which a leased pull holds the item (issue 6); absent when the item is
+   * Epoch ms until which a leased pull holds the item; absent when the item is
    * not leased or its lease has ended.
    */
   readonly lease_until?: number;

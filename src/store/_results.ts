@@ -18,15 +18,15 @@ import {
 } from "./_state.ts";
 import { resultPartKey, resultPrefix } from "./kv_keys.ts";
 
-/** A result in the feed (spec §2.4): `t` is its push time and cursor (C40). */
+/** A result in the feed: `t` is its push time and cursor. */
 export interface ResultItem {
-  /** Epoch ms, strictly increasing over the life of the store (C40). */
+  /** Epoch ms, strictly increasing over the life of the store. */
   readonly t: number;
   /** The processed output, exactly as pushed. */
   readonly content: string;
 }
 
-/** A page of the results feed (spec §4.5, C41, C42). */
+/** A page of the results feed. */
 export interface ResultsPage {
   /** `t` of the last item listed, or `since` when none is. */
   readonly cursor: number;
@@ -34,7 +34,7 @@ export interface ResultsPage {
   readonly items: ResultItem[];
   /**
    * `true` when results with `t > since` were evicted by the 50-result overflow before
-   * this read: the reader missed them (issue 6).
+   * this read: the reader missed them.
    */
   readonly gap: boolean;
 }
@@ -106,7 +106,7 @@ export function restoreResultOp(result: { t: number; content: string }): WriteOp
   };
 }
 
-/** Raises the high-water mark to at least `hwm` (a restored backup's, C40). */
+/** Raises the high-water mark to at least `hwm` (a restored backup's). */
 export function restoreHwmOp(hwm: number): WriteOp<true> {
   return {
     name: "restore",

@@ -21,10 +21,10 @@ import {
   resultsMetaKey,
 } from "./kv_keys.ts";
 
-/** Items an input queue holds; the oldest are evicted past it (spec §8, C14). */
+/** Items an input queue holds; the oldest are evicted past it. */
 export const QUEUE_CAPACITY = 50;
 
-/** Items the results feed holds; the oldest are evicted past it (spec §8). */
+/** Items the results feed holds; the oldest are evicted past it. */
 export const RESULTS_CAPACITY = 50;
 
 /**
@@ -77,7 +77,7 @@ export interface QueueState {
 /** The results feed in memory. */
 export interface FeedState {
   hwm: number;
-  /** The largest `t` the overflow ever evicted, 0 for none (the `gap` flag, issue 6). */
+  /** The largest `t` the overflow ever evicted, 0 for none (the `gap` flag). */
   evicted_t: number;
   items: ResultState[];
   counters: ResultCounters;
@@ -88,7 +88,7 @@ export interface State {
   queues: Record<QueueName, QueueState>;
   feed: FeedState;
   /**
-   * Duplicate records: SHA-256 hex → last accepted, epoch ms (C13), oldest accepted first.
+   * Duplicate records: SHA-256 hex → last accepted, epoch ms, oldest accepted first.
    * Every record held only in `["accepted", …]` entries is here; records held in
    * `["submissions", hash]` entries may be missing (`_duplicates.ts`).
    */
@@ -393,7 +393,7 @@ export function deleteParts(
 
 /**
  * Adds a new item at the end of `q`: its parts, and the eviction (counted) of the oldest
- * items past {@linkcode QUEUE_CAPACITY} (C14). Marks the queue's metadata as changed.
+ * items past {@linkcode QUEUE_CAPACITY}. Marks the queue's metadata as changed.
  *
  * @returns The new item's id.
  */
@@ -420,7 +420,7 @@ export function appendItem(
 /**
  * Adds a result with time `t` at the end of the feed: its parts, the eviction (counted) of
  * the oldest results past {@linkcode RESULTS_CAPACITY}, and the high-water mark raised to
- * `t` (C40). Marks the feed's metadata as changed.
+ * `t`. Marks the feed's metadata as changed.
  *
  * @param t Greater than every `t` in the feed.
  */

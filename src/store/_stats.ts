@@ -1,5 +1,5 @@
 /**
- * The counters and depths of `GET /stats` (issue 5), read from the committed state.
+ * The counters and depths of `GET /stats`, read from the committed state.
  *
  * @module
  */
@@ -15,7 +15,7 @@ export interface StoreStats {
    * and how many of those are leased (`in_flight`).
    */
   queues: Record<QueueName, QueueCounters & { depth: number; in_flight: number }>;
-  /** The feed's counters, how many results it holds and the cursor mark (C40). */
+  /** The feed's counters, how many results it holds and the cursor mark. */
   results: ResultCounters & { depth: number; hwm: number };
 }
 

@@ -49,7 +49,7 @@ import {
 /** Times a batch is applied again after another process changed the file under it. */
 const MAX_COMMIT_ATTEMPTS = 20;
 
-/** Thrown when another process kept changing the KV file under a write (C73 broken). */
+/** Thrown when another process kept changing the KV file under a write. */
 export class StoreBusyError extends Error {
   /**
    * Says what could not be written.
@@ -66,7 +66,7 @@ export class StoreBusyError extends Error {
 export interface WriterOptions {
   /** Source of time, epoch ms: read once per batch. */
   clock: Clock;
-  /** Duplicate window, ms (C13): which records are loaded and kept. */
+  /** Duplicate window, ms: which records are loaded and kept. */
   dedupeWindowMs: number;
   /** Most duplicate records kept in memory; the rest are looked up in KV. */
   seenInMemory: number;

@@ -43,7 +43,7 @@ export function damagedDatabaseError(path: string, problem: string): UnsafeDatab
   );
 }
 
-/** An open KV database and the lock that makes it this process's alone (C73). */
+/** An open KV database and the lock that makes it this process's alone. */
 export interface LockedDatabase {
   /** The database's absolute path. */
   readonly path: string;
@@ -55,7 +55,7 @@ export interface LockedDatabase {
 
 /**
  * Creates the data directory when missing (with its missing parents, each 0700), takes the
- * database's lock (C73) and opens the KV file, made 0600 with its `-wal` and `-shm` files
+ * database's lock and opens the KV file, made 0600 with its `-wal` and `-shm` files
  * (docs/install.md, "Where the data lives"), turning each failure into one line that names the path.
  *
  * A database file with more than one name (a hard link) is refused. The lock file, SQLite's
@@ -116,7 +116,7 @@ export async function openLockedDatabase(db: string): Promise<LockedDatabase> {
 }
 
 /**
- * Opens the database under its lock (C73) for a one-off job such as export or import, runs
+ * Opens the database under its lock for a one-off job such as export or import, runs
  * `job`, and closes it again. Creates the directory when missing (0700, as its missing
  * parents).
  *

@@ -9,11 +9,11 @@
  * | `["queues", queue]` | {@linkcode QueueMeta} | a queue's order, parts and next id: every queue commit checks it |
  * | `["items", queue, id, 0]` | `Uint8Array` | a queued item's first ≤ 60,000 bytes (older files: an {@linkcode ItemHead}) |
  * | `["items", queue, id, n]` | `Uint8Array` | part `n` (1 …) of a long item's UTF-8 bytes |
- * | `["results_meta"]` | {@linkcode ResultsMeta} | the feed's order and the `t` high-water mark (C40) |
+ * | `["results_meta"]` | {@linkcode ResultsMeta} | the feed's order and the `t` high-water mark |
  * | `["results", t, 0]` | `Uint8Array` | a result's first ≤ 60,000 bytes (older files: a {@linkcode ResultHead}) |
  * | `["results", t, n]` | `Uint8Array` | part `n` of a long result |
- * | `["accepted", n, at]` | `Uint8Array` | the duplicate records of one commit: the SHA-256 (hex, ASCII) of each content it accepted at `at` (C13) |
- * | `["submissions", sha256]` | {@linkcode SubmissionRecord} | last accepted time of one content (C13): written when memory has no room for it, and for every content by format 1 |
+ * | `["accepted", n, at]` | `Uint8Array` | the duplicate records of one commit: the SHA-256 (hex, ASCII) of each content it accepted at `at` |
+ * | `["submissions", sha256]` | {@linkcode SubmissionRecord} | last accepted time of one content: written when memory has no room for it, and for every content by format 1 |
  * | `["format"]` | `number` | the version of this layout the file holds: {@linkcode STORE_FORMAT}; absent before version 2 |
  * | `["health_probe"]` | `number` | when `/health` last had to commit to learn whether the store can (epoch ms) |
  *
@@ -25,21 +25,21 @@
 import type { QueueName } from "../queue_names.ts";
 
 /**
- * Durable counters of one queue (issue 5). At every moment
+ * Durable counters of one queue. At every moment
  * `accepted = delivered + evicted + cleared + depth`.
  */
 export interface QueueCounters {
   /** Items queued by a submit (a put-back with `dedupe=false` counts again). */
   accepted: number;
-  /** Submissions refused as duplicates (C13); they queued nothing. */
+  /** Submissions refused as duplicates; they queued nothing. */
   duplicate: number;
-  /** Items handed out by a plain pull, or acknowledged after a leased pull (issue 6). */
+  /** Items handed out by a plain pull, or acknowledged after a leased pull. */
   delivered: number;
   /** Items handed out by a leased pull, each re-delivery after an ended lease again. */
   leased: number;
-  /** Items dropped by the 50-item overflow (C14). */
+  /** Items dropped by the 50-item overflow. */
   evicted: number;
-  /** Items removed by `/clear` (C50). */
+  /** Items removed by `/clear`. */
   cleared: number;
 }
 
@@ -49,7 +49,7 @@ export interface ResultCounters {
   pushed: number;
   /** Results dropped by the 50-result overflow. */
   evicted: number;
-  /** Results removed by `/clear` (C50). */
+  /** Results removed by `/clear`. */
   cleared: number;
 }
 
@@ -59,9 +59,9 @@ export interface QueueMeta {
   next_id: number;
   /**
    * The queued items, oldest first, as `[id, number of parts]`, or
-   * `[id, number of parts, lease_until]` for an item a leased pull handed out (issue 6;
-   * epoch ms; kept after the lease ends, until the item is acknowledged or pulled). At most
-   * 50 (C14).
+   * `[id, number of parts, lease_until]` for an item a leased pull handed out
+   * (`lease_until` in epoch ms; kept after the lease ends, until the item is acknowledged or pulled). At most
+   * 50.
    */
   items: Array<[number, number] | [number, number, number]>;
   /**
@@ -69,19 +69,19 @@ export interface QueueMeta {
    * before it existed, whose part 0 of each item is an {@linkcode ItemHead} holding it.
    */
   created_at?: number[];
-  /** Durable counters (issue 5); absent in files written before they existed. */
+  /** Durable counters; absent in files written before they existed. */
   counters?: QueueCounters;
 }
 
-/** Order of the results feed and its cursor high-water mark (contract C40, C50). */
+/** Order of the results feed and its cursor high-water mark. */
 export interface ResultsMeta {
-  /** The largest `t` ever given out, kept across `/clear` and restarts (C40). */
+  /** The largest `t` ever given out, kept across `/clear` and restarts. */
   hwm: number;
-  /** The largest `t` the overflow evicted (the `gap` flag, issue 6); absent in older files. */
+  /** The largest `t` the overflow evicted (the `gap` flag); absent in older files. */
   evicted_t?: number;
   /** The results in the feed, oldest first, as `[t, number of parts]`. At most 50. */
   items: Array<[number, number]>;
-  /** Durable counters (issue 5); absent in files written before they existed. */
+  /** Durable counters; absent in files written before they existed. */
   counters?: ResultCounters;
 }
 
@@ -90,9 +90,9 @@ export interface ResultsMeta {
  * store it (read, never written: part 0 is now the content's first bytes alone).
  */
 export interface ItemHead {
-  /** Submission time, epoch ms (spec §2.2). */
+  /** Submission time, epoch ms. */
   created_at: number;
-  /** How many parts hold the content's UTF-8 bytes, this one included (C8). */
+  /** How many parts hold the content's UTF-8 bytes, this one included. */
   parts: number;
   /** The first bytes of the content (at most `CHUNK_BYTES`). */
   data: Uint8Array;
@@ -100,16 +100,16 @@ export interface ItemHead {
 
 /**
  * Part 0 of a result as older files store it (read, never written: part 0 is now the
- * content's first bytes alone). Its push time is the `t` in its key (spec §2.4).
+ * content's first bytes alone). Its push time is the `t` in its key.
  */
 export interface ResultHead {
-  /** How many parts hold the content's UTF-8 bytes, this one included (C8). */
+  /** How many parts hold the content's UTF-8 bytes, this one included. */
   parts: number;
   /** The first bytes of the content (at most `CHUNK_BYTES`). */
   data: Uint8Array;
 }
 
-/** The duplicate-check record of spec §2.3, keyed by the SHA-256 of the content (C13). */
+/** The duplicate-check record, keyed by the SHA-256 of the content. */
 export interface SubmissionRecord {
   /** When this exact content was last *accepted*, epoch ms. */
   last_seen_at: number;
@@ -156,7 +156,7 @@ export function resultPartKey(t: number, part: number): Deno.KvKey {
 }
 
 /**
- * `["accepted"]`: prefix of the duplicate records written one entry per commit (C13; see
+ * `["accepted"]`: prefix of the duplicate records written one entry per commit (see
  * `_duplicates.ts`).
  */
 export function acceptedPrefix(): Deno.KvKey {
@@ -178,7 +178,7 @@ export function submissionsPrefix(): Deno.KvKey {
   return ["submissions"];
 }
 
-/** `["submissions", sha256hex]`: the duplicate-check record of one content (C13). */
+/** `["submissions", sha256hex]`: the duplicate-check record of one content. */
 export function submissionKey(sha256hex: string): Deno.KvKey {
   return ["submissions", sha256hex];
 }

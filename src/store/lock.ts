@@ -1,5 +1,5 @@
 /**
- * One relay per database (contract C73): an exclusive lock on a file beside the KV file.
+ * One relay per database: an exclusive lock on a file beside the KV file.
  * Deno KV's SQLite file cannot be shared by two processes safely (platform notes).
  *
  * @module

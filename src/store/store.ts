@@ -4,15 +4,15 @@
  * its entry (`database.ts` opens the file under its lock): every verb the relay uses is here, each running one write, one exclusive
  * job or one read of the writer. The key schema is documented in `kv_keys.ts`.
  *
- * **One writer, group commit.** A relay owns its KV file (C73), so the store keeps the
+ * **One writer, group commit.** A relay owns its KV file, so the store keeps the
  * committed state of every queue and of the feed in memory and funnels every write through
  * one writer. While a commit is in flight, new writes wait; the writer then applies all of
  * them, in arrival order, to a copy of the state and commits the lot as one atomic KV commit
  * (within KV's limits of 1000 mutations and 800 KiB). A write resolves only after the commit
  * that holds it is durable (platform notes: one fsync per commit, durable on resolve), and
  * the in-memory state changes only when that commit succeeded. One fsync then serves many
- * requests, which is where the throughput comes from (issue 5); ordering and exactly-once
- * (C22) follow from the single writer.
+ * requests, which is where the throughput comes from; ordering and exactly-once
+ * follow from the single writer.
  *
  * Every commit also checks the versionstamps of the four metadata entries (`["queues", q]`,
  * `["results_meta"]`): should anything else have written the file, the check fails, the
@@ -21,7 +21,7 @@
  *
  * Reads (peek, results, stats) are served from the committed state; content of more than
  * one part ({@linkcode CHUNK_BYTES}) is not kept in memory and is read from KV. Content is
- * stored as UTF-8 bytes in parts, all parts of one item in the same commit (C8).
+ * stored as UTF-8 bytes in parts, all parts of one item in the same commit.
  *
  * The folder, lowest first: `kv_keys.ts` (keys and stored values), `_parts.ts` (chunking),
  * `_state.ts` (the in-memory state, drafts and mutations), `_changes.ts` (waiters),
@@ -77,7 +77,7 @@ export { classifyFault, type FaultKind, StorageError, StoreFormatError } from ".
 export { type HealthVerdict, RESERVE_BYTES } from "./_health.ts";
 export type { QueueCounters, ResultCounters } from "./kv_keys.ts";
 
-/** Default duplicate window, ms: 5 minutes (spec §8, C13). */
+/** Default duplicate window, ms: 5 minutes. */
 export const DEFAULT_DEDUPE_WINDOW_MS = 5 * 60_000;
 
 /** A store: a Deno KV handle plus the clock and the duplicate window it decides with. */
@@ -86,7 +86,7 @@ export interface Store {
   readonly kv: Deno.Kv;
   /** Source of time for `created_at`, `t` and the duplicate window. */
   readonly clock: Clock;
-  /** Duplicate window in ms (C13). */
+  /** Duplicate window in ms. */
   readonly dedupeWindowMs: number;
 }
 
@@ -94,7 +94,7 @@ export interface Store {
 export interface StoreOptions {
   /** Source of time; default `Date.now`. */
   clock?: Clock;
-  /** Duplicate window in ms, > 0; default 5 minutes (C13). */
+  /** Duplicate window in ms, > 0; default 5 minutes. */
   dedupeWindowMs?: number;
   /**
    * Most duplicate records kept in memory, ≥ 1; default {@linkcode SEEN_IN_MEMORY}. Past
@@ -104,7 +104,7 @@ export interface StoreOptions {
   seenInMemory?: number;
   /**
    * Called after every KV commit with its duration in ms and whether it succeeded
-   * (`GET /metrics`, issue 6).
+   * (`GET /metrics`).
    */
   onCommit?: (ms: number, ok: boolean) => void;
   /**
@@ -134,7 +134,7 @@ const INTERNALS = new WeakMap<
 /**
  * Wraps an open Deno KV database as the relay's store. Reads nothing yet: the state is
  * loaded from KV on first use. The caller passes `await Deno.openKv(path)` (or
- * `":memory:"` in tests) and closes it; one store per KV file (C73).
+ * `":memory:"` in tests) and closes it; one store per KV file.
  *
  * @throws {RangeError} when `dedupeWindowMs` or `seenInMemory` is not a positive integer.
  * @example
@@ -180,12 +180,12 @@ function internals(store: Store): { writer: Writer; changes: Changes; health: St
 
 /**
  * Queues `content` unless the same content was accepted less than the duplicate window
- * ago anywhere in the relay (spec §4.1; C13, C14). Evicts the queue's oldest items past
+ * ago anywhere in the relay. Evicts the queue's oldest items past
  * {@linkcode QUEUE_CAPACITY} in the same commit. Resolves only once the commit is durable.
  * A duplicate is counted (`duplicate`) and queues nothing.
  *
- * @param content Trimmed, non-empty content, at most 768 KiB of UTF-8 (C5).
- * @param queue The queue chosen by the caller (C10, C11).
+ * @param content Trimmed, non-empty content, at most 768 KiB of UTF-8.
+ * @param queue The queue chosen by the caller.
  * @param options.dedupe `false` queues the item without the duplicate check and without
  *   touching its duplicate record: how a worker puts back an item it could not process
  *   (an extension, `POST /submit?dedupe=false`). Default `true`.
@@ -206,8 +206,8 @@ export async function submit(
 
 /**
  * Returns every item of `queue`, oldest first, and empties the queue in the same commit
- * (spec §4.2; C22: each item is returned by exactly one pull). Items held by a leased pull
- * stay (issue 6); items whose lease ended are returned like the others.
+ * (each item is returned by exactly one pull). Items held by a leased pull
+ * stay; items whose lease ended are returned like the others.
  *
  * @returns The items, or `[]` when the queue is empty.
  * @throws {StoreBusyError} when another process kept changing the file; KV errors.
@@ -218,8 +218,8 @@ export async function pull(store: Store, queue: QueueName): Promise<QueuedItem[]
 
 /**
  * Pulls the first non-empty queue of `order` and leaves the others untouched, all in one
- * step of the writer (spec §4.2 rule 2, C21, C22). Items a leased pull holds do not count
- * and stay (issue 6).
+ * step of the writer (spec rule 2). Items a leased pull holds do not count
+ * and stay.
  *
  * @param order Queues to try; default `qa`, `article`, `general`.
  * @returns The queue pulled and its items, or `undefined` when all are empty.
@@ -232,11 +232,11 @@ export async function pullFirst(
   return await writerOf(store).write(takeOp(store.kv, order, undefined));
 }
 
-/** Longest lease, ms: 12 hours (issue 6). */
+/** Longest lease, ms: 12 hours. */
 export const MAX_LEASE_MS = 12 * 3_600_000;
 
 /**
- * A leased pull (issue 6, at-least-once): hands out the first `limit` available items of
+ * A leased pull (at-least-once): hands out the first `limit` available items of
  * the first queue of `order` that has any, and hides them from other pulls until
  * `now + leaseMs` instead of deleting them. {@linkcode ack} deletes them; an item not
  * acknowledged in time is available again, in its old place at the front of its queue.
@@ -266,7 +266,7 @@ export async function lease(
 
 /**
  * Acknowledges items handed out by {@linkcode lease}: deletes them and counts them as
- * `delivered` (issue 6). An item whose lease ended is still acknowledged, unless a plain
+ * `delivered`. An item whose lease ended is still acknowledged, unless a plain
  * pull took it meanwhile. Items not held under a lease (never leased, already acknowledged,
  * evicted, cleared, pulled) are reported as unknown and change nothing.
  *
@@ -282,7 +282,7 @@ export async function ack(
 
 /**
  * When the earliest lease among `queues` ends, epoch ms, or `undefined` when none is held:
- * a waiting pull wakes then, since the item becomes available without a commit (issue 6).
+ * a waiting pull wakes then, since the item becomes available without a commit.
  * A lease that has already ended counts too (it may have ended after the waiter's last
  * attempt), so the waiter tries again at once.
  *
@@ -297,7 +297,7 @@ export async function nextLeaseEnd(
 
 /**
  * Resolves at the next successful commit that changes one of `collections` (a submit,
- * pull, lease, ack, push, clear), or when `signal` aborts (issue 6: long-poll and stream
+ * pull, lease, ack, push, clear), or when `signal` aborts (long-poll and stream
  * wake-ups, without polling the store). Register before reading, then await: a change
  * between the read and the wait is not missed.
  */
@@ -321,7 +321,7 @@ export function stateVersion(store: Store, collections: readonly Collection[]): 
 }
 
 /**
- * Reads queues without removing anything (spec §4.3, C30).
+ * Reads queues without removing anything.
  *
  * @param queues Which queues to read, in the order the result lists them.
  * @returns Each queue's items, oldest first (empty arrays included).
@@ -346,9 +346,9 @@ export async function peek(
 
 /**
  * Appends `content` to the results feed with `t = max(now, previous t + 1)` and evicts
- * the oldest results past {@linkcode RESULTS_CAPACITY} (spec §4.4; C40).
+ * the oldest results past {@linkcode RESULTS_CAPACITY}.
  *
- * @param content Trimmed, non-empty content, at most 768 KiB of UTF-8 (C5).
+ * @param content Trimmed, non-empty content, at most 768 KiB of UTF-8.
  * @returns The stored result with its `t`.
  * @throws {StoreBusyError} when another process kept changing the file; KV errors.
  */
@@ -357,9 +357,8 @@ export async function push(store: Store, content: string): Promise<ResultItem> {
 }
 
 /**
- * Lists results with `t > since`, oldest first, at most `limit` of them (spec §4.5; C41,
- * C42). Paging with `since = cursor` sees every result exactly once, and `gap` says when
- * results after `since` were evicted before they could be read (issue 6).
+ * Lists results with `t > since`, oldest first, at most `limit` of them. Paging with `since = cursor` sees every result exactly once, and `gap` says when
+ * results after `since` were evicted before they could be read.
  *
  * @param options.since Cursor, epoch ms, ≥ 0.
  * @param options.limit Maximum items, 1–50.
@@ -374,9 +373,9 @@ export async function readResults(
 
 /**
  * Removes every queued item, every result and every duplicate record; keeps the results'
- * `t` high-water mark and the counters (spec §4.6; C50). Runs alone in the writer: no
+ * `t` high-water mark and the counters. Runs alone in the writer: no
  * submit lands between emptying the queues and dropping the duplicate records, so none
- * loses its record while its item stays queued (C13). Each queue and the feed are emptied
+ * loses its record while its item stays queued. Each queue and the feed are emptied
  * in one commit of their own; duplicate records are deleted in batches.
  *
  * @throws {StoreBusyError} when another process kept changing the file; KV errors.
@@ -390,7 +389,7 @@ export async function clear(store: Store): Promise<void> {
 }
 
 /**
- * The results' `t` high-water mark: the largest `t` ever given out, 0 for a new store (C40).
+ * The results' `t` high-water mark: the largest `t` ever given out, 0 for a new store.
  *
  * @throws KV errors while the state is first loaded.
  */
@@ -412,7 +411,7 @@ export async function isEmpty(store: Store): Promise<boolean> {
 }
 
 /**
- * The counters and depths of every queue and of the feed (issue 5, `GET /stats`), as of the
+ * The counters and depths of every queue and of the feed (`GET /stats`), as of the
  * last commit.
  *
  * @throws KV errors while the state is first loaded.
@@ -469,7 +468,7 @@ export async function prepare(store: Store): Promise<void> {
 }
 
 /**
- * Whether the store can commit (spec §4.7, C51; docs/faults.md, "Storage faults"): the
+ * Whether the store can commit (docs/faults.md, "Storage faults"): the
  * outcome of its last commit, checked by a probe at most once a second. The probe reads
  * the metadata entries from KV, looks at the file system (read-only, free space), and
  * commits one small entry only when the last commit failed or the disk is nearly full; so

@@ -1,5 +1,5 @@
 /**
- * Named keys with scopes (issue 7): every scope/endpoint pair, the keys file (hashed,
+ * Named keys with scopes: every scope/endpoint pair, the keys file (hashed,
  * reloaded while running, last use recorded), and `relay keys add|list|remove`.
  */
 import assert from "node:assert/strict";
@@ -25,7 +25,7 @@ import {
   withTempDir,
 } from "../_helpers.ts";
 
-/** Each endpoint with the scope issue 7 gives it, and a request a granted key may send. */
+/** Each endpoint with the scope gives it, and a request a granted key may send. */
 const ENDPOINTS: ReadonlyArray<{ method: string; path: string; scope: Scope; body?: unknown }> = [
   { method: "POST", path: "/submit", scope: "submit", body: { content: "from a scoped key" } },
   { method: "GET", path: "/pull?queue=general", scope: "consume" },
@@ -81,7 +81,7 @@ function request(endpoint: (typeof ENDPOINTS)[number], key: string): RequestInit
   };
 }
 
-Deno.test("issue 7: a key without an endpoint's scope gets 403 for every such pair, and nothing changes", async () => {
+Deno.test("a key without an endpoint's scope gets 403 for every such pair, and nothing changes", async () => {
   await withTempDir(async (dir) => {
     await using scoped = await scopedApp(dir);
     const { t, keys } = scoped;
@@ -107,7 +107,7 @@ Deno.test("issue 7: a key without an endpoint's scope gets 403 for every such pa
   });
 });
 
-Deno.test("issue 7: a key with an endpoint's scope passes authentication (never 401 or 403)", async () => {
+Deno.test("a key with an endpoint's scope passes authentication (never 401 or 403)", async () => {
   await withTempDir(async (dir) => {
     await using scoped = await scopedApp(dir);
     const { t, keys, path, clock } = scoped;
@@ -139,7 +139,7 @@ Deno.test("issue 7: a key with an endpoint's scope passes authentication (never 
   });
 });
 
-Deno.test("issue 7: the main key keeps full access; a wrong key is still 401; a 403 is not a failed authentication", async () => {
+Deno.test("the main key keeps full access; a wrong key is still 401; a 403 is not a failed authentication", async () => {
   await withTempDir(async (dir) => {
     await using scoped = await scopedApp(dir);
     const { t, keys } = scoped;
@@ -149,7 +149,7 @@ Deno.test("issue 7: the main key keeps full access; a wrong key is still 401; a 
       assert.ok(![401, 403].includes(res.status), `${endpoint.method} ${endpoint.path}`);
     }
     await assertProblem(await t.app.request("/peek", { headers: { "x-auth-key": "nope" } }), 401);
-    // Twenty 403s from one address do not make it rate limited (issue 5 counts failed keys).
+    // Twenty 403s from one address do not make it rate limited (only failed keys count).
     const env = { remoteAddr: { hostname: "192.0.2.7" } };
     for (let i = 0; i < 20; i++) {
       const res = await t.app.request("/stats", { headers: { "x-auth-key": keys.read } }, env);
@@ -160,7 +160,7 @@ Deno.test("issue 7: the main key keeps full access; a wrong key is still 401; a 
   });
 });
 
-Deno.test("issue 7: the keys file holds digests only, and the relay picks up added and removed keys", async () => {
+Deno.test("the keys file holds digests only, and the relay picks up added and removed keys", async () => {
   await withTempDir(async (dir) => {
     const path = join(dir, "keys.json");
     const clock = new ManualClock();
@@ -195,7 +195,7 @@ Deno.test("issue 7: the keys file holds digests only, and the relay picks up add
   });
 });
 
-Deno.test("issue 7: last use is recorded beside the keys file, at most once a minute and on flush", async () => {
+Deno.test("last use is recorded beside the keys file, at most once a minute and on flush", async () => {
   await withTempDir(async (dir) => {
     const path = join(dir, "keys.json");
     const clock = new ManualClock();
@@ -214,7 +214,7 @@ Deno.test("issue 7: last use is recorded beside the keys file, at most once a mi
   });
 });
 
-Deno.test("issue 7: relay keys add prints the key once; list shows names, scopes and last use, never a secret", async () => {
+Deno.test("relay keys add prints the key once; list shows names, scopes and last use, never a secret", async () => {
   await withTempDir(async (dir) => {
     // Before the relay's first start, when the database's folder does not exist yet.
     const db = join(dir, "data", "relay.kv");
@@ -288,7 +288,7 @@ Deno.test("issue 7: relay keys add prints the key once; list shows names, scopes
   });
 });
 
-Deno.test("issue 7: a relay whose keys file is invalid does not start, with one line saying why", async () => {
+Deno.test("a relay whose keys file is invalid does not start, with one line saying why", async () => {
   await withTempDir(async (dir) => {
     const keysFile = join(dir, "mine.json");
     await Deno.writeTextFile(keysFile, JSON.stringify({ keys: [{ name: "a" }] }));
@@ -301,7 +301,7 @@ Deno.test("issue 7: a relay whose keys file is invalid does not start, with one 
   });
 });
 
-Deno.test("issue 7: relay pair prints a QR code and the pairing link, with the main key or a new named key", async () => {
+Deno.test("relay pair prints a QR code and the pairing link, with the main key or a new named key", async () => {
   await withTempDir(async (dir) => {
     const db = join(dir, "relay.kv");
     const main = await runRelay(["pair", "--app-url", "https://nas.example:8787/", "--db", db], {
@@ -340,7 +340,7 @@ Deno.test("relay pair without --app-url points at the port the relay on this mac
   });
 });
 
-Deno.test("issue 7: a key too long for a QR code still gets its pairing link", async () => {
+Deno.test("a key too long for a QR code still gets its pairing link", async () => {
   const link = pairingLink("http://192.0.2.1:8787", "k".repeat(3000));
   const lines = await pairingLines(link);
   assert.equal(lines.length, 2);

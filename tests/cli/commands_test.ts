@@ -166,7 +166,7 @@ Deno.test("relay health needs no key: it works where no key can be found", async
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay publish C63 publishes through the relay and reports each target", async () => {
+Deno.test("relay publish publishes through the relay and reports each target", async () => {
   await using downstream = startDownstream();
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, {
@@ -198,7 +198,7 @@ Deno.test("relay publish C63 publishes through the relay and reports each target
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay blog-delete C64 sends the access cookie and needs the 303", async () => {
+Deno.test("relay blog-delete sends the access cookie and needs the 303", async () => {
   await using downstream = startDownstream();
   downstream.posts.add("12");
   const env = { RELAY_PUBLISH_URL: downstream.url, RELAY_BLOG_ACCESS_COOKIE: downstream.cookie };
@@ -342,7 +342,7 @@ Deno.test("relay results --follow --exec runs the command per result, result on 
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay work issue 6: a worker killed with SIGKILL mid-item loses nothing; the next one finishes it", async () => {
+Deno.test("relay work: a worker killed with SIGKILL mid-item loses nothing; the next one finishes it", async () => {
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };

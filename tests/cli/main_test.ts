@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { VERSION } from "../../src/cli/main.ts";
 import { runRelay } from "../_helpers.ts";
 
-Deno.test("relay --help C70 lists every option with its environment variable", async () => {
+Deno.test("relay --help lists every option with its environment variable", async () => {
   const { code, stdout } = await runRelay(["--help"]);
   assert.equal(code, 0);
   for (
@@ -49,7 +49,7 @@ Deno.test("relay --version prints the version from deno.json and Deno's", async 
   assert.equal(stdout.trim(), `relay ${VERSION} (deno ${Deno.version.deno})`);
 });
 
-Deno.test("relay C70 exits 2 with one line naming a bad option, before listening", async (t) => {
+Deno.test("relay exits 2 with one line naming a bad option, before listening", async (t) => {
   const cases: Array<[string[], Record<string, string>, RegExp]> = [
     [["--port", "eighty"], {}, /^relay: invalid --port "eighty": /],
     [[], { RELAY_DEDUPE_WINDOW: "soon" }, /^relay: invalid RELAY_DEDUPE_WINDOW "soon": /],
@@ -73,7 +73,7 @@ Deno.test("relay C70 exits 2 with one line naming a bad option, before listening
   }
 });
 
-Deno.test("relay C70 refuses an API key given as a flag: secrets come from the environment", async () => {
+Deno.test("relay refuses an API key given as a flag: secrets come from the environment", async () => {
   const { code, stderr } = await runRelay(["--api-key", "secret"]);
   assert.equal(code, 2);
   assert.match(stderr, /api-key/);

@@ -32,7 +32,7 @@ async function publishVia(
 }
 
 Deno.test("POST /publish", async (t) => {
-  await t.step("C61 C62 C63 publishes to all three targets and answers 200 ok", async () => {
+  await t.step("publishes to all three targets and answers 200 ok", async () => {
     await using downstream = startDownstream();
     const res = await publishVia(configFor(downstream), {
       ...ARTICLE,
@@ -50,7 +50,7 @@ Deno.test("POST /publish", async (t) => {
     for (const result of Object.values(results)) assert.equal(result.status, "success");
   });
 
-  await t.step("C61 sends exactly the bodies and headers of spec §4.9", async () => {
+  await t.step("sends exactly the bodies and headers", async () => {
     await using downstream = startDownstream();
     await publishVia(configFor(downstream), {
       ...ARTICLE,
@@ -86,7 +86,7 @@ Deno.test("POST /publish", async (t) => {
   });
 
   await t.step(
-    "C61 leaves out optional fields that were not given; notes get content",
+    "leaves out optional fields that were not given; notes get content",
     async () => {
       await using downstream = startDownstream();
       const res = await publishVia(configFor(downstream), {
@@ -101,7 +101,7 @@ Deno.test("POST /publish", async (t) => {
     },
   );
 
-  await t.step("C62 C63 answers 207 partial when one target fails, naming why", async () => {
+  await t.step("answers 207 partial when one target fails, naming why", async () => {
     await using downstream = startDownstream();
     downstream.modes.blog = "fail";
     const res = await publishVia(configFor(downstream), { ...ARTICLE, targets: ["notes", "blog"] });
@@ -114,7 +114,7 @@ Deno.test("POST /publish", async (t) => {
   });
 
   await t.step(
-    "C62 C63 answers 502 when every target fails: garbage, HTML, refusal, own error",
+    "answers 502 when every target fails: garbage, HTML, refusal, own error",
     async () => {
       await using downstream = startDownstream();
       for (const mode of ["garbage", "html", "reject"] as const) {
@@ -139,7 +139,7 @@ Deno.test("POST /publish", async (t) => {
     },
   );
 
-  await t.step("C62 reports a refused connection as that target's error", async () => {
+  await t.step("reports a refused connection as that target's error", async () => {
     // The live downstream listens before the other one closes, so that the system cannot
     // give it the port just freed (it did once: the "refused" target answered, 200 not 207).
     await using downstream = startDownstream();
@@ -157,7 +157,7 @@ Deno.test("POST /publish", async (t) => {
   });
 
   await t.step(
-    "C61 gives up on a hanging target after --publish-timeout, calling all at once",
+    "gives up on a hanging target after --publish-timeout, calling all at once",
     async () => {
       await using downstream = startDownstream();
       downstream.modes.podcast = "hang";
@@ -179,7 +179,7 @@ Deno.test("POST /publish", async (t) => {
     },
   );
 
-  await t.step("C60 validates before any downstream call", async () => {
+  await t.step("validates before any downstream call", async () => {
     await using downstream = startDownstream();
     const cases: Array<[unknown, RegExp]> = [
       [{ content: "c", targets: ["notes"] }, /field "title"/],
@@ -219,7 +219,7 @@ Deno.test("POST /publish", async (t) => {
   });
 
   await t.step(
-    "C63 answers 503 when publishing is not configured, after validation (C61)",
+    "answers 503 when publishing is not configured, after validation",
     async () => {
       const valid = { ...ARTICLE, targets: ["notes"] };
       const res = await publishVia(undefined, valid);
@@ -238,7 +238,7 @@ Deno.test("POST /publish", async (t) => {
     },
   );
 
-  await t.step("C61 uses each target's own base URL when given", async () => {
+  await t.step("uses each target's own base URL when given", async () => {
     await using notes = startDownstream();
     await using rest = startDownstream();
     const res = await publishVia(
@@ -254,7 +254,7 @@ Deno.test("POST /publish", async (t) => {
     assert.deepEqual(rest.requests.map((r) => r.path), ["/api/publish"]);
   });
 
-  await t.step("C5 C3 answers 415 for a body that is not JSON, 401 before it", async () => {
+  await t.step("answers 415 for a body that is not JSON, 401 before it", async () => {
     await using app = await makeApp();
     const res = await app.call("/publish", { method: "POST", body: "title=x" });
     assert.equal(res.status, 415);
@@ -264,7 +264,7 @@ Deno.test("POST /publish", async (t) => {
   });
 });
 
-Deno.test("deleteBlogPost() C64 succeeds on the 303 and explains anything else", async () => {
+Deno.test("deleteBlogPost() succeeds on the 303 and explains anything else", async () => {
   await using downstream = startDownstream();
   downstream.posts.add("42");
   const options = { baseUrl: downstream.url, cookie: downstream.cookie, timeoutMs: 2000 };

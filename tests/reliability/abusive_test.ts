@@ -1,5 +1,5 @@
 /**
- * Reliability (issue 5): abusive clients against a real relay process. A 1 GiB body is
+ * Reliability: abusive clients against a real relay process. A 1 GiB body is
  * refused without being read into memory; 500 idle and byte-at-a-time connections do not
  * stop a normal client; failed authentication is rate limited with 429 and `Retry-After`.
  * (The weak-key warning at start is tested in `tests/server/server_test.ts`.)
@@ -136,7 +136,7 @@ Deno.test("500 idle and byte-at-a-time connections do not stop a normal client",
   });
 });
 
-Deno.test("C4 failed authentication over HTTP: the 11th try within a minute gets 429 with Retry-After", async () => {
+Deno.test("failed authentication over HTTP: the 11th try within a minute gets 429 with Retry-After", async () => {
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
     const call = relayCall(relay.url);

@@ -1,9 +1,9 @@
 /**
- * Reliability (issue 5): crash consistency. A relay under submit and push load is killed
+ * Reliability: crash consistency. A relay under submit and push load is killed
  * with SIGKILL at a random moment, three times (five with `RELAY_STRESS=1`), restarting on the same file; afterwards
  * every acknowledged item and result is in the store or counted as evicted, the counters
- * agree with the contents, the results' `t` never goes backwards (C40), and every
- * acknowledged submission is still a duplicate (C13).
+ * agree with the contents, the results' `t` never goes backwards, and every
+ * acknowledged submission is still a duplicate.
  *
  * @module
  */
@@ -131,7 +131,7 @@ Deno.test(`${ROUNDS} random SIGKILLs under load: acknowledged writes survive, co
     const kept = new Set(results.items.map((i) => i.c));
     assertOnlyOldestMissing(ackedResults, kept, stats.results.evicted, "results");
     assert.ok(ackedResults.length > 0 && Object.values(acked).every((a) => a.length > 0));
-    // Every acknowledged submission is still a duplicate (C13): its record, committed with
+    // Every acknowledged submission is still a duplicate: its record, committed with
     // the item, survived the kills (one in seven of them, at most 200).
     const sample = Object.values(acked).flat().filter((_, i) => i % 7 === 0).slice(0, 200);
     for (const w of sample) {

@@ -175,7 +175,7 @@ Deno.test("the access log escapes control and bidirectional characters and cuts 
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
     const long = `/${"a".repeat(65_000)}`;
-    // Raw UTF-8 in the request target: a right-to-left override, a C1 control (NEL),
+    // Raw UTF-8 in the request target: a right-to-left override, a Latin-1 control (NEL),
     // a line separator and a zero-width space.
     const tricks = ["/x\u202Egpj.exe", "/y\u0085z", "/line\u2028break", "/zero\u200Bwidth"];
     for (const target of [...tricks, long]) {

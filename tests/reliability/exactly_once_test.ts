@@ -1,5 +1,5 @@
 /**
- * Reliability (issue 5): exactly-once delivery at scale over HTTP against a real relay
+ * Reliability: exactly-once delivery at scale over HTTP against a real relay
  * process (100 items per submitter, 300 with `RELAY_STRESS=1`), with the counters of `GET /stats` accounting for every accepted item.
  *
  * @module
@@ -13,7 +13,7 @@ const ITEMS_EACH = stressOr(100, 300);
 const PULLERS = 4;
 const QUEUES = ["qa", "article", "general"] as const;
 
-Deno.test(`C22 ${SUBMITTERS} submitters x ${ITEMS_EACH} items, ${PULLERS} pullers: each accepted item delivered once or counted evicted`, async () => {
+Deno.test(`${SUBMITTERS} submitters x ${ITEMS_EACH} items, ${PULLERS} pullers: each accepted item delivered once or counted evicted`, async () => {
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
     const call = relayCall(relay.url);
@@ -74,7 +74,7 @@ Deno.test(`C22 ${SUBMITTERS} submitters x ${ITEMS_EACH} items, ${PULLERS} puller
   });
 });
 
-Deno.test("issue 6 leased pulls: 6 workers leasing concurrently never get one item twice; ack accounts for all", async () => {
+Deno.test("leased pulls: 6 workers leasing concurrently never get one item twice; ack accounts for all", async () => {
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
     const call = relayCall(relay.url);

@@ -29,14 +29,14 @@ async function pullAll(t: TestApp, queue: string): Promise<unknown> {
 }
 
 Deno.test("POST /submit", async (t) => {
-  await t.step("C12 answers OK (<queue>) as text/plain; charset=utf-8 (C2)", async () => {
+  await t.step("answers OK (<queue>) as text/plain; charset=utf-8", async () => {
     await using app = await makeApp();
     await assertText(await submitText(app, "https://stackoverflow.com/q/1"), "OK (qa)");
     await assertText(await submitText(app, "plain words"), "OK (general)");
     await assertText(await submitJson(app, { content: "x", queue: "article" }), "OK (article)");
   });
 
-  await t.step("C10 takes url in place of content, a non-empty content winning", async () => {
+  await t.step("takes url in place of content, a non-empty content winning", async () => {
     await using app = await makeApp();
     await assertText(await submitJson(app, { url: "https://zhihu.com/q/1" }), "OK (qa)");
     await assertText(
@@ -48,7 +48,7 @@ Deno.test("POST /submit", async (t) => {
   });
 
   await t.step(
-    "C10 takes queue from the body or the query, the body winning; empty is absent",
+    "takes queue from the body or the query, the body winning; empty is absent",
     async () => {
       await using app = await makeApp();
       await assertText(await submitText(app, "a", "/submit?queue=article"), "OK (article)");
@@ -68,7 +68,7 @@ Deno.test("POST /submit", async (t) => {
     },
   );
 
-  await t.step("C10 refuses any other queue name, the queue_ prefix included", async () => {
+  await t.step("refuses any other queue name, the queue_ prefix included", async () => {
     await using app = await makeApp();
     for (const queue of ["queue_qa", "QA", "other"]) {
       const detail = await assertProblem(await submitJson(app, { content: "x", queue }), 400);
@@ -79,7 +79,7 @@ Deno.test("POST /submit", async (t) => {
   });
 
   await t.step(
-    "C6 trims content before storing and comparing; empty after trimming is 400",
+    "trims content before storing and comparing; empty after trimming is 400",
     async () => {
       await using app = await makeApp();
       await assertText(await submitText(app, "  \n padded \t"), "OK (general)");
@@ -95,7 +95,7 @@ Deno.test("POST /submit", async (t) => {
   );
 
   await t.step(
-    "C5 accepts JSON, text/plain, form fields, a raw form body and no content type",
+    "accepts JSON, text/plain, form fields, a raw form body and no content type",
     async () => {
       await using app = await makeApp();
       // A byte body gets no Content-Type from Request (a string body would get text/plain).
@@ -149,7 +149,7 @@ Deno.test("POST /submit", async (t) => {
     },
   );
 
-  await t.step("C5 answers 415 for any other content type, with Accept-Post", async () => {
+  await t.step("answers 415 for any other content type, with Accept-Post", async () => {
     await using app = await makeApp();
     for (const type of ["application/xml", "multipart/form-data; boundary=x", "text/html"]) {
       const res = await app.call("/submit", {
@@ -163,7 +163,7 @@ Deno.test("POST /submit", async (t) => {
   });
 
   await t.step(
-    "C5 answers 400 for malformed JSON, non-objects, wrong field types and bad UTF-8",
+    "answers 400 for malformed JSON, non-objects, wrong field types and bad UTF-8",
     async () => {
       await using app = await makeApp();
       await submitText(app, "kept");
@@ -196,7 +196,7 @@ Deno.test("POST /submit", async (t) => {
   );
 
   await t.step(
-    "C5 answers 413 past the body limit, by Content-Length or by counted bytes",
+    "answers 413 past the body limit, by Content-Length or by counted bytes",
     async () => {
       await using app = await makeApp({ maxBodyBytes: 1024 });
       await assertText(await submitText(app, "x".repeat(1024)), "OK (general)");
@@ -214,7 +214,7 @@ Deno.test("POST /submit", async (t) => {
     },
   );
 
-  await t.step("C13 answers OK (duplicate) for the same content within the window", async () => {
+  await t.step("answers OK (duplicate) for the same content within the window", async () => {
     await using app = await makeApp({ dedupeWindowMs: 1000 });
     await assertText(await submitText(app, "same"), "OK (general)");
     app.clock.advance(500);
@@ -237,7 +237,7 @@ Deno.test("POST /submit", async (t) => {
     assert.match(detail, /dedupe "no" is not "true" or "false"/);
   });
 
-  await t.step("C14 keeps 50 items in the queue after overflow", async () => {
+  await t.step("keeps 50 items in the queue after overflow", async () => {
     await using app = await makeApp();
     for (let i = 0; i < 53; i++) await submitText(app, `n${i}`);
     const items = await pullAll(app, "general") as string[];
@@ -247,7 +247,7 @@ Deno.test("POST /submit", async (t) => {
 });
 
 Deno.test("GET /pull", async (t) => {
-  await t.step("C20 accepts qa, article, general and the queue_ prefix", async () => {
+  await t.step("accepts qa, article, general and the queue_ prefix", async () => {
     await using app = await makeApp();
     for (
       const [name, queue] of [["qa", "qa"], ["queue_qa", "qa"], ["queue_article", "article"], [
@@ -263,7 +263,7 @@ Deno.test("GET /pull", async (t) => {
     }
   });
 
-  await t.step("C20 answers 400 for any other queue name and deletes nothing", async () => {
+  await t.step("answers 400 for any other queue name and deletes nothing", async () => {
     await using app = await makeApp();
     await submitText(app, "stay");
     for (const name of ["queue_", "queue_x", "x", "GENERAL", "queue_queue_qa"]) {
@@ -273,7 +273,7 @@ Deno.test("GET /pull", async (t) => {
     assert.deepEqual(await pullAll(app, "general"), ["stay"]);
   });
 
-  await t.step("spec §4.2 returns contents oldest first, then 204 with no body", async () => {
+  await t.step("returns contents oldest first, then 204 with no body", async () => {
     await using app = await makeApp();
     await submitText(app, "one");
     app.clock.advance(1);
@@ -286,7 +286,7 @@ Deno.test("GET /pull", async (t) => {
   });
 
   await t.step(
-    "C21 without queue empties only the first non-empty of qa, article, general",
+    "without queue empties only the first non-empty of qa, article, general",
     async () => {
       await using app = await makeApp();
       await submitJson(app, { content: "g", queue: "general" });
@@ -299,7 +299,7 @@ Deno.test("GET /pull", async (t) => {
     },
   );
 
-  await t.step("C3 refuses HEAD, which would otherwise empty the queue", async () => {
+  await t.step("refuses HEAD, which would otherwise empty the queue", async () => {
     await using app = await makeApp();
     await submitText(app, "keep");
     const res = await app.call("/pull?queue=general", { method: "HEAD" });
@@ -310,7 +310,7 @@ Deno.test("GET /pull", async (t) => {
 });
 
 Deno.test("GET /peek", async (t) => {
-  await t.step("C30 lists all three queues, empty ones included, and deletes nothing", async () => {
+  await t.step("lists all three queues, empty ones included, and deletes nothing", async () => {
     await using app = await makeApp();
     await submitText(app, "https://zhihu.com/q/1");
     app.clock.advance(1500);
@@ -330,7 +330,7 @@ Deno.test("GET /peek", async (t) => {
     assert.deepEqual(await pullAll(app, "general"), ["text"]);
   });
 
-  await t.step("C30 with queue lists only that queue; 204 when it is empty", async () => {
+  await t.step("with queue lists only that queue; 204 when it is empty", async () => {
     await using app = await makeApp();
     await submitText(app, "text");
     const res = await app.call("/peek?queue=general");
@@ -341,14 +341,14 @@ Deno.test("GET /peek", async (t) => {
     assert.equal((await app.call("/peek?queue=")).status, 200);
   });
 
-  await t.step("C30 answers 204 when every queue is empty", async () => {
+  await t.step("answers 204 when every queue is empty", async () => {
     await using app = await makeApp();
     const res = await app.call("/peek");
     assert.equal(res.status, 204);
     assert.equal(await res.text(), "");
   });
 
-  await t.step("C30 refuses the queue_ prefix and unknown names with 400", async () => {
+  await t.step("refuses the queue_ prefix and unknown names with 400", async () => {
     await using app = await makeApp();
     for (const name of ["queue_qa", "nope"]) {
       assert.match(
@@ -358,7 +358,7 @@ Deno.test("GET /peek", async (t) => {
     }
   });
 
-  await t.step("C30 works from a browser address bar with ?key=", async () => {
+  await t.step("works from a browser address bar with ?key=", async () => {
     await using app = await makeApp();
     await submitText(app, "x");
     const res = await app.app.request(`/peek?key=${KEY}`);
@@ -368,7 +368,7 @@ Deno.test("GET /peek", async (t) => {
 });
 
 Deno.test("POST /push and GET /results", async (t) => {
-  await t.step("spec §4.4 answers OK; C6 trims; empty is 400", async () => {
+  await t.step("answers OK; trims; empty is 400", async () => {
     await using app = await makeApp();
     await assertText(await app.call("/push", { method: "POST", body: "  result \n" }), "OK");
     await assertText(
@@ -415,7 +415,7 @@ Deno.test("POST /push and GET /results", async (t) => {
     assert.deepEqual(page.items.map((i: { c: string }) => i.c), ["result", "# md", "form"]);
   });
 
-  await t.step("C41 lists {t, c} after since, ascending, cursor = last t", async () => {
+  await t.step("lists {t, c} after since, ascending, cursor = last t", async () => {
     await using app = await makeApp();
     for (const c of ["a", "b", "c"]) await app.call("/push", { method: "POST", body: c });
     const res = await app.call("/results");
@@ -432,7 +432,7 @@ Deno.test("POST /push and GET /results", async (t) => {
     });
   });
 
-  await t.step("C41 clamps limit to 50, however large", async () => {
+  await t.step("clamps limit to 50, however large", async () => {
     await using app = await makeApp();
     for (let i = 0; i < 55; i++) await app.call("/push", { method: "POST", body: `r${i}` });
     for (const limit of ["51", "1000", "9007199254740993", "99999999999999999999999"]) {
@@ -446,7 +446,7 @@ Deno.test("POST /push and GET /results", async (t) => {
   });
 
   await t.step(
-    "C41 answers 400 for since and limit that are not whole numbers in range",
+    "answers 400 for since and limit that are not whole numbers in range",
     async () => {
       await using app = await makeApp();
       for (
@@ -471,7 +471,7 @@ Deno.test("POST /push and GET /results", async (t) => {
     },
   );
 
-  await t.step("C42 answers cursor = since with no newer items, 0 on an empty feed", async () => {
+  await t.step("answers cursor = since with no newer items, 0 on an empty feed", async () => {
     await using app = await makeApp();
     assert.deepEqual(await (await app.call("/results")).json(), { cursor: 0, items: [] });
     assert.deepEqual(await (await app.call("/results?since=")).json(), { cursor: 0, items: [] });
@@ -481,7 +481,7 @@ Deno.test("POST /push and GET /results", async (t) => {
     });
   });
 
-  await t.step("C40 t strictly increases within one millisecond", async () => {
+  await t.step("t strictly increases within one millisecond", async () => {
     await using app = await makeApp();
     for (let i = 0; i < 5; i++) await app.call("/push", { method: "POST", body: `same ms ${i}` });
     const ts = (await (await app.call("/results")).json()).items.map((i: { t: number }) => i.t);
@@ -491,7 +491,7 @@ Deno.test("POST /push and GET /results", async (t) => {
 
 Deno.test("POST /clear", async (t) => {
   await t.step(
-    "C50 removes queues, results and duplicate records; keeps the t high-water mark",
+    "removes queues, results and duplicate records; keeps the t high-water mark",
     async () => {
       await using app = await makeApp();
       await submitText(app, "https://zhihu.com/q");
@@ -510,7 +510,7 @@ Deno.test("POST /clear", async (t) => {
 });
 
 Deno.test("GET /health", async (t) => {
-  await t.step("C51 answers 200 {ok, ts, db: connected} without a key", async () => {
+  await t.step("answers 200 {ok, ts, db: connected} without a key", async () => {
     await using app = await makeApp();
     const res = await app.app.request("/health");
     assert.equal(res.status, 200);
@@ -518,7 +518,7 @@ Deno.test("GET /health", async (t) => {
     assert.deepEqual(await res.json(), { ok: true, ts: app.clock.now, db: "connected" });
   });
 
-  await t.step("C51 answers 503 {ok: false, db: error, reason} when the store fails", async () => {
+  await t.step("answers 503 {ok: false, db: error, reason} when the store fails", async () => {
     await using app = await makeApp();
     app.temp.kv.close();
     const res = await app.app.request("/health");
@@ -541,7 +541,7 @@ Deno.test("authentication", async (t) => {
     ["GET", "/stats"],
   ];
 
-  await t.step("C4 answers 401 without a key on every protected endpoint", async () => {
+  await t.step("answers 401 without a key on every protected endpoint", async () => {
     await using app = await makeApp();
     for (const [method, path] of protectedRoutes) {
       const res = await app.app.request(path, { method, body: method === "POST" ? "x" : null });
@@ -549,7 +549,7 @@ Deno.test("authentication", async (t) => {
     }
   });
 
-  await t.step("C4 answers 401 for a wrong key, in the header or the query", async () => {
+  await t.step("answers 401 for a wrong key, in the header or the query", async () => {
     await using app = await makeApp();
     for (const [method, path] of protectedRoutes) {
       const init = { method, body: method === "POST" ? "x" : null };
@@ -570,7 +570,7 @@ Deno.test("authentication", async (t) => {
     assert.equal((await app.call("/peek")).status, 204, "nothing was submitted or cleared");
   });
 
-  await t.step("C4 checks the header when present, the query key only without it", async () => {
+  await t.step("checks the header when present, the query key only without it", async () => {
     await using app = await makeApp();
     const viaQuery = await app.app.request(`/results?key=${KEY}`);
     assert.equal(viaQuery.status, 200);
@@ -584,7 +584,7 @@ Deno.test("authentication", async (t) => {
     await assertProblem(emptyHeader, 401);
   });
 
-  await t.step("C4 never writes the query key to the access log", async () => {
+  await t.step("never writes the query key to the access log", async () => {
     await using app = await makeApp();
     await app.app.request(`/results?since=0&key=${KEY}`);
     await app.app.request(`/results?key=wrong-key`);
@@ -598,7 +598,7 @@ Deno.test("authentication", async (t) => {
 
 Deno.test("problem documents", async (t) => {
   await t.step(
-    "C1 every error is application/problem+json with type, title, status, detail",
+    "every error is application/problem+json with type, title, status, detail",
     async () => {
       await using app = await makeApp({ maxBodyBytes: 4 });
       const cases: Array<[Response | Promise<Response>, number, string]> = [
@@ -627,7 +627,7 @@ Deno.test("problem documents", async (t) => {
     },
   );
 
-  await t.step("C1 a detail quotes at most a short piece of what was wrong", async () => {
+  await t.step("a detail quotes at most a short piece of what was wrong", async () => {
     await using app = await makeApp();
     const res = await app.call("/submit", {
       method: "POST",
@@ -641,7 +641,7 @@ Deno.test("problem documents", async (t) => {
   });
 
   await t.step(
-    "C1 an unexpected failure is a problem document too, never a stack trace",
+    "an unexpected failure is a problem document too, never a stack trace",
     async () => {
       await using app = await makeApp();
       app.temp.kv.close();
@@ -689,7 +689,7 @@ Deno.test("GET /", async (t) => {
 });
 
 Deno.test("routing and error order", async (t) => {
-  await t.step("C3 answers 404 for an unknown path, before authentication", async () => {
+  await t.step("answers 404 for an unknown path, before authentication", async () => {
     await using app = await makeApp();
     for (const path of ["/nope", "/submit/", "/SUBMIT", "/publish/x", "//"]) {
       await assertProblem(await app.app.request(path, { method: "POST" }), 404);
@@ -697,7 +697,7 @@ Deno.test("routing and error order", async (t) => {
   });
 
   await t.step(
-    "C3 answers 405 with Allow for a known path and wrong method, before authentication",
+    "answers 405 with Allow for a known path and wrong method, before authentication",
     async () => {
       await using app = await makeApp();
       const cases: Array<[string, string, string]> = [
@@ -719,7 +719,7 @@ Deno.test("routing and error order", async (t) => {
     },
   );
 
-  await t.step("C3 checks 401 before 415, 415 before 413, and 413 before 400", async () => {
+  await t.step("checks 401 before 415, 415 before 413, and 413 before 400", async () => {
     await using app = await makeApp({ maxBodyBytes: 10 });
     const big = "x".repeat(11);
     await assertProblem(
@@ -742,7 +742,7 @@ Deno.test("routing and error order", async (t) => {
     await assertProblem(await app.call("/submit?queue=bad", { method: "POST", body: "x" }), 400);
   });
 
-  await t.step("C3 answers HEAD on GET endpoints like GET, without a body", async () => {
+  await t.step("answers HEAD on GET endpoints like GET, without a body", async () => {
     await using app = await makeApp();
     const res = await app.app.request("/health", { method: "HEAD" });
     assert.equal(res.status, 200);
@@ -872,7 +872,7 @@ Deno.test("GET /stats counts accepted, duplicate, delivered, evicted, cleared an
   await assertProblem(await t.app.request("/stats"), 401);
 });
 
-Deno.test("C4 failed authentication is rate limited per client address with 429 and Retry-After", async () => {
+Deno.test("failed authentication is rate limited per client address with 429 and Retry-After", async () => {
   await using t = await makeApp();
   const from = (hostname: string) => ({ remoteAddr: { transport: "tcp", hostname, port: 1 } });
   const attempt = (key: string, hostname: string) =>
@@ -895,7 +895,7 @@ Deno.test("C4 failed authentication is rate limited per client address with 429 
   assert.equal((await t.app.request("/health", {}, from("192.0.2.1"))).status, 200);
 });
 
-Deno.test("GET /pull?lease= issue 6 answers id, content, created_at (C7) and lease_until; POST /ack deletes", async () => {
+Deno.test("GET /pull?lease= answers id, content, created_at and lease_until; POST /ack deletes", async () => {
   await using t = await makeApp();
   await submitText(t, "one", "/submit?queue=general");
   await submitText(t, "two", "/submit?queue=general");
@@ -922,7 +922,7 @@ Deno.test("GET /pull?lease= issue 6 answers id, content, created_at (C7) and lea
   assert.equal((await t.call("/peek")).status, 204);
 });
 
-Deno.test("POST /ack issue 6 refuses bad bodies with problem documents and changes nothing", async () => {
+Deno.test("POST /ack refuses bad bodies with problem documents and changes nothing", async () => {
   await using t = await makeApp();
   await submitText(t, "keep me", "/submit?queue=qa");
   await t.call("/pull?lease=60");
@@ -951,7 +951,7 @@ Deno.test("POST /ack issue 6 refuses bad bodies with problem documents and chang
   assert.equal((await (await t.call("/peek")).json()).total, 1);
 });
 
-Deno.test("GET /results issue 6 adds gap: true only for a reader with a cursor who missed evicted results", async () => {
+Deno.test("GET /results adds gap: true only for a reader with a cursor who missed evicted results", async () => {
   await using t = await makeApp();
   for (let i = 0; i < 51; i++) {
     await t.call("/push", { method: "POST", body: `r${i}` });

@@ -43,7 +43,7 @@ Deno.test("readLimited() answers 408 when a body with a Content-Length stalls pa
   });
 });
 
-Deno.test("readLimited() C5 refuses a declared Content-Length over the limit without reading", async () => {
+Deno.test("readLimited() refuses a declared Content-Length over the limit without reading", async () => {
   let pulled = 0;
   const body = new ReadableStream<Uint8Array>({
     pull(controller) {
@@ -64,7 +64,7 @@ Deno.test("readLimited() C5 refuses a declared Content-Length over the limit wit
   assert.ok(pulled <= 1, "the body was not read");
 });
 
-Deno.test("bodyType() C5 refuses a charset other than UTF-8 with 415", () => {
+Deno.test("bodyType() refuses a charset other than UTF-8 with 415", () => {
   const type = (value: string) => bodyType(new Headers({ "content-type": value }));
   assert.equal(type("text/plain; charset=utf-8"), "text/plain");
   assert.equal(type('application/json; charset="UTF-8"'), "application/json");

@@ -1,5 +1,5 @@
 /**
- * Issue 19: the idle relay gives memory back (src/server/idle_memory.ts). The collection
+ * the idle relay gives memory back (src/server/idle_memory.ts). The collection
  * is V8's own, run in this test process; only the figures the policy reads are given.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Issue 6, instant delivery, in process: long-poll of `/pull` and `/results` (`wait=`),
+ * Instant delivery, in process: long-poll of `/pull` and `/results` (`wait=`),
  * and the SSE stream `/results/stream`. Real app, real KV on a temp file.
  */
 
@@ -18,7 +18,7 @@ function push(t: TestApp, text: string) {
 /** Waits `ms` of real time. */
 const pause = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
-Deno.test("GET /pull?wait= issue 6 answers as soon as a submit lands, long before its timeout", async () => {
+Deno.test("GET /pull?wait= answers as soon as a submit lands, long before its timeout", async () => {
   await using t = await makeApp();
   const started = performance.now();
   const waiting = t.call("/pull?queue=qa&wait=30");
@@ -30,7 +30,7 @@ Deno.test("GET /pull?wait= issue 6 answers as soon as a submit lands, long befor
   assert.ok(performance.now() - started < 15_000, "woken by the submit, not by the timeout");
 });
 
-Deno.test("GET /pull?wait= issue 6 without a queue wakes for any queue and keeps C21's order", async () => {
+Deno.test("GET /pull?wait= without a queue wakes for any queue and keeps the order of the queues", async () => {
   await using t = await makeApp();
   const waiting = t.call("/pull?wait=30");
   await pause(20);
@@ -38,7 +38,7 @@ Deno.test("GET /pull?wait= issue 6 without a queue wakes for any queue and keeps
   assert.deepEqual(await (await waiting).json(), ["for the article queue"]);
 });
 
-Deno.test("GET /pull?wait= issue 6 gives the usual 204 when the time is up; a submit to another queue does not answer it", async () => {
+Deno.test("GET /pull?wait= gives the usual 204 when the time is up; a submit to another queue does not answer it", async () => {
   await using t = await makeApp();
   const started = performance.now();
   const waiting = t.call("/pull?queue=qa&wait=1");
@@ -53,7 +53,7 @@ Deno.test("GET /pull?wait= issue 6 gives the usual 204 when the time is up; a su
   ]);
 });
 
-Deno.test("GET /pull?wait= issue 6: two waiting pulls, one submit: exactly one gets the item (C22)", async () => {
+Deno.test("GET /pull?wait= two waiting pulls, one submit: exactly one gets the item", async () => {
   await using t = await makeApp();
   const a = t.call("/pull?queue=general&wait=1");
   const b = t.call("/pull?queue=general&wait=1");
@@ -65,7 +65,7 @@ Deno.test("GET /pull?wait= issue 6: two waiting pulls, one submit: exactly one g
   assert.deepEqual(bodies.sort(), ["", '["only one"]']);
 });
 
-Deno.test("longPoll() issue 6 never tries again for a client that has gone (a pull would take its items, C22)", async () => {
+Deno.test("longPoll() never tries again for a client that has gone (a pull would take its items)", async () => {
   await using t = await makeStore();
   const leaving = new AbortController();
   let attempts = 0;
@@ -81,7 +81,7 @@ Deno.test("longPoll() issue 6 never tries again for a client that has gone (a pu
   assert.equal(attempts, 1, "no attempt after the client left");
 });
 
-Deno.test("GET /pull?lease=&wait= issue 6 wakes when a lease ends and hands the item out again", async () => {
+Deno.test("GET /pull?lease=&wait= wakes when a lease ends and hands the item out again", async () => {
   await using t = await makeApp({ systemClock: true });
   await submit(t, "slow work");
   const first = await (await t.call("/pull?queue=general&lease=1")).json();
@@ -96,7 +96,7 @@ Deno.test("GET /pull?lease=&wait= issue 6 wakes when a lease ends and hands the 
   assert.ok(again[0].lease_until > first[0].lease_until);
 });
 
-Deno.test("GET /results?wait= issue 6 answers as soon as a push lands", async () => {
+Deno.test("GET /results?wait= answers as soon as a push lands", async () => {
   await using t = await makeApp();
   const r0 = await push(t, "before");
   assert.equal(r0.status, 200);
@@ -111,7 +111,7 @@ Deno.test("GET /results?wait= issue 6 answers as soon as a push lands", async ()
   assert.ok(performance.now() - started < 15_000, "woken by the push, not by the timeout");
 });
 
-Deno.test("GET /results?wait= issue 6 returns at once when something is newer, and C42's empty page on timeout", async () => {
+Deno.test("GET /results?wait= returns at once when something is newer, and an empty page on timeout", async () => {
   await using t = await makeApp();
   await push(t, "already there");
   const now = await (await t.call("/results?since=0&wait=30")).json();
@@ -120,7 +120,7 @@ Deno.test("GET /results?wait= issue 6 returns at once when something is newer, a
   assert.deepEqual(later, { cursor: now.cursor, items: [] });
 });
 
-Deno.test("wait, lease and limit issue 6 are validated: 400 problem documents", async () => {
+Deno.test("wait, lease and limit are validated: 400 problem documents", async () => {
   await using t = await makeApp();
   for (
     const path of [
@@ -166,7 +166,7 @@ async function until(check: () => boolean, what: string): Promise<void> {
   assert.fail(`timed out waiting for ${what}`);
 }
 
-Deno.test("GET /results/stream issue 6 sends the feed from ?since=, then each push live, with id = t", async () => {
+Deno.test("GET /results/stream sends the feed from ?since=, then each push live, with id = t", async () => {
   await using t = await makeApp();
   const first = await (await push(t, "one"), t.call("/results")).then((r) => r.json());
   await push(t, "two");
@@ -188,7 +188,7 @@ Deno.test("GET /results/stream issue 6 sends the feed from ?since=, then each pu
   await reader.done;
 });
 
-Deno.test("GET /results/stream issue 6 resumes after Last-Event-ID with exactly what was missed", async () => {
+Deno.test("GET /results/stream resumes after Last-Event-ID with exactly what was missed", async () => {
   await using t = await makeApp();
   for (const c of ["a", "b", "c", "d"]) await push(t, c);
   const page = await (await t.call("/results")).json();
@@ -204,7 +204,7 @@ Deno.test("GET /results/stream issue 6 resumes after Last-Event-ID with exactly 
   await reader.done;
 });
 
-Deno.test("GET /results/stream issue 6 sends keep-alive comments while idle", async () => {
+Deno.test("GET /results/stream sends keep-alive comments while idle", async () => {
   await using t = await makeApp({ keepAliveMs: 50 });
   const stream = openStream(t);
   const reader = new SseReader((await stream.response).body!);
@@ -214,7 +214,7 @@ Deno.test("GET /results/stream issue 6 sends keep-alive comments while idle", as
   await reader.done;
 });
 
-Deno.test("GET /results/stream issue 6 signals a gap when results after the cursor were evicted", async () => {
+Deno.test("GET /results/stream signals a gap when results after the cursor were evicted", async () => {
   await using t = await makeApp();
   for (let i = 0; i < 55; i++) await push(t, `r${i}`);
   const stream = openStream(t, "?since=1");
@@ -234,7 +234,7 @@ Deno.test("GET /results/stream issue 6 signals a gap when results after the curs
   await freshReader.done;
 });
 
-Deno.test("GET /results/stream issue 6 ends when the relay is closing (C72)", async () => {
+Deno.test("GET /results/stream ends when the relay is closing", async () => {
   const closing = new AbortController();
   await using t = await makeApp({ closing: closing.signal });
   const stream = openStream(t);
@@ -246,7 +246,7 @@ Deno.test("GET /results/stream issue 6 ends when the relay is closing (C72)", as
   assert.equal((await waiting).status, 204);
 });
 
-Deno.test("GET /results/stream issue 6 needs the key (?key= works for EventSource)", async () => {
+Deno.test("GET /results/stream needs the key (?key= works for EventSource)", async () => {
   await using t = await makeApp();
   await assertProblem(await t.app.request("/results/stream"), 401);
   await t.call("/results"); // loads the store, so the stream's first read is from memory

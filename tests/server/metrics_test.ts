@@ -1,5 +1,5 @@
 /**
- * Issue 6: `GET /metrics` in the Prometheus text format, parsed back line by line.
+ * `GET /metrics` in the Prometheus text format, parsed back line by line.
  */
 
 import assert from "node:assert/strict";
@@ -29,7 +29,7 @@ function parse(text: string): { types: Map<string, string>; samples: Map<string,
   return { types, samples };
 }
 
-Deno.test("GET /metrics issue 6 is Prometheus text with requests, latency, depths and counters", async () => {
+Deno.test("GET /metrics is Prometheus text with requests, latency, depths and counters", async () => {
   await using t = await makeApp();
   await t.call("/submit?queue=general", { method: "POST", body: "before the first scrape" });
   // The first scrape loads prom-client; requests are counted from then on.
@@ -76,7 +76,7 @@ Deno.test("GET /metrics issue 6 is Prometheus text with requests, latency, depth
   assert.equal((await t.app.request(`/metrics?key=${KEY}`)).status, 200);
 });
 
-Deno.test("RelayMetrics issue 6 counts KV commits and waiting clients", async () => {
+Deno.test("RelayMetrics counts KV commits and waiting clients", async () => {
   await using temp = await openTempKv();
   const metrics = new RelayMetrics();
   const store = createStore(temp.kv, { onCommit: metrics.commit });

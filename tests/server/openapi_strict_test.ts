@@ -143,7 +143,7 @@ Deno.test("a body the API document allows, the relay takes; one it refuses, the 
     const body = type === "application/json" ? JSON.stringify(value) : String(value);
     const res = await t.call(path, { method: "POST", headers: { "content-type": type }, body });
     const answer = await res.text();
-    // Publishing is not configured here: a body that passes the checks gets 503 (C63).
+    // Publishing is not configured here: a body that passes the checks gets 503.
     const taken = res.status < 400 || (path === "/publish" && res.status === 503);
     assert.equal(taken, allowedByDoc, `the relay on ${what}: ${res.status} ${answer}`);
   }

@@ -1,5 +1,5 @@
 /**
- * The API document (issue 7): every route is in it, and every example in it is accepted
+ * The API document: every route is in it, and every example in it is accepted
  * by a running relay (with a downstream test server, so publishing succeeds); each
  * operation's `x-scope` is the scope the relay really asks of a named key.
  */
@@ -66,7 +66,7 @@ function exampleRequests(path: string, method: string, operation: Operation) {
   });
 }
 
-Deno.test("issue 7: /openapi.json is valid OpenAPI 3.1 and lists every route of the relay", async () => {
+Deno.test("/openapi.json is valid OpenAPI 3.1 and lists every route of the relay", async () => {
   await using t = await makeApp();
   const res = await t.app.request("/openapi.json");
   assert.equal(res.status, 200);
@@ -106,7 +106,7 @@ Deno.test("issue 7: /openapi.json is valid OpenAPI 3.1 and lists every route of 
   }
 });
 
-Deno.test("issue 7: every example in /openapi.json is accepted by a running relay, answered as the document says, and x-scope is the scope it checks", async () => {
+Deno.test("every example in /openapi.json is accepted by a running relay, answered as the document says, and x-scope is the scope it checks", async () => {
   await withTempDir(async (dir) => {
     await using downstream = startDownstream();
     const db = join(dir, "relay.kv");

@@ -37,7 +37,7 @@ function client(url: string, key = KEY) {
     fetch(`${url}${path}`, { ...init, headers: { "x-auth-key": key, ...init.headers } });
 }
 
-Deno.test("relay serve C72 prints its start line, serves, and exits 0 on SIGTERM and SIGINT", async (t) => {
+Deno.test("relay serve prints its start line, serves, and exits 0 on SIGTERM and SIGINT", async (t) => {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     await t.step(signal, async () => {
       const dir = await tempDir();
@@ -57,7 +57,7 @@ Deno.test("relay serve C72 prints its start line, serves, and exits 0 on SIGTERM
   }
 });
 
-Deno.test("relay serve C72 finishes an in-flight request before exiting on SIGTERM", async () => {
+Deno.test("relay serve finishes an in-flight request before exiting on SIGTERM", async () => {
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   // A request whose body is not sent yet is in flight while the signal arrives. With
@@ -96,7 +96,7 @@ Deno.test("relay serve C72 finishes an in-flight request before exiting on SIGTE
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay serve C71 generates a 0600 API key beside the database and reuses it", async () => {
+Deno.test("relay serve generates a 0600 API key beside the database and reuses it", async () => {
   const dir = await tempDir();
   const keyPath = `${dir}/api-key`;
   {
@@ -128,7 +128,7 @@ Deno.test("relay serve C71 generates a 0600 API key beside the database and reus
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay serve C70 reads the key from --api-key-file and exits 1 when it is missing", async () => {
+Deno.test("relay serve reads the key from --api-key-file and exits 1 when it is missing", async () => {
   const dir = await tempDir();
   const file = `${dir}/my-key`;
   await Deno.writeTextFile(file, "  file-key-0123456789  \n");
@@ -144,7 +144,7 @@ Deno.test("relay serve C70 reads the key from --api-key-file and exits 1 when it
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay serve C73 refuses a second relay on the same database with one line", async () => {
+Deno.test("relay serve refuses a second relay on the same database with one line", async () => {
   const dir = await tempDir();
   await using first = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const out = await new Deno.Command(Deno.execPath(), {
@@ -177,7 +177,7 @@ Deno.test("relay serve C73 refuses a second relay on the same database with one 
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay serve C1 C4 answers 400 to a malformed Host header and never logs the key", async () => {
+Deno.test("relay serve answers 400 to a malformed Host header and never logs the key", async () => {
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const port = Number(new URL(relay.url).port);
@@ -216,7 +216,7 @@ async function readAll(conn: Deno.Conn): Promise<Uint8Array> {
   return out;
 }
 
-Deno.test("relay serve C73 refuses a second relay reaching the same database through a symlink", async () => {
+Deno.test("relay serve refuses a second relay reaching the same database through a symlink", async () => {
   const dir = await tempDir();
   await Deno.mkdir(`${dir}/a`);
   await Deno.mkdir(`${dir}/b`);
@@ -231,7 +231,7 @@ Deno.test("relay serve C73 refuses a second relay reaching the same database thr
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay serve C7 shows created_at in UTC whatever the machine's time zone", async () => {
+Deno.test("relay serve shows created_at in UTC whatever the machine's time zone", async () => {
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, {
     env: { RELAY_API_KEY: KEY, TZ: "Asia/Kolkata" },
@@ -276,7 +276,7 @@ Deno.test("relay serve answers a cached read, and HEAD of it, with its JSON type
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay serve issue 19: gives memory back once idle, and says so at level debug", async () => {
+Deno.test("relay serve: gives memory back once idle, and says so at level debug", async () => {
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, {
     env: { RELAY_API_KEY: KEY, RELAY_LOG_LEVEL: "debug" },
@@ -334,7 +334,7 @@ Deno.test("relay serve keeps every acknowledged item and result across SIGKILL",
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay serve C22 delivers every accepted item exactly once to concurrent pullers over HTTP", async () => {
+Deno.test("relay serve delivers every accepted item exactly once to concurrent pullers over HTTP", async () => {
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const call = client(relay.url);
@@ -370,7 +370,7 @@ Deno.test("relay serve C22 delivers every accepted item exactly once to concurre
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay serve C13 honours a short --dedupe-window; a duplicate does not refresh it", async () => {
+Deno.test("relay serve honours a short --dedupe-window; a duplicate does not refresh it", async () => {
   const windowMs = 2000;
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, {
@@ -404,7 +404,7 @@ Deno.test("relay serve C13 honours a short --dedupe-window; a duplicate does not
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay serve C8 round-trips 300 KiB byte for byte and answers 413 past the limit", async () => {
+Deno.test("relay serve round-trips 300 KiB byte for byte and answers 413 past the limit", async () => {
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const call = client(relay.url);
@@ -505,7 +505,7 @@ async function waiting(call: ReturnType<typeof client>, kind: string): Promise<n
   return Number(match[1]);
 }
 
-Deno.test("relay serve issue 6: a push reaches a long-polling reader and a stream reader over HTTP; disconnects free them", async () => {
+Deno.test("relay serve: a push reaches a long-polling reader and a stream reader over HTTP; disconnects free them", async () => {
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
     const call = client(relay.url);
@@ -546,7 +546,7 @@ Deno.test("relay serve issue 6: a push reaches a long-polling reader and a strea
   });
 });
 
-Deno.test("relay serve C72 issue 6: SIGTERM answers waiting long-polls, ends streams, and exits 0", async () => {
+Deno.test("relay serve: SIGTERM answers waiting long-polls, ends streams, and exits 0", async () => {
   await withTempDir(async (dir) => {
     const relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
     const call = client(relay.url);
@@ -600,7 +600,7 @@ async function selfSignedCertificate(dir: string): Promise<{ cert: string; key: 
   return { cert, key };
 }
 
-Deno.test("issue 7: --tls-cert and --tls-key serve HTTPS, and the start line says https", async () => {
+Deno.test("--tls-cert and --tls-key serve HTTPS, and the start line says https", async () => {
   await withTempDir(async (dir) => {
     const { cert, key } = await selfSignedCertificate(dir);
     await using relay = await startRelayProcess(dir, {
@@ -838,7 +838,7 @@ async function relayWithUnreadOutput(dir: string) {
   };
 }
 
-Deno.test("relay serve C72 exits 0 on SIGTERM while nothing reads its standard output, and keeps answering meanwhile", async () => {
+Deno.test("relay serve exits 0 on SIGTERM while nothing reads its standard output, and keeps answering meanwhile", async () => {
   await using relay = await relayWithUnreadOutput(await tempDir());
   // 4000 access lines of about 100 bytes: several times what the pipe holds.
   await relay.load(`/health?${"padding".repeat(5)}`, 4000);

@@ -1,5 +1,5 @@
 /**
- * Browser tests of the phone web app (issue 7): Debian's Chromium driven by playwright-core
+ * Browser tests of the phone web app: Debian's Chromium driven by playwright-core
  * against a real relay process on 127.0.0.1 (a secure context, so the service worker runs).
  * Each test has its own relay, database and browser profile. Screenshots of each screen, at
  * phone size, go to `docs/screenshots/` when `RELAY_SCREENSHOTS=1`.
@@ -186,7 +186,7 @@ async function screenshot(page: Page, name: string): Promise<void> {
   await Deno.writeFile(`${SCREENSHOTS}${name}.png`, png);
 }
 
-Deno.test("issue 7 web app: the Key screen checks a key before keeping it; a pairing link stores it and leaves the address bar", async () => {
+Deno.test("web app: the Key screen checks a key before keeping it; a pairing link stores it and leaves the address bar", async () => {
   await withApp({}, async ({ relay, page }) => {
     await page.goto(`${relay.url}/app/`);
     // Without a key every screen asks for one.
@@ -234,7 +234,7 @@ Deno.test("issue 7 web app: the Key screen checks a key before keeping it; a pai
   });
 });
 
-Deno.test("issue 7 web app: Submit shows the relay's answer, Ctrl+Enter submits, and the items reach the relay", async () => {
+Deno.test("web app: Submit shows the relay's answer, Ctrl+Enter submits, and the items reach the relay", async () => {
   await withApp({}, async ({ relay, page, call }) => {
     await openApp(page, relay);
     const content = page.getByLabel("Link or text");
@@ -269,7 +269,7 @@ Deno.test("issue 7 web app: Submit shows the relay's answer, Ctrl+Enter submits,
   });
 });
 
-Deno.test("issue 7 web app: Queues lists each queue's items with leased marks and says when all are empty", async () => {
+Deno.test("web app: Queues lists each queue's items with leased marks and says when all are empty", async () => {
   await withApp({}, async ({ relay, page, call }) => {
     await openApp(page, relay, "queues");
     assert.equal(await textOf(page, "#queues-status", /empty/), "All queues are empty");
@@ -303,7 +303,7 @@ Deno.test("issue 7 web app: Queues lists each queue's items with leased marks an
   });
 });
 
-Deno.test("issue 7 web app: a shared link waits for the key, is sent with automatic routing, and again answers OK (duplicate)", async () => {
+Deno.test("web app: a shared link waits for the key, is sent with automatic routing, and again answers OK (duplicate)", async () => {
   await withApp({}, async ({ relay, page, call }) => {
     const link = "https://stackoverflow.com/questions/927358/how-do-i-undo-the-most-recent-commits";
     const share = `${relay.url}/app/share?` + new URLSearchParams({
@@ -460,7 +460,7 @@ Deno.test("web app share target: a shared link is sent alone, so sharing it agai
   });
 });
 
-Deno.test("issue 7 web app: Results update live after a push, keep line breaks and resume after a reload", async () => {
+Deno.test("web app: Results update live after a push, keep line breaks and resume after a reload", async () => {
   await withApp({}, async ({ relay, page, call }) => {
     await post(call, "/push", "# Summary: why SQLite WAL needs fsync\n\nA commit is durable once…");
     await openApp(page, relay, "results");
@@ -653,7 +653,7 @@ Deno.test("web app: Publish sends to the chosen targets, shows each outcome, lis
   });
 });
 
-Deno.test("issue 7 web app: the offline outbox keeps a submission while the relay is down and sends it when it is back", async () => {
+Deno.test("web app: the offline outbox keeps a submission while the relay is down and sends it when it is back", async () => {
   await withApp({}, async ({ dir, relay, page }) => {
     await openApp(page, relay);
     await page.waitForFunction(() => Boolean(navigator.serviceWorker?.controller));
@@ -712,7 +712,7 @@ Deno.test("issue 7 web app: the offline outbox keeps a submission while the rela
   });
 });
 
-Deno.test("issue 7 web app: every control is labelled, the nav works by keyboard, and nothing scrolls sideways at 360 px or on a desktop", async () => {
+Deno.test("web app: every control is labelled, the nav works by keyboard, and nothing scrolls sideways at 360 px or on a desktop", async () => {
   await withApp({}, async ({ relay, page }) => {
     await openApp(page, relay);
     // The share form with its note open, for a long link with a long title.
@@ -784,7 +784,7 @@ Deno.test("issue 7 web app: every control is labelled, the nav works by keyboard
   });
 });
 
-Deno.test("issue 7 web app: Chromium finds the app installable, with its share target and a service worker for /app/", async () => {
+Deno.test("web app: Chromium finds the app installable, with its share target and a service worker for /app/", async () => {
   await withApp({}, async ({ relay, context, page }) => {
     await page.goto(`${relay.url}/app/`);
     await page.waitForFunction(() => Boolean(navigator.serviceWorker?.controller));
@@ -813,7 +813,7 @@ Deno.test("issue 7 web app: Chromium finds the app installable, with its share t
   });
 });
 
-Deno.test("issue 7 web app: on plain http (not localhost) the app works as an ordinary page", async () => {
+Deno.test("web app: on plain http (not localhost) the app works as an ordinary page", async () => {
   // A LAN name for 127.0.0.1: not a secure context, so no service worker.
   await withApp({ args: ["--host-resolver-rules=MAP relay.lan 127.0.0.1"] }, async (session) => {
     const { relay, page, call } = session;
@@ -833,7 +833,7 @@ Deno.test("issue 7 web app: on plain http (not localhost) the app works as an or
   });
 });
 
-Deno.test("issue 7 web app: a key without some scope is kept, and each screen shows the relay's 403 detail", async () => {
+Deno.test("web app: a key without some scope is kept, and each screen shows the relay's 403 detail", async () => {
   await withApp({}, async ({ dir, relay, page, call }) => {
     // A key that may only submit, added while the relay runs, as `relay keys add` does.
     const phoneKey = addKey(`${dir}/keys.json`, "phone", ["submit"], Date.now());
@@ -864,7 +864,7 @@ Deno.test("issue 7 web app: a key without some scope is kept, and each screen sh
   });
 });
 
-Deno.test("issue 7 web app: every file is served with its type and CSP, embedded by both compile tasks, and cached by the service worker", async () => {
+Deno.test("web app: every file is served with its type and CSP, embedded by both compile tasks, and cached by the service worker", async () => {
   await using t = await makeApp();
   for (const [name, type] of Object.entries(WEBAPP_FILES)) {
     const res = await t.app.request(`/app/${name}`);

@@ -19,7 +19,7 @@ import {
 } from "../../src/store/store.ts";
 import { eventually, makeStore, ManualClock, openTempKv } from "../_helpers.ts";
 
-Deno.test("submit() C13 reports a duplicate within the window, relay-wide", async () => {
+Deno.test("submit() reports a duplicate within the window, relay-wide", async () => {
   await using t = await makeStore({ dedupeWindowMs: 1000 });
   assert.deepEqual(await submit(t.store, "hello", "general"), {
     accepted: true,
@@ -33,7 +33,7 @@ Deno.test("submit() C13 reports a duplicate within the window, relay-wide", asyn
   assert.deepEqual([...queued.values()].flat().map((i) => i.content), ["hello"]);
 });
 
-Deno.test("submit() C13 accepts the same content again once the window has passed", async () => {
+Deno.test("submit() accepts the same content again once the window has passed", async () => {
   await using t = await makeStore({ dedupeWindowMs: 1000 });
   await submit(t.store, "hello", "general");
   t.clock.advance(1000);
@@ -41,7 +41,7 @@ Deno.test("submit() C13 accepts the same content again once the window has passe
   assert.equal((await submit(t.store, "hello", "general")).accepted, true);
 });
 
-Deno.test("submit() C13 does not refresh the window on a duplicate", async () => {
+Deno.test("submit() does not refresh the window on a duplicate", async () => {
   await using t = await makeStore({ dedupeWindowMs: 1000 });
   await submit(t.store, "hello", "general");
   t.clock.advance(600);
@@ -50,7 +50,7 @@ Deno.test("submit() C13 does not refresh the window on a duplicate", async () =>
   assert.equal((await submit(t.store, "hello", "general")).accepted, true);
 });
 
-Deno.test("submit() C13 accepts only one of concurrent submissions of the same content", async () => {
+Deno.test("submit() accepts only one of concurrent submissions of the same content", async () => {
   await using t = await makeStore();
   const outcomes = await Promise.all([
     submit(t.store, "same", "qa"),
@@ -63,7 +63,7 @@ Deno.test("submit() C13 accepts only one of concurrent submissions of the same c
   assert.deepEqual(queued.map((i) => i.content), ["same"]);
 });
 
-Deno.test("clear() C50 C13 keeps the duplicate record of a submission accepted after it began", async () => {
+Deno.test("clear() keeps the duplicate record of a submission accepted after it began", async () => {
   await using t = await makeStore({ dedupeWindowMs: 60_000 });
   await submit(t.store, "before", "general");
   t.clock.advance(1);
@@ -80,7 +80,7 @@ Deno.test("clear() C50 C13 keeps the duplicate record of a submission accepted a
   }
 });
 
-Deno.test("submit() C14 keeps at most 50 items per queue, evicting the oldest", async () => {
+Deno.test("submit() keeps at most 50 items per queue, evicting the oldest", async () => {
   await using t = await makeStore();
   for (let i = 1; i <= QUEUE_CAPACITY + 5; i++) {
     assert.equal((await submit(t.store, `item ${i}`, "qa")).accepted, true);
@@ -97,7 +97,7 @@ Deno.test("submit() C14 keeps at most 50 items per queue, evicting the oldest", 
   assert.deepEqual(left, []);
 });
 
-Deno.test("pull() C22 returns items oldest first once, and empties the queue", async () => {
+Deno.test("pull() returns items oldest first once, and empties the queue", async () => {
   await using t = await makeStore();
   await submit(t.store, "first", "article");
   t.clock.advance(1);
@@ -111,7 +111,7 @@ Deno.test("pull() C22 returns items oldest first once, and empties the queue", a
   assert.deepEqual(await pull(t.store, "article"), []);
 });
 
-Deno.test("pullFirst() C21 empties only the first non-empty queue in qa, article, general order", async () => {
+Deno.test("pullFirst() empties only the first non-empty queue in qa, article, general order", async () => {
   await using t = await makeStore();
   await submit(t.store, "g", "general");
   await submit(t.store, "a", "article");
@@ -123,7 +123,7 @@ Deno.test("pullFirst() C21 empties only the first non-empty queue in qa, article
   assert.equal(await pullFirst(t.store), undefined);
 });
 
-Deno.test("pull() C22 delivers every accepted item exactly once under concurrent submits and pulls", async () => {
+Deno.test("pull() delivers every accepted item exactly once under concurrent submits and pulls", async () => {
   await using t = await makeStore();
   const submitters = Array.from({ length: 6 }, async (_, s) => {
     const accepted: string[] = [];
@@ -148,7 +148,7 @@ Deno.test("pull() C22 delivers every accepted item exactly once under concurrent
   assert.deepEqual([...delivered].sort(), [...accepted].sort());
 });
 
-Deno.test("peek() C30 reads without removing", async () => {
+Deno.test("peek() reads without removing", async () => {
   await using t = await makeStore();
   await submit(t.store, "x", "qa");
   const first = await peek(t.store);
@@ -158,7 +158,7 @@ Deno.test("peek() C30 reads without removing", async () => {
   assert.deepEqual((await pull(t.store, "qa")).map((i) => i.content), ["x"]);
 });
 
-Deno.test("push() C40 gives strictly increasing t even when the clock stands still or goes back", async () => {
+Deno.test("push() gives strictly increasing t even when the clock stands still or goes back", async () => {
   await using t = await makeStore();
   const a = await push(t.store, "a");
   const b = await push(t.store, "b");
@@ -171,7 +171,7 @@ Deno.test("push() C40 gives strictly increasing t even when the clock stands sti
   assert.equal((await push(t.store, "d")).t, t.clock.now);
 });
 
-Deno.test("push() C40 keeps the high-water mark across clear and reopening the file", async () => {
+Deno.test("push() keeps the high-water mark across clear and reopening the file", async () => {
   await using t = await makeStore();
   const a = await push(t.store, "a");
   await clear(t.store);
@@ -195,7 +195,7 @@ Deno.test("push() keeps at most 50 results, evicting the oldest", async () => {
   assert.equal(page.items[0]?.content, "r4");
 });
 
-Deno.test("readResults() C41 pages with since = cursor and sees every item exactly once", async () => {
+Deno.test("readResults() pages with since = cursor and sees every item exactly once", async () => {
   await using t = await makeStore();
   const pushed = [];
   for (let i = 0; i < 7; i++) pushed.push(await push(t.store, `r${i}`));
@@ -211,7 +211,7 @@ Deno.test("readResults() C41 pages with since = cursor and sees every item exact
   assert.equal(since, pushed.at(-1)?.t);
 });
 
-Deno.test("readResults() C42 answers cursor = since when nothing is newer, 0 on an empty feed", async () => {
+Deno.test("readResults() answers cursor = since when nothing is newer, 0 on an empty feed", async () => {
   await using t = await makeStore();
   assert.deepEqual(await readResults(t.store, { since: 0, limit: 50 }), {
     cursor: 0,
@@ -231,7 +231,7 @@ Deno.test("readResults() C42 answers cursor = since when nothing is newer, 0 on 
   });
 });
 
-Deno.test("clear() C50 removes items, results and duplicate records and keeps nothing else", async () => {
+Deno.test("clear() removes items, results and duplicate records and keeps nothing else", async () => {
   await using t = await makeStore();
   await submit(t.store, "q", "qa");
   await submit(t.store, "g".repeat(200_000), "general");
@@ -279,7 +279,7 @@ Deno.test("clear() deletes more duplicate records than one commit holds, each co
   assert.equal(again.filter((o) => o.accepted).length, 1000);
 });
 
-Deno.test("submit() and push() C8 round-trip large multi-byte content byte for byte", async () => {
+Deno.test("submit() and push() round-trip large multi-byte content byte for byte", async () => {
   await using t = await makeStore();
   // 768 KiB of 1-, 2-, 3- and 4-byte characters, split across part boundaries.
   const unit = "a€é😀";
@@ -292,7 +292,7 @@ Deno.test("submit() and push() C8 round-trip large multi-byte content byte for b
   assert.equal((await readResults(t.store, { since: 0, limit: 1 })).items[0]?.content, big);
 });
 
-Deno.test("submit() C14 evicts large items whole, all parts", async () => {
+Deno.test("submit() evicts large items whole, all parts", async () => {
   await using t = await makeStore();
   const big = (i: number) => `${i}`.padEnd(150_000, "x");
   for (let i = 0; i < QUEUE_CAPACITY + 2; i++) await submit(t.store, big(i), "qa");
@@ -304,7 +304,7 @@ Deno.test("submit() C14 evicts large items whole, all parts", async () => {
   assert.equal(left, 0);
 });
 
-Deno.test("health() C51 is ok on an open store and not once KV is closed", async () => {
+Deno.test("health() is ok on an open store and not once KV is closed", async () => {
   await using t = await makeStore();
   assert.deepEqual(await health(t.store), { ok: true });
   t.temp.kv.close();
@@ -363,7 +363,7 @@ Deno.test("submit() settles with the error when the store cannot be reloaded aft
   assert.equal((await submit(t.store, "three", "general")).accepted, true);
 });
 
-Deno.test("lease() issue 6 hides items from pulls until ack() deletes them; counters stay accountable", async () => {
+Deno.test("lease() hides items from pulls until ack() deletes them; counters stay accountable", async () => {
   await using t = await makeStore();
   for (const c of ["a", "b", "c"]) await submit(t.store, c, "general");
   const got = await lease(t.store, ["general"], { leaseMs: 30_000, limit: 2 });
@@ -403,7 +403,7 @@ Deno.test("lease() issue 6 hides items from pulls until ack() deletes them; coun
   assert.equal(s.accepted, s.delivered + s.evicted + s.cleared + s.depth);
 });
 
-Deno.test("lease() issue 6: an item not acked in time returns to the front of its queue, in order", async () => {
+Deno.test("lease(): an item not acked in time returns to the front of its queue, in order", async () => {
   await using t = await makeStore();
   for (const c of ["first", "second", "third"]) await submit(t.store, c, "qa");
   await lease(t.store, ["qa"], { leaseMs: 10_000, limit: 2 });
@@ -428,7 +428,7 @@ Deno.test("lease() issue 6: an item not acked in time returns to the front of it
   assert.equal((await ack(t.store, [{ queue: "qa", id: 1 }])).unknown.length, 1);
 });
 
-Deno.test("ack() issue 6 refuses items that were never leased, and acks an ended lease not yet re-leased", async () => {
+Deno.test("ack() refuses items that were never leased, and acks an ended lease not yet re-leased", async () => {
   await using t = await makeStore();
   await submit(t.store, "never leased", "article");
   await submit(t.store, "leased", "article");
@@ -445,7 +445,7 @@ Deno.test("ack() issue 6 refuses items that were never leased, and acks an ended
   await assert.rejects(lease(t.store, ["qa"], { leaseMs: 1000, limit: 0 }), RangeError);
 });
 
-Deno.test("lease() issue 6: leases are durable, a restarted relay still hides the item until the lease ends", async () => {
+Deno.test("lease(): leases are durable, a restarted relay still hides the item until the lease ends", async () => {
   await using t = await makeStore();
   await submit(t.store, "in flight", "general");
   await lease(t.store, ["general"], { leaseMs: 60_000, limit: 1 });
@@ -455,7 +455,7 @@ Deno.test("lease() issue 6: leases are durable, a restarted relay still hides th
   assert.deepEqual((await pull(again, "general")).map((i) => i.content), ["in flight"]);
 });
 
-Deno.test("readResults() issue 6 sets gap when results after since were evicted, across restarts", async () => {
+Deno.test("readResults() sets gap when results after since were evicted, across restarts", async () => {
   await using t = await makeStore();
   const first = await push(t.store, "r0");
   t.clock.advance(1);
@@ -473,7 +473,7 @@ Deno.test("readResults() issue 6 sets gap when results after since were evicted,
   assert.equal((await readResults(again, { since: first.t, limit: 1 })).gap, false);
 });
 
-Deno.test("nextChange() issue 6 wakes on a commit to a watched collection only, and on abort", async () => {
+Deno.test("nextChange() wakes on a commit to a watched collection only, and on abort", async () => {
   await using t = await makeStore();
   const stop = new AbortController();
   let feedWoke = false;

@@ -1,7 +1,7 @@
 /**
- * The endpoints for whoever runs the relay: `GET /stats` (issue 5) and `GET /metrics`
- * (issue 6), `POST /clear` (spec §4.6), which need the `admin` scope, and the open
- * `GET /health` (§4.7) and `GET /openapi.json` (issue 7).
+ * The endpoints for whoever runs the relay: `GET /stats`, `GET /metrics` and
+ * `POST /clear`, which need the `admin` scope, and the open
+ * `GET /health` and `GET /openapi.json`.
  *
  * @module
  */
@@ -73,7 +73,7 @@ export function adminRoutes(relay: RouteContext, served: () => Readonly<Routes>)
         // Whether the store can commit: its last commit, probed at most once a second.
         const verdict = await health(store);
         const ts = Math.floor(store.clock());
-        // C51: the one error that is not a problem document; `reason` says what failed
+        // the one error that is not a problem document; `reason` says what failed
         // (docs/api.md, GET /health).
         return verdict.ok
           ? json({ ok: true, ts, db: "connected" })

@@ -1,5 +1,5 @@
 /**
- * The pages a browser opens: `GET /` sends it to the phone web app (issue 7), whose files
+ * The pages a browser opens: `GET /` sends it to the phone web app, whose files
  * are served under `/app/` with no key (the key stays on the device).
  *
  * @module
@@ -21,7 +21,7 @@ export function pageRoutes(): Routes {
           new Response(null, { status: 302, headers: { location: WEBAPP_PATH } }),
         ),
     },
-    // Issue 7: the phone web app; its files are public, the key stays on the device.
+    // the phone web app; its files are public, the key stays on the device.
     "/app": {
       methods: ["GET", "HEAD"],
       open: true,

@@ -1,5 +1,5 @@
 /**
- * `POST /publish` (spec §4.8, C60–C64): one article fanned out to the configured
+ * `POST /publish`: one article fanned out to the configured
  * downstream services; without them every publish answers 503 (`relay serve` always
  * configures them: the built-in services unless told otherwise).
  *
@@ -24,7 +24,7 @@ import type { BuiltinPublishing, RouteContext, Routes } from "../route.ts";
 import { parseOr400, publishBodySchema } from "../schemas.ts";
 import { noteSchema, postSchema, publishPost, saveNote, siteOrigin } from "./downstream.ts";
 
-/** Publishing without downstream services: every target is "not configured" (C63). */
+/** Publishing without downstream services: every target is "not configured". */
 const NOT_CONFIGURED: PublishConfig = {
   urls: { notes: undefined, blog: undefined, nas: undefined },
   appId: undefined,

@@ -1,6 +1,6 @@
 /**
- * The queue endpoints: `POST /submit` (spec §4.1), `GET /pull` (§4.2, with the long-poll
- * and leases of issue 6), `POST /ack` (issue 6) and `GET /peek` (§4.3). Each handler
+ * The queue endpoints: `POST /submit`, `GET /pull` (with the long-poll
+ * and leases), `POST /ack` and `GET /peek`. Each handler
  * parses the request, calls one store function and answers.
  *
  * @module
@@ -35,7 +35,7 @@ import {
 let formattedSecond = NaN;
 let formatted = "";
 
-/** `YYYY-MM-DD HH:MM:SS` in UTC, as peek shows `created_at` (spec §2.2, C7). */
+/** `YYYY-MM-DD HH:MM:SS` in UTC, as peek shows `created_at`. */
 export function formatTimestamp(ms: number): string {
   const second = Math.floor(ms / 1000);
   if (second !== formattedSecond) {
@@ -65,7 +65,7 @@ function submitRoute(relay: RouteContext): Route {
         content = body.text.trim();
       } else {
         const fields = parseOr400(submitFieldsSchema, body.fields, "submit");
-        // C10: a non-empty content wins over url.
+        // a non-empty content wins over url.
         content = fields.content?.trim() || (fields.url?.trim() ?? "");
         queueField = absentIfEmpty(fields.queue);
       }
@@ -195,7 +195,7 @@ function peekRoute(relay: RouteContext): Route {
               queue_type: item.queue,
               created_at: formatTimestamp(item.created_at),
             };
-            // Issue 6: an item a leased pull holds says until when; the answer changes
+            // an item a leased pull holds says until when; the answer changes
             // when that lease ends.
             if (item.lease_until === undefined) return shown;
             until = Math.min(until, item.lease_until);

@@ -1,7 +1,7 @@
 /**
- * The results feed's endpoints: `POST /push` (spec §4.4), `GET /results` (§4.5, with the
- * long-poll of issue 6) and the live delivery of `GET /results/stream` (Server-Sent
- * Events, issue 6) and the feed for feed readers, `GET /results/feed.xml` (Atom). Each
+ * The results feed's endpoints: `POST /push`, `GET /results` (with the
+ * long-poll) and the live delivery of `GET /results/stream` (Server-Sent
+ * Events) and the feed for feed readers, `GET /results/feed.xml` (Atom). Each
  * handler parses the request, calls one store function and answers.
  *
  * @module
@@ -95,7 +95,7 @@ function resultsRoute(relay: RouteContext): Route {
             {
               cursor: page.cursor,
               items: page.items.map((item) => ({ t: item.t, c: item.content })),
-              // Issue 6: only for a reader that gave a cursor, and only when it missed some.
+              // only for a reader that gave a cursor, and only when it missed some.
               ...(since !== undefined && page.gap ? { gap: true } : {}),
             },
             version,

@@ -423,6 +423,35 @@ function honoApp(
   return app;
 }
 
+/** The one authorisation path of every route ({@linkcode createAuthorize}), as configured. */
+function authorizeOf(options: AppOptions): Authorize {
+  return createAuthorize({
+    apiKey: options.apiKey,
+    keyRing: options.keyRing,
+    failures: new AuthFailureLimiter(options.store.clock),
+    // The public URL's origin is the relay's own, whatever Host a proxy in front sends.
+    allowedOrigins: [
+      ...(options.allowedOrigins ?? []),
+      ...[URL.parse(options.builtin?.publicUrl ?? "")?.origin ?? []].flat(),
+    ],
+    appId: options.builtin?.appId,
+  });
+}
+
+/**
+ * The 400 of a request that names no usable host: Deno builds the URL from the `Host`
+ * header, so a malformed one makes it unparsable (`badHost`), and HTTP/1.1 requires one.
+ */
+function unreadable(badHost: boolean): Response {
+  return problemResponse(
+    400,
+    badHost
+      ? "Cannot read the request: its Host header does not make a valid URL"
+      : "Cannot read the request: it has no Host header (HTTP/1.1 requires one): send " +
+        "Host: with the relay's address, as every HTTP client does",
+  );
+}
+
 /**
  * Builds the relay's HTTP app from the store and the configured options. Serve it with
  * `Deno.serve(app.fetch)` or call `app.request()` in tests.
@@ -445,17 +474,7 @@ export function createApp(options: AppOptions): RelayApp {
   const logger = options.logger ?? new Logger();
   const metrics = options.metrics ?? new RelayMetrics();
   const routes = appRoutes(routeContext(options, logger, metrics));
-  const authorize = createAuthorize({
-    apiKey: options.apiKey,
-    keyRing: options.keyRing,
-    failures: new AuthFailureLimiter(options.store.clock),
-    // The public URL's origin is the relay's own, whatever Host a proxy in front sends.
-    allowedOrigins: [
-      ...(options.allowedOrigins ?? []),
-      ...[URL.parse(options.builtin?.publicUrl ?? "")?.origin ?? []].flat(),
-    ],
-    appId: options.builtin?.appId,
-  });
+  const authorize = authorizeOf(options);
   const cors = corsOrigin(options.allowedOrigins ?? []);
   const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
   const errorResponse = errorResponder(logger);
@@ -472,18 +491,8 @@ export function createApp(options: AppOptions): RelayApp {
     hostless: boolean,
   ): Promise<Response> => {
     let response: Response;
-    if (url === null) {
-      // Deno builds the URL from the Host header: a malformed one makes it unparsable.
-      response = problemResponse(
-        400,
-        "Cannot read the request: its Host header does not make a valid URL",
-      );
-    } else if (hostless) {
-      response = problemResponse(
-        400,
-        "Cannot read the request: it has no Host header (HTTP/1.1 requires one): send " +
-          "Host: with the relay's address, as every HTTP client does",
-      );
+    if (url === null || hostless) {
+      response = unreadable(url === null);
     } else {
       const env: RequestEnv = { url, remoteAddr: info?.remoteAddr };
       try {

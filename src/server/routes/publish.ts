@@ -18,6 +18,7 @@ import {
   type TargetResult,
   TARGETS,
 } from "../../publish/fan_out.ts";
+import { fileFaultProblem } from "../faults.ts";
 import { readBody } from "../body.ts";
 import { json } from "../responses.ts";
 import type { BuiltinPublishing, RouteContext, Routes } from "../route.ts";
@@ -80,6 +81,12 @@ export function builtinTarget(
       }
       return { status: "success", message: String(answer.message) };
     } catch (error) {
+      // A full or failing disk is a reason to report, as the services' own API answers it.
+      const fault = fileFaultProblem(error, `save to the built-in ${target}`);
+      if (fault !== undefined) {
+        const { detail } = await fault.json() as { detail: string };
+        return { status: "error", error: `HTTP ${fault.status}: ${detail}` };
+      }
       relay.logger.error(`relay: built-in ${target}: unexpected error`, error);
       return {
         status: "error",

@@ -317,18 +317,21 @@ export function createApp(options: AppOptions): RelayApp {
   // (a known path, GET allowed, then Origin, key and scope), without Hono's dispatch.
   const cachedReads = new Map<
     string,
-    { access: Access; cached: (url: URL) => Response | undefined }
+    { access: Access | undefined; cached: (url: URL) => Response | undefined }
   >();
   for (const [path, route] of Object.entries(routes)) {
-    if (route.cached !== undefined && route.scope !== undefined && route.methods.includes("GET")) {
-      cachedReads.set(path, { access: { scope: route.scope }, cached: route.cached });
+    if (route.cached !== undefined && route.methods.includes("GET")) {
+      const access = route.open ? undefined : { scope: route.scope };
+      cachedReads.set(path, { access, cached: route.cached });
     }
   }
   const fromCache = (request: Request, url: URL, info?: RequestInfo): Response | undefined => {
     const route = cachedReads.get(url.pathname);
     if (route === undefined) return undefined;
     try {
-      authorize(request, url, info?.remoteAddr?.hostname, route.access, url.pathname);
+      if (route.access !== undefined) {
+        authorize(request, url, info?.remoteAddr?.hostname, route.access, url.pathname);
+      }
       return route.cached(url);
     } catch (error) {
       return errorResponse(error);

@@ -307,7 +307,8 @@ function errorResponder(
 
 /**
  * Answers reads from their cache before routing: the same checks in the same order (a
- * known path, GET allowed, then Origin, key and scope), without Hono's dispatch.
+ * known path, GET allowed, then Origin, key and scope; an open route such as `/health` has
+ * no key to check), without Hono's dispatch.
  *
  * @returns The answer, or `undefined` when the request is not such a read or its cache
  *   has no answer.
@@ -317,17 +318,23 @@ function cachedReads(
   authorize: Authorize,
   errorResponse: (error: unknown) => Response,
 ): (request: Request, url: URL, info?: RequestInfo) => Response | undefined {
-  const reads = new Map<string, { access: Access; cached: (url: URL) => Response | undefined }>();
+  const reads = new Map<
+    string,
+    { access: Access | undefined; cached: (url: URL) => Response | undefined }
+  >();
   for (const [path, route] of Object.entries(routes)) {
-    if (route.cached !== undefined && route.scope !== undefined && route.methods.includes("GET")) {
-      reads.set(path, { access: { scope: route.scope }, cached: route.cached });
+    if (route.cached !== undefined && route.methods.includes("GET")) {
+      const access = route.open ? undefined : { scope: route.scope };
+      reads.set(path, { access, cached: route.cached });
     }
   }
   return (request, url, info) => {
     const route = reads.get(url.pathname);
     if (route === undefined) return undefined;
     try {
-      authorize(request, url, info?.remoteAddr?.hostname, route.access, url.pathname);
+      if (route.access !== undefined) {
+        authorize(request, url, info?.remoteAddr?.hostname, route.access, url.pathname);
+      }
       return route.cached(url);
     } catch (error) {
       return errorResponse(error);

@@ -89,13 +89,15 @@ export function answerOf(value: unknown, version: number, until: number): Cached
   return { version, until, body, bytes: encoder.encode(body).byteLength };
 }
 
-/** The HTTP response of a cached answer: 200 with the JSON body and its length, or 204. */
+/**
+ * The HTTP response of a cached answer: 200 with the JSON body, or 204. Its one header is
+ * `Content-Type` (the runtime adds `Content-Length`; see `responses.ts`), its size recorded
+ * for the access log and `HEAD`.
+ */
 export function cachedResponse(answer: CachedAnswer): Response {
   if (answer.body === null) return withSize(new Response(null, { status: 204 }), 0);
   return withSize(
-    new Response(answer.body, {
-      headers: { "content-type": JSON_TYPE, "content-length": String(answer.bytes) },
-    }),
+    new Response(answer.body, { headers: { "content-type": JSON_TYPE } }),
     answer.bytes,
   );
 }

@@ -57,8 +57,12 @@ function piecewise(bytes: Uint8Array): ReadableStream<Uint8Array> {
 }
 
 /**
- * A response with `body` encoded and its `Content-Length`, which the access log reads
- * instead of measuring the body again (a peek can be megabytes).
+ * A response with `body` encoded and its size recorded ({@linkcode withSize}), which the
+ * access log and `HEAD` read instead of measuring the body again (a peek can be megabytes).
+ * `Content-Type` is its only header unless the body is streamed: for a body in memory the
+ * runtime sends `Content-Length` itself, and a response whose only header is `Content-Type`
+ * takes the runtime's fast path (measured: 0.5 µs to make, against 2.4–6.5 µs with a
+ * second header).
  *
  * @param body The body as text.
  * @param status The HTTP status.
@@ -69,17 +73,18 @@ function sized(body: string, status: number, type: string): Response {
     // Short answers ("OK (qa)", a small JSON) go as text: the runtime encodes them as it
     // writes, and their length is counted here without encoding them twice.
     const length = utf8Length(body);
-    return withSize(
-      new Response(body, {
-        status,
-        headers: { "content-type": type, "content-length": String(length) },
-      }),
-      length,
-    );
+    return withSize(new Response(body, { status, headers: { "content-type": type } }), length);
   }
   const bytes = encoder.encode(body);
+  if (bytes.byteLength <= STREAM_ABOVE_BYTES) {
+    return withSize(
+      new Response(bytes, { status, headers: { "content-type": type } }),
+      bytes.byteLength,
+    );
+  }
+  // A stream's length is not known to the runtime: said here, so it is not sent chunked.
   return withSize(
-    new Response(bytes.byteLength > STREAM_ABOVE_BYTES ? piecewise(bytes) : bytes, {
+    new Response(piecewise(bytes), {
       status,
       headers: { "content-type": type, "content-length": String(bytes.byteLength) },
     }),

@@ -322,6 +322,16 @@ export class StoreHealth {
     return this.verdict();
   }
 
+  /**
+   * The verdict when the last probe is younger than {@linkcode PROBE_INTERVAL_MS} and none is
+   * running, else `undefined`: what {@linkcode check} would answer without waiting, so that
+   * `/health` can be answered synchronously between probes.
+   */
+  freshVerdict(): HealthVerdict | undefined {
+    if (this.#probing !== undefined) return undefined;
+    return performance.now() - this.#probedAt < PROBE_INTERVAL_MS ? this.verdict() : undefined;
+  }
+
   /** The verdict as of now, without probing. */
   verdict(): HealthVerdict {
     if (this.#damaged !== undefined) return this.#damaged;

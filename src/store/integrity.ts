@@ -13,7 +13,8 @@
  * happened.
  *
  * The running relay rewrites the file after commits, at most every
- * {@linkcode COUNTERS_INTERVAL_MS} ({@linkcode keepCounters}), without an fsync of its own:
+ * {@linkcode COUNTERS_INTERVAL_MS} ({@linkcode keepCounters}), off the main thread (Deno's
+ * asynchronous file operations) and without an fsync of its own:
  * the file is written only after the commits it counts are durable, so it never claims more
  * than the database holds; after a crash it may claim less, which only means that the
  * losses of the last moments before the crash cannot be noticed.
@@ -22,7 +23,7 @@
  */
 
 import { errorMessage } from "../errors.ts";
-import { writePrivateFile } from "../util/files.ts";
+import { writeAtomically } from "../util/files.ts";
 import { QUEUE_NAMES } from "../queue_names.ts";
 import { damagedDatabaseError, UnsafeDatabaseError } from "./database.ts";
 import { COLLECTIONS } from "./_state.ts";
@@ -39,8 +40,12 @@ import {
 /** The value of `format` in every counters file. */
 const COUNTERS_FORMAT = "content-relay-counters";
 
-/** Shortest time between two writes of the counters file, ms. */
-export const COUNTERS_INTERVAL_MS = 100;
+/**
+ * Shortest time between two writes of the counters file, ms. Each write costs the main
+ * thread a little (stats, JSON, the file operations' calls); once a second keeps it out of the
+ * way of a load, and a file that lags only hides the losses of its last second.
+ */
+export const COUNTERS_INTERVAL_MS = 1000;
 
 /** The counters file of the database `db`: `<db>.counters`. */
 export function countersPath(db: string): string {
@@ -71,10 +76,10 @@ function countersOf(stats: StoreStats): Record<string, number> {
  */
 export async function writeCounters(store: Store, db: string): Promise<void> {
   const counters = countersOf(await stats(store));
-  writePrivateFile(
+  await writeAtomically(
     countersPath(db),
     JSON.stringify({ format: COUNTERS_FORMAT, written_at: Date.now(), counters }) + "\n",
-    // Rewritten up to ten times a second; losing the last one only hides the last losses.
+    // Rewritten up to once a second; losing the last one only hides the last losses.
     { noSync: true },
   );
 }

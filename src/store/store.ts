@@ -493,3 +493,12 @@ export async function health(store: Store): Promise<HealthVerdict> {
     },
   });
 }
+
+/**
+ * The verdict {@linkcode health} would give without probing, when its last probe is younger
+ * than a second; else `undefined` (then call {@linkcode health}). Synchronous, for the
+ * `/health` answered before routing.
+ */
+export function freshHealth(store: Store): HealthVerdict | undefined {
+  return internals(store).health.freshVerdict();
+}

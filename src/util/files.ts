@@ -138,8 +138,9 @@ export interface WriteOptions {
  * process may set it (root): so `sudo relay keys add` leaves a keys file the relay's own user
  * can still read.
  *
- * It is synchronous: the relay's files are small and written seldom (keys, settings, a
- * note, a post), and the command line needs it outside async code.
+ * It is synchronous, for the command line and for files written seldom outside async code
+ * (keys, settings); it blocks the main thread for its fsyncs, so the running relay writes
+ * what it writes while serving with {@linkcode writeAtomically}.
  *
  * @param data The whole new contents: text (UTF-8) or bytes.
  * @throws {Deno.errors.AlreadyExists} with `createNew` when `path` exists.
@@ -151,7 +152,7 @@ export function writePrivateFile(
   data: string | Uint8Array,
   options: WriteOptions = {},
 ): void {
-  const temporary = `${path}.${crypto.randomUUID()}.tmp`;
+  const temporary = temporaryName(path);
   const sync = options.noSync !== true;
   try {
     makePrivateDirectory(dirname(path));
@@ -188,19 +189,63 @@ export function writePrivateFile(
 
 /**
  * {@linkcode writePrivateFile} for code that awaits its writes (the built-in services' notes,
- * posts and episodes, the failed publishes): the same one implementation, the same steps and
- * guarantees, its errors as a rejection.
+ * posts and episodes, the failed publishes, the counters file): the same steps and
+ * guarantees, but every one of them (write, fsync, rename, the directory's fsync) is one of
+ * Deno's asynchronous file operations, which run off the main thread, so that a slow disk
+ * (an SD card's fsync takes tens of ms) does not hold up every request meanwhile. Only a
+ * missing directory is created synchronously (once per directory).
  *
  * @param data The whole new contents: text (UTF-8) or bytes.
  * @throws (rejects with) the errors of {@linkcode writePrivateFile}.
  */
-export function writeAtomically(path: string, data: string | Uint8Array): Promise<void> {
+export async function writeAtomically(
+  path: string,
+  data: string | Uint8Array,
+  options: WriteOptions = {},
+): Promise<void> {
+  const temporary = temporaryName(path);
+  const sync = options.noSync !== true;
+  const dir = dirname(path);
   try {
-    writePrivateFile(path, data);
-    return Promise.resolve();
+    await Deno.stat(dir).catch(() => makePrivateDirectory(dir));
+    const file = await Deno.open(temporary, {
+      write: true,
+      createNew: true,
+      mode: PRIVATE_FILE_MODE,
+    });
+    try {
+      const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+      for (let at = 0; at < bytes.length;) at += await file.write(bytes.subarray(at));
+      if (sync) await file.sync();
+    } finally {
+      file.close();
+    }
+    await Deno.chmod(temporary, PRIVATE_FILE_MODE);
+    const owner = await Deno.stat(path).catch(() => Deno.stat(dir));
+    await chownTo(temporary, owner, await Deno.stat(temporary));
+    if (options.createNew) {
+      await Deno.link(temporary, path);
+      await Deno.remove(temporary);
+    } else {
+      await Deno.rename(temporary, path);
+    }
   } catch (error) {
-    return Promise.reject(error);
+    await Deno.remove(temporary).catch(() => {}); // nothing written, or already named
+    throw error;
   }
+  if (sync) {
+    const handle = await Deno.open(dir, { read: true });
+    try {
+      await handle.sync();
+    } finally {
+      handle.close();
+    }
+  }
+}
+
+/** A temporary name beside `path` that no other writer uses. */
+function temporaryName(path: string): string {
+  return `${path}.${crypto.randomUUID()}.tmp`;
 }
 
 /** Gives `temporary` the owner of `path`, else of its directory; only root may, so best effort. */
@@ -211,14 +256,31 @@ function keepOwner(temporary: string, path: string): void {
   } catch {
     owner = Deno.statSync(dirname(path));
   }
-  const mine = Deno.statSync(temporary);
-  if (owner.uid === null || owner.gid === null) return;
-  if (owner.uid === mine.uid && owner.gid === mine.gid) return;
+  const change = ownerChange(owner, Deno.statSync(temporary));
+  if (change === undefined) return;
   try {
-    Deno.chownSync(temporary, owner.uid, owner.gid);
+    Deno.chownSync(temporary, change.uid, change.gid);
   } catch {
     // Not root: the file stays this user's, as any file it writes.
   }
+}
+
+/** {@linkcode keepOwner} for the asynchronous writer. */
+async function chownTo(temporary: string, owner: Deno.FileInfo, mine: Deno.FileInfo) {
+  const change = ownerChange(owner, mine);
+  if (change === undefined) return;
+  // Not root: the file stays this user's, as any file it writes.
+  await Deno.chown(temporary, change.uid, change.gid).catch(() => {});
+}
+
+/** The owner to give a file now owned as `mine`, or `undefined` when it has `owner`'s. */
+function ownerChange(
+  owner: Deno.FileInfo,
+  mine: Deno.FileInfo,
+): { uid: number; gid: number } | undefined {
+  if (owner.uid === null || owner.gid === null) return undefined;
+  if (owner.uid === mine.uid && owner.gid === mine.gid) return undefined;
+  return { uid: owner.uid, gid: owner.gid };
 }
 
 /**

@@ -4,6 +4,7 @@ import {
   createPrivateFile,
   makePrivateDirectory,
   restrictFile,
+  writeAtomically,
   writePrivateFile,
 } from "../../src/util/files.ts";
 
@@ -79,6 +80,49 @@ Deno.test("writePrivateFile() with createNew creates a missing file once and nev
     assert.equal(Deno.statSync(path).nlink, 1, "the temporary name is gone");
     assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["api-key"]);
   });
+});
+
+Deno.test("writeAtomically() leaves the main thread before its first file operation: nothing is written when the call returns", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relay-files-test-" });
+  try {
+    const path = join(dir, "new", "note.md");
+    const writing = writeAtomically(path, "text\n");
+    // A synchronous writer would have created the folder and the file by now.
+    assert.deepEqual([...Deno.readDirSync(dir)], []);
+    await writing;
+    assert.equal(Deno.readTextFileSync(path), "text\n");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("writeAtomically() writes 0600 whatever the umask, replaces in one step, refuses to replace with createNew, and leaves no temporary file", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relay-files-test-" });
+  const before = Deno.umask(0o000);
+  try {
+    const path = join(dir, "new", "post.json");
+    await writeAtomically(path, "one\n");
+    assert.equal(mode(path), "600");
+    assert.equal(mode(join(dir, "new")), "700");
+    Deno.chmodSync(path, 0o644);
+    Deno.umask(0o277);
+    await writeAtomically(path, new TextEncoder().encode("two\n"));
+    assert.equal(mode(path), "600");
+    assert.equal(Deno.readTextFileSync(path), "two\n");
+    await assert.rejects(
+      writeAtomically(path, "three\n", { createNew: true }),
+      Deno.errors.AlreadyExists,
+    );
+    await writeAtomically(join(dir, "new", "counters"), "1\n", { noSync: true });
+    assert.equal(Deno.readTextFileSync(path), "two\n");
+    assert.deepEqual(
+      [...Deno.readDirSync(join(dir, "new"))].map((e) => e.name).sort(),
+      ["counters", "post.json"],
+    );
+  } finally {
+    Deno.umask(before);
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("createPrivateFile() makes a missing file 0600 and restricts an existing one without touching its contents", () => {

@@ -393,3 +393,11 @@ Deno.test("README.md is under 20 KB", () => {
   const size = Deno.statSync(join(ROOT, "README.md")).size;
   assert.ok(size < README_MAX_BYTES, `README.md is ${size} bytes; move details into docs/`);
 });
+
+Deno.test("docs/benchmarks.md is a reference under 20 KB: the history of runs stays in git", () => {
+  const size = Deno.statSync(join(ROOT, "docs", "benchmarks.md")).size;
+  assert.ok(
+    size < 20_000,
+    `docs/benchmarks.md is ${size} bytes; keep the latest run and decisions`,
+  );
+});

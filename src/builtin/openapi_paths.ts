@@ -11,8 +11,10 @@
 import { z } from "zod";
 import type { ZodOpenApiOperationObject } from "zod-openapi";
 
+// The same problem document as the API's (server/openapi.ts): `type` names the kind of
+// problem, a heading of docs/api.md, "Problem types".
 const problem = z.object({
-  type: z.literal("about:blank"),
+  type: z.string().meta({ example: "/docs/api.md#not-found" }),
   title: z.string(),
   status: z.number().int(),
   detail: z.string(),

@@ -101,6 +101,28 @@ Deno.test("the API document lists every route of the built-in services, and each
       }
     }
     assert.ok(sent >= 14, `${sent} examples sent`);
+
+    // An error of a built-in path is the problem document its schema describes.
+    const missing = await app.request("/notes/20261123-114218-k3f9q2ab", {
+      headers: { "x-auth-key": KEY },
+    });
+    assert.equal(missing.status, 404);
+    const problem = await missing.json();
+    const schema = (doc.paths["/notes/{doc_id}"]!.get as unknown as {
+      responses: Record<string, { content: Record<string, { schema: unknown }> }>;
+    }).responses["404"]!.content["application/problem+json"]!.schema;
+    const verdict = await new Validator().validate({
+      openapi: "3.1.0",
+      info: { title: "t", version: "1" },
+      paths: {},
+      components: { schemas: { P: schema as Record<string, unknown> } },
+    });
+    assert.ok(verdict.valid);
+    const typeSchema =
+      (schema as { properties: { type: Record<string, unknown> } }).properties.type;
+    assert.equal(typeSchema.const, undefined, "the type is not one fixed value");
+    assert.equal(typeof problem.type, "string");
+    assert.match(problem.type, /^\/docs\/api\.md#/);
   } finally {
     await services.stop();
   }

@@ -12,20 +12,11 @@ import assert from "node:assert/strict";
 import { chromium, type Page } from "playwright-core";
 import { ensureWebapp } from "../../webapp/build.ts";
 import { KEY, ROOT, startRelayProcess } from "../_helpers.ts";
+import { CHROMIUM, CHROMIUM_ARGS } from "../_chromium.ts";
 
 // The app loads webapp/markdown.js, which is built, not in git: this file may run alone.
 await ensureWebapp();
 
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const PHONE = { width: 360, height: 740 };
 const SCREENSHOTS = `${ROOT}docs/screenshots/`;
 

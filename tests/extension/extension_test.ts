@@ -27,8 +27,8 @@ import {
   withTempDir,
 } from "../_helpers.ts";
 import { type PageServer, startPages } from "./pages.ts";
+import { CHROMIUM, CHROMIUM_ARGS } from "../_chromium.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 /** Upper bound for anything the browser waits for; a fast machine never gets near it. */
 const WAIT_MS = 30_000;
 
@@ -74,13 +74,7 @@ async function withExtension(
       headless: false,
       args: [
         "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
+        ...CHROMIUM_ARGS,
         `--disable-extensions-except=${extension}`,
         `--load-extension=${extension}`,
       ],

@@ -25,21 +25,11 @@ import {
   startRelayProcess,
   withTempDir,
 } from "../_helpers.ts";
+import { CHROMIUM, CHROMIUM_ARGS } from "../_chromium.ts";
 
 // The app loads webapp/markdown.js, which is built, not in git: this file may run alone.
 await ensureWebapp();
 
-const CHROMIUM = "/usr/bin/chromium";
-/** Without the background-networking flags Chromium keeps calling Google's hosts. */
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const PHONE = { width: 360, height: 740 };
 /** Upper bound for anything the page waits for; a fast machine never gets near it. */
 const WAIT_MS = 20_000;

@@ -5,6 +5,21 @@
  * @module
  */
 
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import { ROOT } from "./_helpers.ts";
+
+/** A phone's screen, CSS pixels: the size the web app's pictures are taken at. */
+export const PHONE = { width: 360, height: 740 };
+
+const SCREENSHOTS = `${ROOT}docs/screenshots/`;
+
+// What the pictures' page functions touch of the page's document (they run in the browser).
+declare const document: {
+  documentElement: { scrollTop: number };
+  activeElement: { blur(): void } | null;
+};
+
 /** Debian's Chromium (`apt-get install chromium`); the tests never download a browser. */
 export const CHROMIUM = "/usr/bin/chromium";
 
@@ -22,3 +37,19 @@ export const CHROMIUM_ARGS: string[] = [
   "--disable-component-update",
   "--disable-sync",
 ];
+
+/**
+ * Takes the screen's picture, which must not be empty; it is saved in docs/screenshots/ as
+ * `<name>.png` only with `RELAY_SCREENSHOTS=1`, so that an ordinary test run leaves the
+ * committed pictures alone.
+ */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  await page.evaluate(() => document.activeElement?.blur());
+  await page.mouse.move(PHONE.width - 1, PHONE.height - 1);
+  await page.evaluate(() => document.documentElement.scrollTop = 0);
+  const png = await page.screenshot({ fullPage: true });
+  assert.ok(png.byteLength > 0, `the ${name} screen rendered to an empty picture`);
+  if (Deno.env.get("RELAY_SCREENSHOTS") !== "1") return;
+  await Deno.mkdir(SCREENSHOTS, { recursive: true });
+  await Deno.writeFile(`${SCREENSHOTS}${name}.png`, png);
+}

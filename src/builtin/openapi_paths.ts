@@ -194,7 +194,7 @@ function blogPaths(): Record<string, ZodOpenApiOperationObject> {
       responses: { "200": html },
     },
     "/blog/feed.xml": {
-      summary: "Atom feed of the newest 50 posts",
+      summary: "Atom feed of the newest 20 posts (full text for the newest, within 512 KiB)",
       responses: {
         "200": { description: "Atom", content: { "application/atom+xml; charset=utf-8": {} } },
       },

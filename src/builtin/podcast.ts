@@ -80,7 +80,8 @@ export interface PodcastStats {
  */
 export type PodcastStep = "started" | "appended" | "recorded" | "completed" | "renamed" | "ready";
 
-const STEPS: readonly PodcastStep[] = [
+/** Every step of an episode's life, in order: the names `RELAY_PODCAST_PAUSE_AT` takes. */
+export const PODCAST_STEPS: readonly PodcastStep[] = [
   "started",
   "appended",
   "recorded",
@@ -93,7 +94,7 @@ const STEPS: readonly PodcastStep[] = [
 function pauseFromEnvironment(): PodcastStep | undefined {
   try {
     const value = Deno.env.get("RELAY_PODCAST_PAUSE_AT");
-    return STEPS.find((step) => step === value);
+    return PODCAST_STEPS.find((step) => step === value);
   } catch {
     return undefined;
   }

@@ -9,34 +9,19 @@
  */
 
 import assert from "node:assert/strict";
-import { chromium, type Page } from "playwright-core";
+import { chromium } from "playwright-core";
 import { ensureWebapp } from "../../webapp/build.ts";
-import { KEY, ROOT, startRelayProcess } from "../_helpers.ts";
-import { CHROMIUM, CHROMIUM_ARGS } from "../_chromium.ts";
+import { KEY, startRelayProcess } from "../_helpers.ts";
+import { CHROMIUM, CHROMIUM_ARGS, PHONE, screenshot } from "../_chromium.ts";
 
 // The app loads webapp/markdown.js, which is built, not in git: this file may run alone.
 await ensureWebapp();
-
-const PHONE = { width: 360, height: 740 };
-const SCREENSHOTS = `${ROOT}docs/screenshots/`;
 
 declare const document: {
   documentElement: { scrollWidth: number; scrollTop: number };
   activeElement: { blur(): void } | null;
   querySelector(selector: string): { naturalWidth?: number } | null;
 };
-
-/** Takes the screen's picture; saves it in docs/screenshots/ only with RELAY_SCREENSHOTS=1. */
-async function screenshot(page: Page, name: string): Promise<void> {
-  await page.evaluate(() => document.activeElement?.blur());
-  await page.mouse.move(PHONE.width - 1, PHONE.height - 1);
-  await page.evaluate(() => document.documentElement.scrollTop = 0);
-  const png = await page.screenshot({ fullPage: true });
-  assert.ok(png.byteLength > 0, `the ${name} screen rendered to an empty picture`);
-  if (Deno.env.get("RELAY_SCREENSHOTS") !== "1") return;
-  await Deno.mkdir(SCREENSHOTS, { recursive: true });
-  await Deno.writeFile(`${SCREENSHOTS}${name}.png`, png);
-}
 
 Deno.test("the Library screen shows the podcast, the blog and the notes; the blog post reads well on a phone", async () => {
   await Deno.stat(CHROMIUM);

@@ -11,18 +11,9 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { PodcastStep } from "../../src/builtin/podcast.ts";
+import { PODCAST_STEPS } from "../../src/builtin/podcast.ts";
 import { eventually, KEY, logMessage, startRelayProcess, withTempDir } from "../_helpers.ts";
 import { walkMp3 } from "../builtin/_mp3.ts";
-
-const STEPS: readonly PodcastStep[] = [
-  "started",
-  "appended",
-  "recorded",
-  "completed",
-  "renamed",
-  "ready",
-];
 
 /** About three chunks of speech: the second chunk's steps are reached. */
 const TEXT = Array.from(
@@ -50,7 +41,7 @@ async function audioAt(dir: string, id: string): Promise<Uint8Array | undefined>
   return await Deno.readFile(join(dir, "podcast", `${id}.mp3`)).catch(() => undefined);
 }
 
-for (const step of STEPS) {
+for (const step of PODCAST_STEPS) {
   Deno.test(`a relay killed at the podcast step "${step}" finishes the episode as one valid MP3`, async () => {
     await withTempDir(async (dir) => {
       let id: string;

@@ -4,8 +4,8 @@ import {
   childEnv,
   eventually,
   freePort,
+  relayArgv,
   relayCommand,
-  ROOT,
   runRelay,
   spawnRelay,
   SseReader,
@@ -148,20 +148,7 @@ Deno.test("relay serve refuses a second relay on the same database with one line
   const dir = await tempDir();
   await using first = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const out = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-P=relay",
-      "--quiet",
-      "--config",
-      `${ROOT}deno.json`,
-      `${ROOT}main.ts`,
-      "--port",
-      "0",
-      "--hostname",
-      "127.0.0.1",
-      "--db",
-      `${dir}/relay.kv`,
-    ],
+    args: relayArgv(["--port", "0", "--hostname", "127.0.0.1", "--db", `${dir}/relay.kv`]).slice(1),
     env: childEnv({ RELAY_API_KEY: KEY }),
     clearEnv: true,
     stdout: "piped",

@@ -25,15 +25,13 @@ import {
   startRelayProcess,
   withTempDir,
 } from "../_helpers.ts";
-import { CHROMIUM, CHROMIUM_ARGS } from "../_chromium.ts";
+import { CHROMIUM, CHROMIUM_ARGS, PHONE, screenshot } from "../_chromium.ts";
 
 // The app loads webapp/markdown.js, which is built, not in git: this file may run alone.
 await ensureWebapp();
 
-const PHONE = { width: 360, height: 740 };
 /** Upper bound for anything the page waits for; a fast machine never gets near it. */
 const WAIT_MS = 20_000;
-const SCREENSHOTS = `${ROOT}docs/screenshots/`;
 
 // The functions given to page.evaluate run in the page. Deno's types have no DOM, and a
 // `lib="dom"` reference would change the types of every file `deno task check` reads, so
@@ -157,23 +155,6 @@ async function post(call: Session["call"], path: string, body: string): Promise<
   const text = await res.text();
   assert.equal(res.status, 200, text);
   return text;
-}
-
-/**
- * Saves `docs/screenshots/<name>.png`: the whole page at phone width, no focus or hover. Only
- * with `RELAY_SCREENSHOTS=1` (`RELAY_SCREENSHOTS=1 deno task test tests/server/webapp_test.ts`),
- * so that an ordinary test run leaves the committed pictures alone; without it the picture is
- * still taken, so the page must render, and then dropped.
- */
-async function screenshot(page: Page, name: string): Promise<void> {
-  await page.evaluate(() => document.activeElement?.blur());
-  await page.mouse.move(PHONE.width - 1, PHONE.height - 1);
-  await page.evaluate(() => document.documentElement.scrollTop = 0);
-  const png = await page.screenshot({ fullPage: true });
-  assert.ok(png.byteLength > 0, `the ${name} screen rendered to an empty picture`);
-  if (Deno.env.get("RELAY_SCREENSHOTS") !== "1") return;
-  await Deno.mkdir(SCREENSHOTS, { recursive: true });
-  await Deno.writeFile(`${SCREENSHOTS}${name}.png`, png);
 }
 
 Deno.test("web app: the Key screen checks a key before keeping it; a pairing link stores it and leaves the address bar", async () => {

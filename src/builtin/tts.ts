@@ -12,6 +12,8 @@
  * @module
  */
 
+import { type CompiledEspeak, compileEspeak, EspeakInstance } from "./espeak_instance.ts";
+
 /** Mono 16-bit PCM audio. */
 export interface Pcm {
   /** Samples, one channel. */
@@ -95,93 +97,40 @@ export function parseWav(bytes: Uint8Array): Pcm {
   throw new Error("the engine's WAVE file has no data");
 }
 
-/** The emscripten module of the `espeak-ng` package, as far as the relay uses it. */
-interface EspeakModule {
-  FS: { readFile(path: string): Uint8Array };
-}
-
-/** Options of the emscripten glue, as far as the relay uses them. */
-interface EspeakOptions {
-  arguments: string[];
-  preRun: Array<(module: { FS: { writeFile(path: string, data: string): void } }) => void>;
-  print: (line: string) => void;
-  printErr: (line: string) => void;
-  instantiateWasm?: (
-    imports: WebAssembly.Imports,
-    done: (instance: WebAssembly.Instance, module: WebAssembly.Module) => void,
-  ) => object;
-}
-
-/** eSpeak NG's module factory, loaded with the first chunk spoken (docs/benchmarks.md). */
-async function createEspeak(options: EspeakOptions): Promise<EspeakModule> {
-  const { default: create } = await import("espeak-ng");
-  return await (create as unknown as (options: EspeakOptions) => Promise<EspeakModule>)(options);
-}
-
 /**
- * Compiles eSpeak NG's WebAssembly module (18 MB, voices included). A compiled module can
- * be posted to a worker thread, which then instantiates it without compiling it again.
- *
- * @throws the file system's or WebAssembly's errors.
- */
-export async function compileEspeak(): Promise<WebAssembly.Module> {
-  const url = new URL("espeak-ng.wasm", import.meta.resolve("espeak-ng"));
-  const bytes = await Deno.readFile(url);
-  try {
-    return await WebAssembly.compile(bytes);
-  } finally {
-    // The module keeps its own copy: give the file's 18 MB back now rather than at the
-    // garbage collector's next pass, which may come long after (a 17 MB lower peak).
-    bytes.buffer.transfer(0);
-  }
-}
-
-/**
- * The built-in engine: eSpeak NG as WebAssembly, in this thread. The WebAssembly module
- * is compiled once; each chunk runs in a fresh instance with its own 32 MB of memory, which
- * the garbage collector frees some time after the chunk is done (so a thread that speaks
- * many chunks holds several instances' memory at once: {@linkcode EspeakWorker} avoids it).
+ * The built-in engine: eSpeak NG as WebAssembly, in this thread. The WebAssembly module is
+ * compiled once and instantiated once ({@linkcode EspeakInstance}): the instance's 32 MB of
+ * memory serve chunk after chunk, reset after each, and are given back by {@linkcode close}.
  */
 export class EspeakWasm implements TtsEngine {
   /** A short name for logs and docs. */
   readonly name = "espeak-ng (WebAssembly, built in)";
-  #compiled: Promise<WebAssembly.Module> | undefined;
+  readonly #given: CompiledEspeak | undefined;
+  #instance: Promise<EspeakInstance> | undefined;
 
-  /** @param compiled The module, compiled already (e.g. by another thread); else compiled at the first chunk. */
-  constructor(compiled?: WebAssembly.Module) {
-    if (compiled !== undefined) this.#compiled = Promise.resolve(compiled);
+  /** @param compiled The module, compiled already; else compiled at the first chunk. */
+  constructor(compiled?: CompiledEspeak) {
+    this.#given = compiled;
   }
 
   /** Speaks `text` with `voice`; rejects with one sentence when the engine fails. */
   async synthesize(text: string, voice: Voice): Promise<Pcm> {
-    const compiled = await this.#module();
-    const errors: string[] = [];
-    const module = await createEspeak({
-      // -b 1: the input is UTF-8; -f: read it from a file, so text starting with "-"
-      // is never taken for an option.
-      arguments: ["-b", "1", "-v", voice, "-w", "/out.wav", "-f", "/in.txt"],
-      preRun: [(m) => m.FS.writeFile("/in.txt", text)],
-      print: () => {},
-      printErr: (line) => errors.push(line),
-      instantiateWasm: (imports, done) => {
-        void WebAssembly.instantiate(compiled, imports).then((instance) =>
-          done(instance, compiled)
-        );
-        return {};
-      },
-    });
-    let wav: Uint8Array;
+    this.#instance ??=
+      (async () => await EspeakInstance.create(this.#given ?? await compileEspeak()))();
+    const instance = this.#instance;
     try {
-      wav = module.FS.readFile("/out.wav");
-    } catch {
-      throw new Error(`espeak-ng wrote no audio${errors.length ? `: ${errors[0]}` : ""}`);
+      return parseWav((await instance).speak(text, voice));
+    } catch (error) {
+      // A failed run may leave the instance in a state its reset does not cover: the next
+      // chunk gets a new one.
+      if (this.#instance === instance) this.#instance = undefined;
+      throw error;
     }
-    return parseWav(wav);
   }
 
-  #module(): Promise<WebAssembly.Module> {
-    this.#compiled ??= compileEspeak();
-    return this.#compiled;
+  /** Drops the instance (and the module, when this engine compiled it). */
+  close(): void {
+    this.#instance = undefined;
   }
 }
 
@@ -241,107 +190,158 @@ export class CommandEngine implements TtsEngine {
   }
 }
 
-/** What `tts_worker.ts` is asked: speak one chunk, or cut a text into chunks. */
+/**
+ * What `tts_worker.ts` is asked: speak a chunk (`id` numbers it, for its answer), or cut a
+ * text into chunks.
+ */
 export type WorkerRequest =
-  | {
-    readonly kind: "speak";
-    readonly module: WebAssembly.Module;
-    readonly text: string;
-    readonly voice: Voice;
-  }
+  | { readonly kind: "speak"; readonly id: number; readonly text: string; readonly voice: Voice }
   | { readonly kind: "split"; readonly text: string; readonly maxChars?: number };
 
-/** What `tts_worker.ts` answers: the chunk's PCM, the text's chunks, or why it failed. */
-export type WorkerReply =
-  | { readonly samples: Int16Array; readonly sampleRate: number }
-  | { readonly chunks: string[] }
-  | { readonly error: string };
-
 /**
- * Runs one request on a new worker thread (`tts_worker.ts`) and ends the thread when it
- * answers, so that everything the job allocated (a WebAssembly instance's 32 MB, a parsed
- * article) is freed at once instead of whenever the garbage collector gets to it.
- *
- * @returns The reply, or `undefined` when the worker cannot start or load (a build without
- *   it): the caller then does the job in this thread.
- * @throws {Error} with the worker's one sentence when the job failed.
+ * What `tts_worker.ts` answers: a chunk's PCM (with the request's `id`), the text's chunks,
+ * or why it failed (with the `id` of a chunk).
  */
-async function onWorkerThread(request: WorkerRequest): Promise<WorkerReply | undefined> {
-  let worker: Worker;
+export type WorkerReply =
+  | { readonly id: number; readonly samples: Int16Array; readonly sampleRate: number }
+  | { readonly chunks: string[] }
+  | { readonly id?: number; readonly error: string };
+
+/** A new worker thread running `tts_worker.ts`, or `undefined` when none can start. */
+function newWorker(): Worker | undefined {
   try {
-    worker = new Worker(new URL("./tts_worker.ts", import.meta.url).href, { type: "module" });
+    return new Worker(new URL("./tts_worker.ts", import.meta.url).href, { type: "module" });
   } catch {
     return undefined;
-  }
-  try {
-    const reply = await new Promise<WorkerReply | undefined>((resolve) => {
-      worker.onmessage = (event: MessageEvent<WorkerReply>) => resolve(event.data);
-      worker.onerror = (event) => {
-        event.preventDefault();
-        resolve(undefined);
-      };
-      worker.postMessage(request);
-    });
-    if (reply !== undefined && "error" in reply) throw new Error(reply.error);
-    return reply;
-  } finally {
-    worker.terminate();
   }
 }
 
 /**
  * Cuts `text` into chunks for speech ({@linkcode splitForSpeech} of `speech_text.ts`) on a
- * worker thread of its own, so that parsing a long article never holds up the relay's
- * requests; in this thread when no worker can start.
+ * worker thread of its own, which ends with the job (a parsed article is freed at once), so
+ * that parsing a long article never holds up the relay's requests; in this thread when no
+ * worker can start or load (a build without it).
  *
  * @param maxChars Longest chunk, characters; default that of `speech_text.ts` (500).
  * @returns The chunks, in reading order.
+ * @throws {Error} with the worker's one sentence when the job failed.
  */
 export async function splitOffThread(text: string, maxChars?: number): Promise<string[]> {
-  const reply = await onWorkerThread({
-    kind: "split",
-    text,
-    ...(maxChars === undefined ? {} : { maxChars }),
-  });
-  if (reply !== undefined && "chunks" in reply) return reply.chunks;
+  const worker = newWorker();
+  if (worker !== undefined) {
+    try {
+      const reply = await new Promise<WorkerReply | undefined>((resolve) => {
+        worker.onmessage = (event: MessageEvent<WorkerReply>) => resolve(event.data);
+        worker.onerror = (event) => {
+          event.preventDefault();
+          resolve(undefined);
+        };
+        const request: WorkerRequest = {
+          kind: "split",
+          text,
+          ...(maxChars === undefined ? {} : { maxChars }),
+        };
+        worker.postMessage(request);
+      });
+      if (reply !== undefined && "error" in reply) throw new Error(reply.error);
+      if (reply !== undefined && "chunks" in reply) return reply.chunks;
+    } finally {
+      worker.terminate();
+    }
+  }
   const { splitForSpeech } = await import("./speech_text.ts");
   return splitForSpeech(text, maxChars);
 }
 
+/** A chunk sent to the speech thread and not answered yet. */
+interface Waiting {
+  readonly text: string;
+  readonly voice: Voice;
+  resolve(pcm: Pcm): void;
+  reject(error: Error): void;
+}
+
 /**
- * The built-in engine on worker threads ({@linkcode EspeakWasm} in `tts_worker.ts`), so
- * that the relay keeps answering while a chunk is spoken. The module is compiled once, in
- * this thread, and handed to a new worker thread for each chunk, which ends with the chunk:
- * each instance's memory is given back at once, so an episode of any length needs one
- * instance's memory (docs/benchmarks.md, "Reading aloud"). When no worker can start (a build
- * without it), chunks are spoken in this thread instead.
+ * The built-in engine ({@linkcode EspeakWasm}) on a speech thread of its own, so that the
+ * relay keeps answering while a chunk is spoken. The thread starts with the first chunk,
+ * compiles the module and makes one instance, and speaks chunk after chunk with it until
+ * {@linkcode close} ends it (the podcast closes it when its queue is empty): an episode of any
+ * length needs one instance's memory, and an idle relay holds none (docs/benchmarks.md,
+ * "Reading aloud"). When no worker can start (a build without it), chunks are spoken in this
+ * thread instead.
  */
 export class EspeakWorker implements TtsEngine {
   /** A short name for logs and docs. */
   readonly name = "espeak-ng (WebAssembly, built in)";
-  #compiled: Promise<WebAssembly.Module> | undefined;
+  #worker: Worker | undefined;
+  /** The thread has answered once: it loaded, so an error later is a failure, not a missing file. */
+  #answered = false;
+  readonly #waiting = new Map<number, Waiting>();
+  #nextId = 0;
   #fallback: EspeakWasm | undefined;
 
-  /** Speaks `text` with `voice` on a worker thread; rejects with one sentence. */
-  async synthesize(text: string, voice: Voice): Promise<Pcm> {
-    if (this.#fallback) return await this.#fallback.synthesize(text, voice);
-    this.#compiled ??= compileEspeak();
-    const module = await this.#compiled.catch((error) => {
-      this.#compiled = undefined;
-      throw error;
-    });
-    const reply = await onWorkerThread({ kind: "speak", module, text, voice });
-    if (reply !== undefined && "samples" in reply) {
-      return { samples: reply.samples, sampleRate: reply.sampleRate };
+  /** Speaks `text` with `voice` on the speech thread; rejects with one sentence. */
+  synthesize(text: string, voice: Voice): Promise<Pcm> {
+    if (this.#fallback) return this.#fallback.synthesize(text, voice);
+    const worker = this.#worker ?? this.#start();
+    if (worker === undefined) {
+      this.#fallback = new EspeakWasm();
+      return this.#fallback.synthesize(text, voice);
     }
-    // No worker thread here: speak in this thread from now on.
-    this.#fallback = new EspeakWasm(module);
-    return await this.#fallback.synthesize(text, voice);
+    const id = this.#nextId++;
+    return new Promise<Pcm>((resolve, reject) => {
+      this.#waiting.set(id, { text, voice, resolve, reject });
+      const request: WorkerRequest = { kind: "speak", id, text, voice };
+      worker.postMessage(request);
+    });
   }
 
-  /** Drops the compiled module (it is compiled again for the next chunk). */
+  /** Ends the speech thread, and with it the compiled module and the instance's memory. */
   close(): void {
-    this.#compiled = undefined;
-    this.#fallback = undefined;
+    this.#stop(new Error("the speech engine was closed"));
+    this.#fallback?.close();
+  }
+
+  #start(): Worker | undefined {
+    const worker = newWorker();
+    if (worker === undefined) return undefined;
+    this.#worker = worker;
+    this.#answered = false;
+    worker.onmessage = (event: MessageEvent<WorkerReply>) => {
+      this.#answered = true;
+      const reply = event.data;
+      if (!("id" in reply) || reply.id === undefined) return;
+      const waiting = this.#waiting.get(reply.id);
+      this.#waiting.delete(reply.id);
+      if ("error" in reply) waiting?.reject(new Error(reply.error));
+      else if ("samples" in reply) {
+        waiting?.resolve({ samples: reply.samples, sampleRate: reply.sampleRate });
+      }
+    };
+    worker.onerror = (event) => {
+      event.preventDefault();
+      if (this.#answered) {
+        this.#stop(new Error(`the speech thread stopped: ${event.message}`));
+        return;
+      }
+      // The thread could not load (a build without it): speak in this thread from now on,
+      // the chunks already sent included.
+      const waiting = [...this.#waiting.values()];
+      this.#waiting.clear();
+      this.#stop(new Error("the speech thread could not start"));
+      const fallback = this.#fallback = new EspeakWasm();
+      for (const chunk of waiting) {
+        fallback.synthesize(chunk.text, chunk.voice).then(chunk.resolve, chunk.reject);
+      }
+    };
+    return worker;
+  }
+
+  /** Ends the thread; chunks still waiting are rejected with `reason`. */
+  #stop(reason: Error): void {
+    this.#worker?.terminate();
+    this.#worker = undefined;
+    for (const waiting of this.#waiting.values()) waiting.reject(reason);
+    this.#waiting.clear();
   }
 }

@@ -1,9 +1,11 @@
 /**
- * The podcast's worker thread: each one does one job and is ended when it answers, so that
- * what the job allocated is freed at once. Jobs (`WorkerRequest` of `tts.ts`): speak one
- * chunk with eSpeak NG (up to a second of work on a small machine, in one piece), or cut an
- * article into chunks (markdown-it, about a second for 400 KB); neither holds up the relay's
- * requests. Answers (`WorkerReply`): `{samples, sampleRate}`, `{chunks}` or `{error}`.
+ * The podcast's worker threads. A speech thread ({@linkcode EspeakWorker} of `tts.ts`) lives
+ * while episodes are spoken: it keeps one eSpeak NG instance and speaks chunk after chunk
+ * (up to a second of work each on a small machine, in one piece), one at a time, in the order
+ * asked. A splitting thread cuts one article into chunks (markdown-it, about a second for
+ * 400 KB) and is ended when it answers, so that the parsed article is freed at once. Neither
+ * holds up the relay's requests. Requests and answers: `WorkerRequest` and `WorkerReply` of
+ * `tts.ts`.
  *
  * @module
  */
@@ -12,8 +14,17 @@
 
 import { EspeakWasm, type WorkerReply, type WorkerRequest } from "./tts.ts";
 
-self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
+/** This thread's engine, made with its first chunk. */
+let engine: EspeakWasm | undefined;
+/** The chunks run one after another: each waits for the one before. */
+let queue: Promise<void> = Promise.resolve();
+
+self.onmessage = (event: MessageEvent<WorkerRequest>) => {
   const request = event.data;
+  queue = queue.then(() => handle(request));
+};
+
+async function handle(request: WorkerRequest): Promise<void> {
   try {
     if (request.kind === "split") {
       // Loaded here only: a speaking thread never loads markdown-it.
@@ -22,11 +33,22 @@ self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
       self.postMessage(reply);
       return;
     }
-    const pcm = await new EspeakWasm(request.module).synthesize(request.text, request.voice);
-    const reply: WorkerReply = { samples: pcm.samples, sampleRate: pcm.sampleRate };
-    self.postMessage(reply, [pcm.samples.buffer as ArrayBuffer]);
+    engine ??= new EspeakWasm();
+    try {
+      const pcm = await engine.synthesize(request.text, request.voice);
+      const reply: WorkerReply = {
+        id: request.id,
+        samples: pcm.samples,
+        sampleRate: pcm.sampleRate,
+      };
+      self.postMessage(reply, [pcm.samples.buffer as ArrayBuffer]);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      const reply: WorkerReply = { id: request.id, error: reason };
+      self.postMessage(reply);
+    }
   } catch (error) {
     const reply: WorkerReply = { error: error instanceof Error ? error.message : String(error) };
     self.postMessage(reply);
   }
-};
+}

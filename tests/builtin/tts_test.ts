@@ -6,6 +6,7 @@ import {
   EspeakWasm,
   EspeakWorker,
   parseWav,
+  type Voice,
 } from "../../src/builtin/tts.ts";
 import { splitForSpeech } from "../../src/builtin/speech_text.ts";
 import { walkMp3 } from "./_mp3.ts";
@@ -58,6 +59,40 @@ Deno.test("the built-in engine speaks English and Mandarin into MP3 that decodes
     const seconds = pcm.samples.length / pcm.sampleRate;
     assert.ok(Math.abs(walk.seconds - seconds) < 0.2, `${walk.seconds} vs ${seconds}`);
   }
+});
+
+Deno.test("one instance speaks chunk after chunk as a fresh one would", async () => {
+  const engine = new EspeakWasm();
+  const first = await engine.synthesize("The first chunk, spoken first.", "en-us");
+  await engine.synthesize("中文的一段话，说得比较长。", "cmn");
+  await engine.synthesize("A longer chunk in between, to leave something behind.", "en-us");
+  const again = await engine.synthesize("The first chunk, spoken first.", "en-us");
+  assert.deepEqual(again.samples, first.samples);
+  const fresh = await new EspeakWasm().synthesize("中文的一段话，说得比较长。", "cmn");
+  assert.deepEqual(
+    (await engine.synthesize("中文的一段话，说得比较长。", "cmn")).samples,
+    fresh.samples,
+  );
+  engine.close();
+});
+
+Deno.test("a chunk the engine fails is one sentence, and the next chunk is spoken", async () => {
+  const worker = new EspeakWorker();
+  try {
+    await assert.rejects(
+      () => worker.synthesize("No such voice.", "xx-nowhere" as Voice),
+      (error: Error) =>
+        /^espeak-ng wrote no audio/.test(error.message) && !error.message.includes("\n"),
+    );
+    const next = await worker.synthesize("Spoken after the failure.", "en-us");
+    assert.ok(next.samples.length > 11025);
+  } finally {
+    worker.close();
+  }
+  // A chunk still waiting when the thread is closed is rejected, not left hanging.
+  const waiting = worker.synthesize("Closed before it is spoken.", "en-us");
+  worker.close();
+  await assert.rejects(() => waiting, /closed/);
 });
 
 Deno.test("text that looks like an option is spoken, not taken for one", async () => {

@@ -16,8 +16,8 @@
  *
  * The data files are most of the module's 18 MB (the Russian dictionary alone is 8.5 MB), and
  * English and Mandarin read about 2.5 MB of them. So the module is compiled without them (a
- * compiled module keeps its bytes: 58 MB of memory compiled whole, 6 MB without), and each file is read
- * from `espeak-ng.wasm` into the instance's memory when eSpeak NG first opens it.
+ * compiled module keeps its bytes: 58 MB of memory compiled whole, 6 MB without), and each
+ * file is read from `espeak-ng.wasm` into the instance's memory when eSpeak NG first opens it.
  *
  * @module
  */

@@ -289,8 +289,9 @@ export class Podcast {
       if (next === undefined) {
         // A kick while #next was reading means there may be work, or a stop: look again.
         if (this.#kicked) continue;
-        // Nothing to speak: the engine drops what it holds (the compiled speech module), and
-        // the MP3 encoder (LAME's 16 MB of WebAssembly memory) goes with it, until next time.
+        // Nothing to speak: the engine drops what it holds (its speech thread, with the
+        // compiled module and the instance), and the MP3 encoder (LAME's 16 MB of WebAssembly
+        // memory) goes with it, until next time.
         if (this.#spoke) {
           this.#engine.close?.();
           this.#encoder = new Mp3SegmentEncoder();

@@ -360,7 +360,7 @@ export class EspeakInstance {
     }
   }
 
-  /** Puts the writable memory, the stack pointer and the open files back as before the first run. */
+  /** Puts the writable memory, the stack pointer and the open files back as before any run. */
   #reset(): void {
     const memory = new Uint8Array(this.#exports.memory.buffer);
     memory.set(this.#pristine, this.#writable);

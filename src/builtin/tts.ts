@@ -274,7 +274,7 @@ export class EspeakWorker implements TtsEngine {
   /** A short name for logs and docs. */
   readonly name = "espeak-ng (WebAssembly, built in)";
   #worker: Worker | undefined;
-  /** The thread has answered once: it loaded, so an error later is a failure, not a missing file. */
+  /** The thread has answered: it loaded, so an error now is a failure, not a missing file. */
   #answered = false;
   readonly #waiting = new Map<number, Waiting>();
   #nextId = 0;

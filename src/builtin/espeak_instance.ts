@@ -174,21 +174,39 @@ export async function compileEspeak(): Promise<CompiledEspeak> {
   }
 }
 
-/** Reads `into.length` bytes of the file at `url` from `offset` into `into`. */
-function readInto(url: URL, offset: number, into: Uint8Array): void {
-  try {
-    using file = Deno.openSync(url, { read: true });
-    file.seekSync(offset, Deno.SeekMode.Start);
-    for (let done = 0; done < into.length;) {
-      const n = file.readSync(into.subarray(done));
-      if (n === null) throw new Error("espeak-ng.wasm is cut short");
-      done += n;
+/** Reads the left-out segment from `espeak-ng.wasm` into an instance's memory, piece by piece. */
+class SegmentReader {
+  readonly #leftOut: LeftOut;
+  /** The whole file, when it cannot be read in pieces; kept as long as the instance. */
+  #whole: Uint8Array | undefined;
+
+  constructor(leftOut: LeftOut) {
+    this.#leftOut = leftOut;
+  }
+
+  /** Reads the segment's bytes for the memory at `address` into `into`, all of it. */
+  read(address: number, into: Uint8Array): void {
+    const offset = this.#leftOut.fileOffset + address - this.#leftOut.address;
+    if (this.#whole === undefined) {
+      try {
+        using file = Deno.openSync(this.#leftOut.url, { read: true });
+        file.seekSync(offset, Deno.SeekMode.Start);
+        for (let done = 0; done < into.length;) {
+          const n = file.readSync(into.subarray(done));
+          if (n === null) throw new Error("espeak-ng.wasm is cut short");
+          done += n;
+        }
+        return;
+      } catch {
+        // A file system that cannot seek (a compiled program's own files, perhaps): the
+        // whole file, once (about 330 of its files are read for English).
+        this.#whole = Deno.readFileSync(this.#leftOut.url);
+      }
     }
-  } catch (error) {
-    // A file system that cannot seek (a compiled program's own files, perhaps): whole.
-    const whole = Deno.readFileSync(url);
-    if (whole.length < offset + into.length) throw error;
-    into.set(whole.subarray(offset, offset + into.length));
+    if (this.#whole.length < offset + into.length) {
+      throw new Error("espeak-ng.wasm is cut short");
+    }
+    into.set(this.#whole.subarray(offset, offset + into.length));
   }
 }
 
@@ -206,12 +224,17 @@ interface DataFile {
  * files. The files' table (at `table`, near the segment's end: per file, the addresses of its
  * name and bytes, and its length) is read first.
  */
-function fillAllButFiles(memory: WebAssembly.Memory, leftOut: LeftOut, table: number): DataFile[] {
+function fillAllButFiles(
+  memory: WebAssembly.Memory,
+  leftOut: LeftOut,
+  reader: SegmentReader,
+  table: number,
+): DataFile[] {
   const bytes = new Uint8Array(memory.buffer);
   const end = leftOut.address + leftOut.length;
   const fill = (from: number, to: number) => {
     if (to > from) {
-      readInto(leftOut.url, leftOut.fileOffset + from - leftOut.address, bytes.subarray(from, to));
+      reader.read(from, bytes.subarray(from, to));
     }
   };
   if (!(table >= leftOut.address && table < end)) {
@@ -284,16 +307,17 @@ export class EspeakInstance {
       print: () => {},
       printErr: (line) => errors.push(line),
       instantiateWasm: (imports, done) => {
+        const reader = new SegmentReader(compiled.leftOut);
         let files: DataFile[] = [];
         // The glue's own loader makes each directory again for each file, each refusal an
         // error with a stack trace: 22 MB of garbage for 445 files.
         (imports.env as Record<string, unknown>)._emscripten_fs_load_embedded_files = () =>
-          addFiles(options.FS!, exports!.memory, compiled.leftOut, files);
+          addFiles(options.FS!, exports!.memory, reader, files);
         void WebAssembly.instantiate(compiled.module, imports).then((made) => {
           exports = made.exports as unknown as EspeakExports;
           // Before the glue's start-up, which reads the files' table.
           const table = Number(exports.__emscripten_embedded_file_data.value);
-          files = fillAllButFiles(exports.memory, compiled.leftOut, table);
+          files = fillAllButFiles(exports.memory, compiled.leftOut, reader, table);
           done(made, compiled.module);
         }).catch(fail);
         return {};
@@ -393,7 +417,7 @@ export class EspeakInstance {
 function addFiles(
   fs: EspeakGlue["FS"],
   memory: WebAssembly.Memory,
-  leftOut: LeftOut,
+  reader: SegmentReader,
   files: readonly DataFile[],
 ): void {
   const made = new Set<string>(["", "/"]);
@@ -412,7 +436,7 @@ function addFiles(
       configurable: true,
       enumerable: true,
       get() {
-        readInto(leftOut.url, leftOut.fileOffset + file.address - leftOut.address, view);
+        reader.read(file.address, view);
         Object.defineProperty(node, "contents", { value: view, writable: true, enumerable: true });
         return view;
       },

@@ -194,9 +194,9 @@ function scriptLanguage(episode: Episode): string {
  * each episode's description as rendered HTML (a literal `<b>` in the text stays text), and
  * Podcasting 2.0's `podcast:guid` and `podcast:transcript` (the text that was read).
  *
- * @param options.key For a private podcast read with `?key=`: the key, added to the
- *   enclosures' and transcripts' URLs so that a podcast app, which sends no header, can
- *   fetch them too.
+ * @param options.key For a private podcast: its feed key (`podcast_feed_key.ts`), added to
+ *   the feed's own address (`atom:link`) and the enclosures' and transcripts' URLs so that a
+ *   podcast app, which sends no header, can fetch them too.
  * @param options.settings Language and owner address.
  */
 export function podcastRss(
@@ -220,7 +220,8 @@ export function podcastRss(
     language,
     image: artwork,
     updated: new Date(ready[0]?.created_at ?? 0),
-    feedLinks: { rss: feedUrl },
+    // A private feed's own address keeps its key: an app that follows it stays subscribed.
+    feedLinks: { rss: `${feedUrl}${query}` },
     generator: "Content Relay",
     copyright: "",
   });

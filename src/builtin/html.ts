@@ -197,22 +197,27 @@ export function formatDuration(seconds: number): string {
 }
 
 /**
- * The podcast's page: the feed URL to subscribe to (as text, and as a QR code unless the
- * podcast is private: its QR code holds a key), and every episode with its state.
+ * The podcast's page: the feed URL to subscribe to (as text, and as a QR code), and every
+ * episode with its state and a player.
+ *
+ * @param options.key For a private podcast: its feed key (`podcast_feed_key.ts`), which the
+ *   feed's, the QR code's and the audio's addresses carry, since neither a podcast app nor
+ *   an `<audio>` or `<img>` element sends a header.
  */
 export function podcastPage(
   episodes: readonly Episode[],
   urls: SiteUrls,
-  options: { qr?: boolean } = {},
+  options: { key?: string | undefined } = {},
 ): string {
-  const feed = `${urls.origin}/podcast/feed.xml`;
+  const query = options.key === undefined ? "" : `?key=${encodeURIComponent(options.key)}`;
+  const feed = `${urls.origin}/podcast/feed.xml${query}`;
   const items = episodes.map((episode) =>
     `<li><span class="title">${escapeHtml(episode.title)}</span><div class="meta${
       episode.state === "failed" ? " state-failed" : ""
     }">${date(episode.created_at)} · ${escapeHtml(describeState(episode))}</div>${
       episode.state === "ready"
         ? `<audio controls preload="none" src="${
-          escapeHtml(`${urls.origin}/podcast/${episode.id}.mp3`)
+          escapeHtml(`${urls.origin}/podcast/${episode.id}.mp3${query}`)
         }"></audio>`
         : ""
     }</li>`
@@ -221,13 +226,9 @@ export function podcastPage(
   return page(
     { title: "Podcast", description, urls },
     `<h1>Podcast</h1>
-${
-      options.qr
-        ? `<img class="qr" src="${
-          escapeHtml(`${urls.origin}/podcast/qr.svg`)
-        }" alt="QR code of the feed's address" width="160" height="160">`
-        : ""
-    }
+<img class="qr" src="${
+      escapeHtml(`${urls.origin}/podcast/qr.svg${query}`)
+    }" alt="QR code of the feed's address" width="160" height="160">
 <p>Subscribe in a podcast app with this address:<br><a href="${escapeHtml(feed)}">${
       escapeHtml(feed)
     }</a></p>

@@ -235,6 +235,8 @@ function podcastPaths(): Record<string, ZodOpenApiOperationObject> {
     },
     "/podcast/episodes": {
       summary: "The episodes and their states as JSON, newest first",
+      description: "For a private podcast, `feed_url` and each `audio_url` carry the podcast's " +
+        "feed key (`?key=`), which opens the podcast's pages, feed and files and nothing else.",
       responses: {
         "200": json(
           "Episodes",

@@ -29,6 +29,7 @@ import { HttpError, problemResponse, truncate } from "../errors.ts";
 import { fileFaultProblem, storageProblem } from "./faults.ts";
 import { sizeOf } from "./responses.ts";
 import type { KeyRing } from "../access/named_keys.ts";
+import { podcastFeedKey } from "../access/podcast_feed_key.ts";
 import type { PublishConfig } from "../publish/fan_out.ts";
 import type { FailedPublishes } from "../publish/failed.ts";
 import type { BuiltinPublishing } from "./route.ts";
@@ -250,7 +251,7 @@ function registerRoutes(
     const allow = methods.join(", ");
     const access: Access | undefined = route.open
       ? undefined
-      : { scope: route.scope, appId: route.appId };
+      : { scope: route.scope, appId: route.appId, podcastFeed: route.podcastFeed };
     app.all(path, (c: Context) => {
       const method = c.req.method;
       if (!methods.includes(method)) {
@@ -430,6 +431,11 @@ function honoApp(
   return app;
 }
 
+/** The podcast's feed key, when the relay serves the built-in podcast. */
+function podcastFeedKeyOf(options: AppOptions): string | undefined {
+  return options.builtin === undefined ? undefined : podcastFeedKey(options.builtin.appId);
+}
+
 /** The one authorisation path of every route ({@linkcode createAuthorize}), as configured. */
 function authorizeOf(options: AppOptions): Authorize {
   return createAuthorize({
@@ -442,6 +448,7 @@ function authorizeOf(options: AppOptions): Authorize {
       ...[URL.parse(options.builtin?.publicUrl ?? "")?.origin ?? []].flat(),
     ],
     appId: options.builtin?.appId,
+    podcastFeedKey: podcastFeedKeyOf(options),
   });
 }
 
@@ -483,7 +490,11 @@ export function createApp(options: AppOptions): RelayApp {
   const routes = appRoutes(routeContext(options, logger, metrics));
   const authorize = authorizeOf(options);
   const cors = corsOrigin(options.allowedOrigins ?? []);
-  const secrets = { mainKey: options.apiKey, isNamedKey: options.keyRing?.isKey };
+  const secrets = {
+    mainKey: options.apiKey,
+    isNamedKey: options.keyRing?.isKey,
+    podcastFeedKey: podcastFeedKeyOf(options),
+  };
   const errorResponse = errorResponder(logger);
   const app = honoApp(routes, { authorize, cors, errorResponse }, options.builtin !== undefined);
   const fromCache = cachedReads(routes, authorize, errorResponse);

@@ -80,6 +80,8 @@ export interface Secrets {
   readonly mainKey: string;
   /** Whether `text` is one of the named keys (by its digest; not counted as a use). */
   readonly isNamedKey?: ((text: string) => boolean) | undefined;
+  /** The private podcast's feed key (`podcast_feed_key.ts`), when the relay has a podcast. */
+  readonly podcastFeedKey?: string | undefined;
 }
 
 /**
@@ -109,9 +111,10 @@ function percentDecode(text: string): string {
   });
 }
 
-/** Whether `text` (decoded) holds the main key or a named key. */
+/** Whether `text` (decoded) holds the main key, a named key or the podcast's feed key. */
 function holdsKey(text: string, secrets: Secrets): boolean {
   if (secrets.mainKey !== "" && text.includes(secrets.mainKey)) return true;
+  if (secrets.podcastFeedKey !== undefined && text.includes(secrets.podcastFeedKey)) return true;
   const isNamedKey = secrets.isNamedKey;
   if (isNamedKey === undefined || text.length < NAMED_KEY_CHARS) return false;
   for (const [token] of text.matchAll(KEY_TOKEN)) if (isNamedKey(token)) return true;
@@ -125,7 +128,7 @@ function holdsKey(text: string, secrets: Secrets): boolean {
  *   `key` (`key=`, `KEY=`, `k%65y=`, `api_key=`), parameters being separated by `&` or `;`;
  * - the main key wherever it appears, as sent or percent-encoded;
  * - any part of the path or query (between `/`, `?`, `&`, `;`, `=`) that, decoded, holds
- *   the main key or a named key.
+ *   the main key, a named key or the podcast's feed key.
  *
  * Works on the raw string, so a request whose URL does not parse (a bad `Host` header) is
  * logged without its key too. A target longer than {@linkcode LOGGED_TARGET_CHARS} is cut
@@ -324,6 +327,11 @@ export interface AuthorizeOptions {
   readonly allowedOrigins?: readonly string[] | undefined;
   /** The app id routes marked `appId` take in `X-App-ID`; without it they take keys only. */
   readonly appId?: string | undefined;
+  /**
+   * The private podcast's feed key, which routes marked `podcastFeed` take as they take a
+   * key (and no other route does); without it they take keys only.
+   */
+  readonly podcastFeedKey?: string | undefined;
 }
 
 /** What a route asks of a request's credentials. */
@@ -332,6 +340,8 @@ export interface Access {
   readonly scope: Scope;
   /** Whether the app id in `X-App-ID` is taken instead of such a key. */
   readonly appId?: boolean | undefined;
+  /** Whether the podcast's feed key is taken as such a key (the private podcast's reads). */
+  readonly podcastFeed?: boolean | undefined;
 }
 
 /** The check {@linkcode createAuthorize} makes; see there. */
@@ -345,6 +355,9 @@ export type Authorize = (
 
 /** The {@linkcode KEY_ID} of a request let through by its app id. */
 export const APP_ID_KEY_ID = "app-id";
+
+/** The {@linkcode KEY_ID} of a request let through by the podcast's feed key. */
+export const PODCAST_FEED_KEY_ID = "podcast-feed";
 
 /** The 401 for a missing or wrong key (and app id, where one is taken). */
 function unauthorized(given: string | undefined, access: Access): HttpError {
@@ -390,9 +403,10 @@ function checkCookieUse(request: Request, access: Access, path: string): void {
 /**
  * Makes `authorize(request, url, address, access, path)`: the one check, made after the
  * method's, that lets a request through only with the main key, a named key that has
- * `access.scope`, or, where `access.appId`, the relay's app id. Every route that needs
- * a key goes through it, the built-in services' too. It runs synchronously, inside each
- * endpoint's one handler and before a cached read is answered.
+ * `access.scope`, or, where `access.appId`, the relay's app id, or, where
+ * `access.podcastFeed`, the podcast's feed key (anywhere else that is an unknown key). Every
+ * route that needs a key goes through it, the built-in services' too. It runs
+ * synchronously, inside each endpoint's one handler and before a cached read is answered.
  *
  * A request from another web page's origin ({@linkcode foreignOrigin}) is refused first and
  * not counted as a failed authentication, so that a page a household member visits cannot
@@ -422,7 +436,7 @@ function checkCookieUse(request: Request, access: Access, path: string): void {
  *   without the scope.
  */
 export function createAuthorize(options: AuthorizeOptions): Authorize {
-  const { apiKey, keyRing, failures, allowedOrigins = [], appId } = options;
+  const { apiKey, keyRing, failures, allowedOrigins = [], appId, podcastFeedKey } = options;
   return (request, url, address, access, path) => {
     const headers = request.headers;
     const foreign = foreignOrigin(headers, request.url, allowedOrigins);
@@ -445,6 +459,10 @@ export function createAuthorize(options: AuthorizeOptions): Authorize {
       if (given !== undefined) checkCookieUse(request, access, path);
     }
     if (given !== undefined && keysMatch(given, apiKey)) return MAIN_KEY_ID;
+    if (
+      access.podcastFeed && podcastFeedKey !== undefined && given !== undefined &&
+      keysMatch(given, podcastFeedKey)
+    ) return PODCAST_FEED_KEY_ID;
     const named = given === undefined ? undefined : keyRing?.find(given);
     if (named !== undefined) {
       if (!named.scopes.includes(access.scope)) {

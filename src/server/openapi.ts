@@ -486,7 +486,11 @@ function operations(
     "x-scope": route.scope,
     ...(route.appId ? { security: APP_ID_SECURITY } : {}),
     description: `${operation.description ?? ""}\n\nA named key needs the \`${route.scope}\` ${
-      route.appId ? "scope; the relay's app id in `X-App-ID` may be sent instead." : "scope."
+      route.appId
+        ? "scope; the relay's app id in `X-App-ID` may be sent instead."
+        : route.podcastFeed
+        ? "scope; the podcast's feed key, which `feed_url` carries, may be sent instead."
+        : "scope."
     }`.trim(),
     responses: { ...operation.responses, ...problems(...AUTH_ERRORS) },
   });

@@ -29,7 +29,9 @@ export type Handler = (c: Context, url: URL) => Promise<Response>;
  * One endpoint: the methods it answers, and either `open` (no key needed) or the scope a
  * named key needs for it (the main key has every scope). With `appId`, the
  * relay's app id in `X-App-ID` is taken instead of a key with that scope (what external
- * callers of the built-in services' API send). A built-in page that is public unless
+ * callers of the built-in services' API send). With `podcastFeed`, the podcast's feed key
+ * (`podcast_feed_key.ts`) is taken as such a key: what a podcast app subscribed to a private
+ * podcast sends, and which no other route takes. A built-in page that is public unless
  * `--private-blog` or `--private-podcast` is `open` or has the `read` scope, as configured.
  */
 export type Route =
@@ -45,10 +47,16 @@ export type Route =
      */
     readonly cached?: (url: URL) => Response | undefined;
   }
-  & ({ readonly open: true; readonly scope?: never; readonly appId?: never } | {
+  & ({
+    readonly open: true;
+    readonly scope?: never;
+    readonly appId?: never;
+    readonly podcastFeed?: never;
+  } | {
     readonly open?: never;
     readonly scope: Scope;
     readonly appId?: boolean;
+    readonly podcastFeed?: boolean;
   });
 
 /**
@@ -78,7 +86,11 @@ export interface BuiltinPublishing {
   readonly publicUrl?: string | undefined;
   /** `--private-blog`: the blog's pages and feed need a key with the `read` scope. */
   readonly privateBlog?: boolean | undefined;
-  /** `--private-podcast`: the podcast's pages, feed and audio need a key with `read`. */
+  /**
+   * `--private-podcast`: the podcast's pages, feed and audio need a key with `read`, or the
+   * podcast's feed key (derived from `appId`), which the feed's and the files' addresses
+   * carry.
+   */
   readonly privatePodcast?: boolean | undefined;
   /** The podcast feed's language and owner address (`--podcast-language`, `--podcast-email`). */
   readonly podcastFeed?: PodcastFeedSettings | undefined;

@@ -35,12 +35,16 @@ export interface Running extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-/** What {@linkcode serveServices} takes: the services' options and the relay's. */
+/**
+ * What {@linkcode serveServices} takes: the services' options and the relay's, and where the
+ * relay's log lines go (default nowhere).
+ */
 export type ServeOptions =
   & Partial<BuiltinOptions>
   & Partial<
     Pick<BuiltinPublishing, "publicUrl" | "privateBlog" | "privatePodcast" | "podcastFeed">
-  >;
+  >
+  & { readonly logger?: Logger };
 
 /**
  * Serves the relay with its built-in services on 127.0.0.1 and starts their worker.
@@ -48,7 +52,8 @@ export type ServeOptions =
  * @param options.dataDir An existing temporary directory, or a new one.
  */
 export async function serveServices(options: ServeOptions = {}): Promise<Running> {
-  const { publicUrl, privateBlog, privatePodcast, podcastFeed, ...serviceOptions } = options;
+  const { publicUrl, privateBlog, privatePodcast, podcastFeed, logger, ...serviceOptions } =
+    options;
   const dataDir = options.dataDir ?? await Deno.makeTempDir({ prefix: "relay-publish-" });
   const base = await makeStore({ systemClock: true });
   const keysFile = join(await Deno.makeTempDir({ prefix: "relay-keys-" }), "keys.json");
@@ -59,7 +64,7 @@ export async function serveServices(options: ServeOptions = {}): Promise<Running
     store: base.store,
     apiKey: MAIN_KEY,
     keyRing: new KeyRing(keysFile, Date.now, () => {}),
-    logger: new Logger({ write: () => {} }),
+    logger: logger ?? new Logger({ write: () => {} }),
     builtin: { services, appId: APP_ID, publicUrl, privateBlog, privatePodcast, podcastFeed },
   });
   const server = Deno.serve(

@@ -448,31 +448,6 @@ Deno.test("everything published survives a restart", async () => {
   assert.ok(walkMp3(new Uint8Array(await audio.arrayBuffer())).seconds > 0.5);
 });
 
-Deno.test("podcast: --private-podcast needs a key; a feed read with ?key= passes it to its enclosures", async () => {
-  await using relay = await serveServices({ privatePodcast: true });
-  await postJson(`${relay.url}/downstream/api/publish`, {
-    title: "Private",
-    content: "Only for the family.",
-    targets: ["nas"],
-    transform: "read",
-  }, { "x-app-id": APP_ID });
-  await relay.services.podcast.idle(60_000);
-  for (const path of ["/podcast/", "/podcast/feed.xml", "/podcast/episodes", "/podcast/qr.svg"]) {
-    await assertProblem(await fetch(`${relay.url}${path}`), 401);
-  }
-  // The QR code of a private feed holds the key, since a podcast app sends no header.
-  const qr = await (await fetch(`${relay.url}/podcast/qr.svg?key=${READER_KEY}`)).text();
-  assert.ok(qr.startsWith("<svg"), qr.slice(0, 50));
-  const feed = await fetch(`${relay.url}/podcast/feed.xml?key=${READER_KEY}`);
-  assert.equal(feed.status, 200);
-  const url = xml.parse(await feed.text()).rss.channel.item.enclosure["@url"];
-  assert.ok(url.endsWith(`.mp3?key=${READER_KEY}`), url);
-  await assertProblem(await fetch(url.replace(/\?key=.*$/, "")), 401);
-  const audio = await fetch(url);
-  assert.equal(audio.status, 200);
-  assert.ok(walkMp3(new Uint8Array(await audio.arrayBuffer())).seconds > 0.5);
-});
-
 Deno.test("podcast: a client that drops a ranged download leaves the relay serving", async () => {
   await using relay = await serveServices();
   await postJson(`${relay.url}/downstream/api/publish`, {

@@ -13,6 +13,7 @@ import { HttpError, problemResponse } from "../../errors.ts";
 import type { SiteUrls } from "../../builtin/html.ts";
 import { ARTWORK_PATH, artworkResponse, transcriptResponse } from "../../builtin/podcast_files.ts";
 import { robotsResponse } from "../../builtin/site.ts";
+import { podcastFeedKey } from "../../access/podcast_feed_key.ts";
 import { json } from "../responses.ts";
 import { byteRange, fileTag, notModified, notModifiedResponse } from "../validators.ts";
 import type { BuiltinPublishing, Handler, Route, Routes } from "../route.ts";
@@ -105,10 +106,13 @@ async function serveFile(c: Context, path: string, type: string): Promise<Respon
   });
 }
 
-/** A route that reads: open, or needing a `read` key when `needsKey`. */
-function reading(needsKey: boolean | undefined, handler: Handler): Route {
+/**
+ * A route that reads: open, or needing a `read` key when `needsKey`; with `podcastFeed`, the
+ * podcast's feed key is taken as such a key.
+ */
+function reading(needsKey: boolean | undefined, handler: Handler, podcastFeed = false): Route {
   return needsKey
-    ? { scope: "read", methods: GET, handler }
+    ? { scope: "read", methods: GET, handler, podcastFeed }
     : { open: true, methods: GET, handler };
 }
 
@@ -173,44 +177,42 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
   const { podcast } = builtin.services;
   const closed = builtin.privatePodcast;
   const urls = (): SiteUrls => ({ origin: siteOrigin(builtin) });
-  // A private podcast's feed, read with ?key=, passes the key on to its enclosures and QR.
-  const feedKey = (url: URL) => closed ? url.searchParams.get("key") ?? undefined : undefined;
+  // A podcast app sends no header, so a private podcast's addresses carry a key; never the
+  // caller's (often the main key), which would travel to the app and to whatever service it
+  // syncs subscriptions with: the feed key, which opens the podcast's reads and nothing else.
+  const key = closed ? podcastFeedKey(builtin.appId) : undefined;
+  const query = key === undefined ? "" : `?key=${encodeURIComponent(key)}`;
+  const podcastReading = (handler: Handler) => reading(closed, handler, true);
   const index: Handler = async () => {
     const { podcastPage, PAGE_HEADERS } = await loadPages();
-    const page = podcastPage(await podcast.list(), urls(), { qr: !closed });
+    const page = podcastPage(await podcast.list(), urls(), { key });
     return new Response(page, { headers: PAGE_HEADERS });
   };
   return {
-    "/podcast": reading(closed, index),
-    "/podcast/": reading(closed, index),
-    "/podcast/episodes": reading(closed, async () => {
+    "/podcast": podcastReading(index),
+    "/podcast/": podcastReading(index),
+    "/podcast/episodes": podcastReading(async () => {
       const origin = urls().origin;
       return json({
-        feed_url: `${origin}/podcast/feed.xml`,
+        feed_url: `${origin}/podcast/feed.xml${query}`,
         episodes: (await podcast.list()).map(({ text: _text, ...episode }) => ({
           ...episode,
           ...(episode.state === "ready"
-            ? { audio_url: `${origin}/podcast/${episode.id}.mp3` }
+            ? { audio_url: `${origin}/podcast/${episode.id}.mp3${query}` }
             : {}),
         })),
       });
     }),
-    "/podcast/feed.xml": reading(closed, async (_c, url) => {
+    "/podcast/feed.xml": podcastReading(async () => {
       const { podcastRss } = await loadFeeds();
       const settings = builtin.podcastFeed;
-      return new Response(
-        podcastRss(await podcast.list(), urls(), { key: feedKey(url), settings }),
-        {
-          headers: { "content-type": "application/rss+xml; charset=utf-8" },
-        },
-      );
+      return new Response(podcastRss(await podcast.list(), urls(), { key, settings }), {
+        headers: { "content-type": "application/rss+xml; charset=utf-8" },
+      });
     }),
     // The feed's address as a QR code, for subscribing from a phone's podcast app.
-    "/podcast/qr.svg": reading(closed, async (_c, url) => {
-      const key = feedKey(url);
-      const feed = `${urls().origin}/podcast/feed.xml${
-        key === undefined ? "" : `?key=${encodeURIComponent(key)}`
-      }`;
+    "/podcast/qr.svg": podcastReading(async () => {
+      const feed = `${urls().origin}/podcast/feed.xml${query}`;
       const { default: QRCode } = await import("qrcode");
       const svg = await QRCode.toString(feed, {
         type: "svg",
@@ -223,7 +225,7 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
     }),
     // Public even for a private podcast: an app shows it before it has asked for a key.
     [ARTWORK_PATH]: reading(false, () => artworkResponse()),
-    "/podcast/:file": reading(closed, async (c) => {
+    "/podcast/:file": podcastReading(async (c) => {
       const match = /^(.+)\.(mp3|txt)$/.exec(c.req.param("file") ?? "");
       const episode = match ? await podcast.get(match[1]!) : undefined;
       if (episode === undefined || episode.state !== "ready") {

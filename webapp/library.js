@@ -8,7 +8,6 @@ import {
   explain,
   RELAY,
   setStatus,
-  state,
   timeElement,
   UNREACHABLE,
 } from "./client.js";
@@ -77,8 +76,11 @@ async function refreshPodcast() {
   const link = byId("podcast-feed");
   link.textContent = feed;
   link.href = feed;
+  // An <img> sends no header: a private podcast's QR code is fetched with the feed key its
+  // feed address carries, which opens the podcast only, never with this app's own key.
   const qr = new URL("podcast/qr.svg", RELAY);
-  if (state.key) qr.searchParams.set("key", state.key);
+  const feedKey = new URL(feed).searchParams.get("key");
+  if (feedKey) qr.searchParams.set("key", feedKey);
   if (byId("podcast-qr").getAttribute("src") !== qr.href) byId("podcast-qr").src = qr.href;
   // Shown once it holds the QR code: before, it holds the icon, only so that it has a src.
   byId("podcast-qr").hidden = false;

@@ -2,8 +2,9 @@
  * Browser test of the built-in services as a person sees them: Debian's Chromium driven by
  * playwright-core against a real relay process. The web app's Library screen lists the
  * podcast episode (with the feed's address as text and a QR code), the blog post and the
- * note; the blog post's page reads well on a phone. Screenshots go to `docs/screenshots/` with
- * `RELAY_SCREENSHOTS=1`.
+ * note; the blog post's page reads well on a phone. For a private podcast, the screen's feed
+ * address, QR code and player carry the podcast's feed key, never the app's own key. Screenshots
+ * go to `docs/screenshots/` with `RELAY_SCREENSHOTS=1`.
  *
  * @module
  */
@@ -93,6 +94,55 @@ Deno.test("the Library screen shows the podcast, the blog and the notes; the blo
     await page.locator("audio").waitFor();
     await screenshot(page, "podcast");
     assert.deepEqual(errors, [], "the pages threw");
+  } finally {
+    await context.close();
+  }
+});
+
+Deno.test("the Library screen of a private podcast shows and loads the feed key's addresses, never the app's key", async () => {
+  await Deno.stat(CHROMIUM);
+  const dir = await Deno.makeTempDir({ prefix: "relay-webapp-" });
+  await using relay = await startRelayProcess(dir, {
+    args: ["--private-podcast", "yes"],
+    env: { RELAY_API_KEY: KEY },
+  });
+  const res = await fetch(`${relay.url}/publish`, {
+    method: "POST",
+    headers: { "x-auth-key": KEY, "content-type": "application/json" },
+    body: JSON.stringify({
+      title: "Private",
+      content: "Only for the family.",
+      targets: ["nas"],
+      transform: "read",
+    }),
+  });
+  assert.equal(res.status, 200, await res.text());
+  const listed = await fetch(`${relay.url}/podcast/episodes`, { headers: { "x-auth-key": KEY } });
+  const feedUrl: string = (await listed.json()).feed_url;
+  const feedKey = new URL(feedUrl).searchParams.get("key");
+  assert.ok(feedKey !== null && feedKey !== KEY, feedUrl);
+
+  const context = await chromium.launchPersistentContext(`${dir}/profile`, {
+    executablePath: CHROMIUM,
+    args: CHROMIUM_ARGS,
+    viewport: PHONE,
+  });
+  try {
+    context.setDefaultTimeout(60_000);
+    const page = context.pages()[0] ?? await context.newPage();
+    await page.goto(`${relay.url}/app/#key=${encodeURIComponent(KEY)}`);
+    await page.locator("#notice").filter({ hasText: "Key saved" }).waitFor();
+    await page.goto(`${relay.url}/app/#library`);
+    await page.locator("#podcast-list .episode-state[data-state=ready]").waitFor();
+    assert.equal(await page.textContent("#podcast-feed"), feedUrl);
+    const qr = await page.getAttribute("#podcast-qr", "src") ?? "";
+    assert.equal(qr, `${relay.url}/podcast/qr.svg?key=${feedKey}`);
+    // The image loads with the feed key alone: the <img> sends no header and no other key.
+    await page.waitForFunction(() =>
+      (document.querySelector("#podcast-qr")?.naturalWidth ?? 0) > 0
+    );
+    const audio = await page.getAttribute("#podcast-list audio", "src") ?? "";
+    assert.equal(new URL(audio).searchParams.get("key"), feedKey);
   } finally {
     await context.close();
   }

@@ -187,9 +187,11 @@ Deno.test("private podcast: the feed key is refused everywhere else with the 401
   let refused = 0;
   for (const path of paths) {
     for (const method of ["GET", "POST"]) {
+      // A refusal's whole problem document; an open route's status only (/health has a time).
       const answer = async (key: string) => {
         const res = await relay.app.request(path, { method, headers: { "x-auth-key": key } });
-        return `${res.status} ${await res.text()}`;
+        const text = await res.text();
+        return res.status >= 400 ? `${res.status} ${text}` : String(res.status);
       };
       const withFeedKey = await answer(feedKey);
       assert.equal(withFeedKey, await answer(stranger), `${method} ${path}`);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { redactedTarget } from "../../src/server/auth.ts";
+import { redactedTarget, targetRedactor } from "../../src/server/auth.ts";
 
 // Neither key holds "key": the main and named keys are found as keys, not as a parameter name.
 const MAIN = "main-secret-0123456789";
@@ -35,4 +35,17 @@ Deno.test("redactedTarget() leaves a query without a key as it is, and finds the
   assert.equal(redactedTarget(`http://relay/${MAIN}/x?queue=qa`, SECRETS), "/REDACTED/x?queue=qa");
   assert.equal(redactedTarget(`http://relay/peek?q=${NAMED}`, SECRETS), "/peek?q=REDACTED");
   assert.equal(redactedTarget(`http://relay/${NAMED}?queue=qa`, SECRETS), "/REDACTED?queue=qa");
+});
+
+Deno.test("targetRedactor() answers as redactedTarget() again and again, and finds a key named later", () => {
+  const named = new Set<string>();
+  const redact = targetRedactor({ mainKey: MAIN, isNamedKey: (text) => named.has(text) });
+  for (let i = 0; i < 2; i++) {
+    assert.equal(redact("http://relay/peek?key=abc"), "/peek?key=REDACTED");
+    assert.equal(redact(`http://relay/peek?queue=${MAIN}`), "/peek?queue=REDACTED");
+    assert.equal(redact(`http://relay/peek?q=${NAMED}`), `/peek?q=${NAMED}`);
+  }
+  named.add(NAMED);
+  assert.equal(redact(`http://relay/peek?q=${NAMED}`), "/peek?q=REDACTED");
+  assert.equal(redact(`http://relay/peek?q=${NAMED}`), "/peek?q=REDACTED");
 });

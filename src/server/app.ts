@@ -41,8 +41,8 @@ import {
   type Authorize,
   createAuthorize,
   KEY_ID,
-  redactedTarget,
   type Secrets,
+  targetRedactor,
 } from "./auth.ts";
 import { corsOrigin, granted, isPreflight, preflightResponse } from "./cors.ts";
 import { KEEP_ALIVE_MS, StreamLimits } from "./live.ts";
@@ -306,22 +306,39 @@ function errorResponder(
   };
 }
 
+/** What {@linkcode cachedReads} needs. */
+interface CachedReadParts {
+  readonly routes: Readonly<Routes>;
+  readonly authorize: Authorize;
+  readonly errorResponse: (error: unknown) => Response;
+  readonly recorded: Recorded;
+}
+
 /**
- * Answers reads from their cache before routing: the same checks in the same order (a
- * known path, GET allowed, then Origin, key and scope; an open route such as `/health` has
- * no key to check), without Hono's dispatch.
+ * Answers `GET`s of reads from their cache before routing: the same checks in the same
+ * order (a known path, a usable host, then Origin, key and scope; an open route such as
+ * `/health` has no key to check), without Hono's dispatch, and without parsing the URL: the
+ * path and query are cut out of the URL's text, as received. A path that parsing would
+ * change (`/x/../peek`) or a query that parsing would encode finds no read or no cached
+ * answer here and is routed. The host is checked as for any request ({@linkcode lacksHost},
+ * `URL.parse`), then remembered: the next requests with the same scheme and host skip the
+ * check. Never `localhost`, which Deno also writes when the `Host` header is missing or empty.
  *
- * @returns The answer, or `undefined` when the request is not such a read or its cache
- *   has no answer.
+ * @returns `(request, info, network, started)`: the recorded answer, or `undefined` when
+ *   the request is not such a read, names no usable host, or its cache has no answer.
  */
 function cachedReads(
-  routes: Readonly<Routes>,
-  authorize: Authorize,
-  errorResponse: (error: unknown) => Response,
-): (request: Request, url: URL, info?: RequestInfo) => Response | undefined {
+  parts: CachedReadParts,
+): (
+  request: Request,
+  info: RequestInfo | undefined,
+  network: boolean,
+  started: number,
+) => Response | Promise<Response> | undefined {
+  const { routes, authorize, errorResponse, recorded } = parts;
   const reads = new Map<
     string,
-    { access: Access | undefined; cached: (url: URL) => Response | undefined }
+    { access: Access | undefined; cached: (search: string) => Response | undefined }
   >();
   for (const [path, route] of Object.entries(routes)) {
     if (route.cached !== undefined && route.methods.includes("GET")) {
@@ -329,40 +346,70 @@ function cachedReads(
       reads.set(path, { access, cached: route.cached });
     }
   }
-  return (request, url, info) => {
-    const route = reads.get(url.pathname);
-    if (route === undefined) return undefined;
+  let knownHost = "";
+  const usable = (request: Request, text: string, hostEnd: number, network: boolean) => {
+    if (hostEnd === knownHost.length && text.startsWith(knownHost)) return true;
+    const url = URL.parse(text);
+    if (url === null || (network && lacksHost(request, url))) return false;
+    if (url.hostname !== "localhost") knownHost = text.slice(0, hostEnd);
+    return true;
+  };
+  return (request, info, network, started) => {
+    const text = request.url;
+    const hostEnd = text.indexOf("/", text.indexOf("//") + 2);
+    if (hostEnd < 0) return undefined;
+    const queryAt = text.indexOf("?", hostEnd);
+    const path = queryAt < 0 ? text.slice(hostEnd) : text.slice(hostEnd, queryAt);
+    const route = reads.get(path);
+    if (route === undefined || !usable(request, text, hostEnd, network)) return undefined;
+    let hit: Response | undefined;
     try {
       if (route.access !== undefined) {
-        authorize(request, url, info?.remoteAddr?.hostname, route.access, url.pathname);
+        authorize(request, text, info?.remoteAddr?.hostname, route.access, path);
       }
-      return route.cached(url);
+      hit = route.cached(queryAt < 0 ? "" : text.slice(queryAt));
+      if (hit === undefined) return undefined;
     } catch (error) {
-      return errorResponse(error);
+      hit = errorResponse(error);
     }
+    // Compressed for a client that asks: then, and only then, it takes a promise.
+    const sent = request.headers.has("accept-encoding") ? encoded(request, hit) : hit;
+    return sent instanceof Promise
+      ? sent.then((response) => recorded(request, path, info, response, started))
+      : recorded(request, path, info, sent, started);
   };
 }
+
+/**
+ * Records an answer: `recorded(request, route, info, response, started)` grants it to a
+ * CORS origin let in, writes its access log line and counts it in the request metrics
+ * under `route` (a route's path, or `other`), `started` being the answer's
+ * `performance.now()`. Synchronous unless the body's size has to be measured.
+ */
+type Recorded = (
+  request: Request,
+  route: string,
+  info: RequestInfo | undefined,
+  response: Response,
+  started: number,
+) => Response | Promise<Response>;
 
 /** What {@linkcode recorder} needs. */
 interface RecorderParts {
   readonly logger: Logger;
   readonly metrics: RelayMetrics;
-  readonly routes: Readonly<Routes>;
   readonly secrets: Secrets;
   readonly cors: (headers: Headers) => string | undefined;
 }
 
-/**
- * Makes `recorded(request, url, info, response, started)`: the answer granted to a CORS
- * origin let in, its access log line and its request metrics, `started` being the
- * answer's `performance.now()`. Synchronous unless the body's size has to be measured.
- */
-function recorder(parts: RecorderParts) {
-  const { logger, metrics, routes, secrets, cors } = parts;
+/** Makes the {@linkcode Recorded} function of the app. */
+function recorder(parts: RecorderParts): Recorded {
+  const { logger, metrics, cors } = parts;
   const logging = logger.enabled("info");
+  const redacted = targetRedactor(parts.secrets);
   const record = (
     request: Request,
-    url: URL | null,
+    route: string,
     info: RequestInfo | undefined,
     answer: Response,
     ms: number,
@@ -374,34 +421,22 @@ function recorder(parts: RecorderParts) {
     if (logging) {
       logger.access({
         method,
-        path: redactedTarget(request.url, secrets),
+        path: redacted(request.url),
         status: response.status,
         durationMs: ms,
         bytes,
         client: info?.remoteAddr?.hostname,
       });
     }
-    const path = url?.pathname;
-    metrics.request(
-      path !== undefined && Object.hasOwn(routes, path) ? path : "other",
-      method,
-      response.status,
-      ms,
-    );
+    metrics.request(route, method, response.status, ms);
     return response;
   };
-  return (
-    request: Request,
-    url: URL | null,
-    info: RequestInfo | undefined,
-    response: Response,
-    started: number,
-  ): Response | Promise<Response> => {
+  return (request, route, info, response, started) => {
     const ms = performance.now() - started;
     const bytes = logging ? bodyBytes(request.method, response) : undefined;
     return typeof bytes === "object"
-      ? bytes.then((measured) => record(request, url, info, response, ms, measured))
-      : record(request, url, info, response, ms, bytes);
+      ? bytes.then((measured) => record(request, route, info, response, ms, measured))
+      : record(request, route, info, response, ms, bytes);
   };
 }
 
@@ -497,19 +532,19 @@ export function createApp(options: AppOptions): RelayApp {
   };
   const errorResponse = errorResponder(logger);
   const app = honoApp(routes, { authorize, cors, errorResponse }, options.builtin !== undefined);
-  const fromCache = cachedReads(routes, authorize, errorResponse);
-  const recorded = recorder({ logger, metrics, routes, secrets, cors });
+  const recorded = recorder({ logger, metrics, secrets, cors });
+  const fromCache = cachedReads({ routes, authorize, errorResponse, recorded });
 
   // Everything but a cached read: through Hono.
   const routed = async (
     request: Request,
-    url: URL | null,
     info: RequestInfo | undefined,
+    network: boolean,
     started: number,
-    hostless: boolean,
   ): Promise<Response> => {
+    const url = URL.parse(request.url);
     let response: Response;
-    if (url === null || hostless) {
+    if (url === null || (network && lacksHost(request, url))) {
       response = unreadable(url === null);
     } else {
       const env: RequestEnv = { url, remoteAddr: info?.remoteAddr };
@@ -521,7 +556,9 @@ export function createApp(options: AppOptions): RelayApp {
         response = problemResponse(500, "Internal error: the relay logged the cause");
       }
     }
-    return await recorded(request, url, info, response, started);
+    const path = url?.pathname;
+    const route = path !== undefined && Object.hasOwn(routes, path) ? path : "other";
+    return await recorded(request, route, info, response, started);
   };
 
   // The access log and the request metrics around the app. A read answered from its cache
@@ -535,17 +572,8 @@ export function createApp(options: AppOptions): RelayApp {
     network: boolean,
   ): Response | Promise<Response> => {
     const started = performance.now();
-    const url = URL.parse(request.url);
-    const hostless = network && url !== null && lacksHost(request, url);
-    const hit = url !== null && request.method === "GET" && !hostless
-      ? fromCache(request, url, info)
-      : undefined;
-    if (hit === undefined) return routed(request, url, info, started, hostless);
-    // Compressed for a client that asks: then, and only then, it takes a promise.
-    const sent = request.headers.has("accept-encoding") ? encoded(request, hit) : hit;
-    return sent instanceof Promise
-      ? sent.then((response) => recorded(request, url, info, response, started))
-      : recorded(request, url, info, sent, started);
+    return (request.method === "GET" ? fromCache(request, info, network, started) : undefined) ??
+      routed(request, info, network, started);
   };
 
   return {

@@ -33,10 +33,14 @@ export const APP_ID_HEADER = "x-app-id";
  * when the header is absent.
  *
  * @param headers The request headers.
- * @param url The request URL.
+ * @param url The request URL, parsed or as received (then parsed only when the header is
+ *   absent).
  */
-export function presentedKey(headers: Headers, url: URL): string | undefined {
-  return headers.get(KEY_HEADER) ?? url.searchParams.get(KEY_PARAM) ?? undefined;
+export function presentedKey(headers: Headers, url: URL | string): string | undefined {
+  const header = headers.get(KEY_HEADER);
+  if (header !== null) return header;
+  const query = typeof url === "string" ? URL.parse(url)?.searchParams : url.searchParams;
+  return query?.get(KEY_PARAM) ?? undefined;
 }
 
 /** The key in the {@linkcode ACCESS_COOKIE} cookie, or `undefined` without one. */
@@ -173,6 +177,28 @@ export function redactedTarget(rawUrl: string, secrets?: Secrets): string {
   }
   if (target.length <= LOGGED_TARGET_CHARS) return shown;
   return `${shown.slice(0, LOGGED_TARGET_CHARS)}…(+${target.length - LOGGED_TARGET_CHARS})`;
+}
+
+/**
+ * {@linkcode redactedTarget} with `secrets`, remembering its last answer: a client asking
+ * for the same URL again and again (a poll, a load) has it redacted once. Only a target
+ * shorter than a named key is remembered, so that one holding a key named later is never
+ * answered from memory.
+ */
+export function targetRedactor(secrets?: Secrets): (rawUrl: string) => string {
+  let lastUrl = "";
+  let lastTarget = "";
+  return (rawUrl) => {
+    if (rawUrl === lastUrl) return lastTarget;
+    const target = redactedTarget(rawUrl, secrets);
+    const scheme = rawUrl.indexOf("://");
+    const slash = rawUrl.indexOf("/", scheme < 0 ? 0 : scheme + 3);
+    if (slash >= 0 && rawUrl.length - slash < NAMED_KEY_CHARS) {
+      lastUrl = rawUrl;
+      lastTarget = target;
+    }
+    return target;
+  };
 }
 
 /** Failed authentications an address may make within {@linkcode AUTH_FAILURE_WINDOW_MS}. */
@@ -347,7 +373,7 @@ export interface Access {
 /** The check {@linkcode createAuthorize} makes; see there. */
 export type Authorize = (
   request: Request,
-  url: URL,
+  url: URL | string,
   address: string | undefined,
   access: Access,
   path: string,

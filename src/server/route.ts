@@ -39,13 +39,14 @@ export type Route =
     readonly methods: readonly string[];
     readonly handler: Handler;
     /**
-     * For a read whose answers are cached (`cache.ts`): the answer to a `GET`
-     * with this URL when the cache has it, else `undefined`. Synchronous and without the
-     * request's `Context`, so that the app can answer a cached read before routing it
-     * (docs/benchmarks.md, "Reads"). `handler` still answers every request it returns
-     * `undefined` for.
+     * For a read whose answers are cached (`cache.ts`): the answer to a `GET` with this
+     * query string (`URL.search`, or the query as received: `""` or starting with `?`)
+     * when the cache has it, else `undefined`. Synchronous and without the request's
+     * `Context`, so that the app can answer a cached read before routing it, or parsing
+     * its URL (docs/benchmarks.md, "Reads"). `handler` still answers every request it
+     * returns `undefined` for.
      */
-    readonly cached?: (url: URL) => Response | undefined;
+    readonly cached?: (search: string) => Response | undefined;
   }
   & ({
     readonly open: true;

@@ -237,6 +237,10 @@ Deno.test("connections that stay silent or send headers a byte at a time are clo
     // A kept-alive connection after its answer is idle too.
     const kept = await Deno.connect(addressOf(relay.url));
     await kept.write(encoder.encode("GET /health HTTP/1.1\r\nHost: relay\r\n\r\n"));
+    // So is one whose last answer came from a cache, returned at once (the second peek).
+    const cached = await Deno.connect(addressOf(relay.url));
+    const peek = `GET /peek HTTP/1.1\r\nHost: relay\r\nX-Auth-Key: ${KEY}\r\n\r\n`;
+    await cached.write(encoder.encode(peek + peek));
     let dribbling = true;
     const head = encoder.encode("GET /health HTTP/1.1\r\nHost: relay\r\nX-Padding: aaaaaaaaaaaa");
     const dribble = (async () => {
@@ -251,11 +255,14 @@ Deno.test("connections that stay silent or send headers a byte at a time are clo
       const answered = await readToClose(kept, 20_000);
       assert.ok(answered !== undefined, "the kept-alive one was closed");
       assert.match(answered, /^HTTP\/1\.1 200 /);
+      const peeked = await readToClose(cached, 20_000);
+      assert.ok(peeked !== undefined, "the one answered from the cache was closed");
+      assert.equal(peeked.match(/HTTP\/1\.1 204 /g)?.length, 2, peeked); // empty queues
       assert.ok(await alive(relay.child));
     } finally {
       dribbling = false;
       await dribble;
-      closeAll([silent, slow, kept]);
+      closeAll([silent, slow, kept, cached]);
     }
   });
 });

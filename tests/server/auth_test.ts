@@ -4,6 +4,7 @@ import {
   createAuthorize,
   PODCAST_FEED_KEY_ID,
   redactedTarget,
+  targetRedactor,
 } from "../../src/server/auth.ts";
 import { HttpError } from "../../src/errors.ts";
 
@@ -85,4 +86,17 @@ Deno.test("createAuthorize() takes the podcast's feed key on routes marked podca
   assert.ok(failures.retryAfter("192.0.2.7") > 0);
   // …and the feed key still opens the podcast: a valid key is never refused.
   assert.equal(check(feedKey, { scope: "read", podcastFeed: true }), PODCAST_FEED_KEY_ID);
+});
+
+Deno.test("targetRedactor() answers as redactedTarget() again and again, and finds a key named later", () => {
+  const named = new Set<string>();
+  const redact = targetRedactor({ mainKey: MAIN, isNamedKey: (text) => named.has(text) });
+  for (let i = 0; i < 2; i++) {
+    assert.equal(redact("http://relay/peek?key=abc"), "/peek?key=REDACTED");
+    assert.equal(redact(`http://relay/peek?queue=${MAIN}`), "/peek?queue=REDACTED");
+    assert.equal(redact(`http://relay/peek?q=${NAMED}`), `/peek?q=${NAMED}`);
+  }
+  named.add(NAMED);
+  assert.equal(redact(`http://relay/peek?q=${NAMED}`), "/peek?q=REDACTED");
+  assert.equal(redact(`http://relay/peek?q=${NAMED}`), "/peek?q=REDACTED");
 });

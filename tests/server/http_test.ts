@@ -122,6 +122,14 @@ Deno.test("a request without Host gets 400", async (t) => {
       assert.equal(answer.status, "HTTP/1.1 200 OK");
     }
   });
+  // Reads answered from a cache remember a host found usable: never the one Deno writes
+  // for a missing Host.
+  await t.step("after answered ones, a request without Host still gets 400", async () => {
+    for (const path of ["/health", "/peek"]) {
+      const answer = await rawRequest(relay.url, `GET ${path} HTTP/1.1\r\n${key}\r\n`);
+      assert.equal(answer.status, "HTTP/1.1 400 Bad Request");
+    }
+  });
 });
 
 Deno.test("validators: app files, pages, feeds, notes and the API document answer 304 when unchanged", async (t) => {

@@ -163,8 +163,8 @@ function peekRoute(relay: RouteContext): Route {
   const peekCache = new AnswerCache(PEEK_CACHE_ANSWERS);
   // The same query at the same state version and before the first shown lease ends
   // answers the same bytes (docs/benchmarks.md, "Reads").
-  const cached = (url: URL) => {
-    const hit = peekCache.get(url.search, stateVersion(store, QUEUE_NAMES), store.clock());
+  const cached = (search: string) => {
+    const hit = peekCache.get(search, stateVersion(store, QUEUE_NAMES), store.clock());
     return hit === undefined ? undefined : cachedResponse(hit);
   };
   return {
@@ -172,7 +172,7 @@ function peekRoute(relay: RouteContext): Route {
     methods: ["GET", "HEAD"],
     cached,
     handler: async (_c, url) => {
-      const hit = cached(url);
+      const hit = cached(url.search);
       if (hit !== undefined) return hit;
       const key = url.search;
       const queue = parseOr400(

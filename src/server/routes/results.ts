@@ -67,8 +67,8 @@ function resultsRoute(relay: RouteContext): Route {
   const resultsCache = new AnswerCache(RESULTS_CACHE_ANSWERS);
   // A read that does not wait, at the same version of the feed, answers the same bytes
   // (docs/benchmarks.md, "Reads"); only such reads are stored (below).
-  const cached = (url: URL) => {
-    const hit = resultsCache.get(url.search, stateVersion(store, FEED), -Infinity);
+  const cached = (search: string) => {
+    const hit = resultsCache.get(search, stateVersion(store, FEED), -Infinity);
     return hit === undefined ? undefined : cachedResponse(hit);
   };
   return {
@@ -76,7 +76,7 @@ function resultsRoute(relay: RouteContext): Route {
     methods: ["GET", "HEAD"],
     cached,
     handler: async (c, url) => {
-      const hit = cached(url);
+      const hit = cached(url.search);
       if (hit !== undefined) return hit;
       const key = url.search;
       const since = absentIfEmpty(url.searchParams.get("since"));

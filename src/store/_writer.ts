@@ -292,7 +292,9 @@ export class Writer {
             mutations.bytes + cost.bytes > BATCH_MAX_BYTES)
         ) break;
         try {
-          results.push(await p.op!.apply(draft, mutations));
+          // Awaited only when it is a promise (a KV read): an await costs a turn per write.
+          const result = p.op!.apply(draft, mutations);
+          results.push(result instanceof Promise ? await result : result);
           applied.push(p);
         } catch (error) {
           p.reject(error);

@@ -34,11 +34,9 @@ const ATOM_TYPE = "application/atom+xml; charset=utf-8";
 /** `POST /push` (scope `push`): a result onto the feed. */
 function pushRoute(relay: RouteContext): Route {
   const { store } = relay;
+  const reading = { action: "push", formFields: Object.keys(pushFieldsSchema.shape) };
   const write = async (request: Request) => {
-    const body = await readBody(request, relay.maxBodyBytes, {
-      action: "push",
-      formFields: Object.keys(pushFieldsSchema.shape),
-    });
+    const body = await readBody(request, relay.maxBodyBytes, reading);
     const content = body.kind === "text"
       ? body.text.trim()
       : (parseOr400(pushFieldsSchema, body.fields, "push").content?.trim() ?? "");

@@ -7,7 +7,8 @@
  */
 
 import type { Access, Authorize } from "./auth.ts";
-import { encoded } from "./representation.ts";
+import { COMPRESS_ABOVE_BYTES, encoded } from "./representation.ts";
+import { sizeOf } from "./responses.ts";
 import type { Routes } from "./route.ts";
 
 /** The connection a request came on (the app's `RequestInfo`): the client's address. */
@@ -68,7 +69,12 @@ export function directWrites(
     } catch (error) {
       response = errorResponse(error, { req: { method: request.method, path: url.pathname } });
     }
-    return await encoded(request, response);
+    // An answer too short to compress ("OK (qa)", most problems) is sent as it is: then
+    // neither the client's Accept-Encoding nor the answer's headers are read.
+    const size = sizeOf(response);
+    return size !== undefined && size < COMPRESS_ABOVE_BYTES
+      ? response
+      : await encoded(request, response);
   };
   return (request, url, info) => {
     const route = writes.get(url.pathname);

@@ -82,9 +82,7 @@ export function submitOp(
     // batch's at once); what this batch accepts before it is in the draft's memory.
     prepare(draft) {
       kvRead = undefined;
-      // Usually memory holds every record in force: then nothing is read, nor looked up twice.
-      if (!dedupe || !draft.seenMayBeInKv()) return undefined;
-      if (lastAccepted(draft, hash, dedupeWindowMs) !== "ask KV") return undefined;
+      if (!dedupe || lastAccepted(draft, hash, dedupeWindowMs) !== "ask KV") return undefined;
       return lastAcceptedInKv(kv, hash).then(
         (at) => void (kvRead = { at }),
         (error) => void (kvRead = { error }),

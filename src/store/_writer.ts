@@ -292,9 +292,7 @@ export class Writer {
             mutations.bytes + cost.bytes > BATCH_MAX_BYTES)
         ) break;
         try {
-          // Awaited only when it is a promise (a KV read): an await costs a turn per write.
-          const result = p.op!.apply(draft, mutations);
-          results.push(result instanceof Promise ? await result : result);
+          results.push(await p.op!.apply(draft, mutations));
           applied.push(p);
         } catch (error) {
           p.reject(error);

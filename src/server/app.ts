@@ -55,6 +55,7 @@ import { siteRoutes } from "./routes/sites.ts";
 import { pageRoutes } from "./routes/pages.ts";
 import { compressed, encoded, headLength, lacksHost } from "./representation.ts";
 import { validated } from "./validators.ts";
+import { directWrites, type ErrorResponder } from "./writes.ts";
 import { publishRoutes } from "./routes/publish.ts";
 import { queueRoutes } from "./routes/queues.ts";
 import { resultRoutes } from "./routes/results.ts";
@@ -285,9 +286,7 @@ function notFound(routes: Readonly<Routes>, builtin: boolean): (c: Context) => R
 }
 
 /** Every error as an RFC 9457 problem document; an unexpected one is logged and answers 500. */
-function errorResponder(
-  logger: Logger,
-): (error: unknown, c?: { req: { method: string; path: string } }) => Response {
+function errorResponder(logger: Logger): ErrorResponder {
   return (error, c) => {
     if (error instanceof HttpError) {
       return problemResponse(error.status, error.message, error.headers);
@@ -534,8 +533,9 @@ export function createApp(options: AppOptions): RelayApp {
   const app = honoApp(routes, { authorize, cors, errorResponse }, options.builtin !== undefined);
   const recorded = recorder({ logger, metrics, secrets, cors });
   const fromCache = cachedReads({ routes, authorize, errorResponse, recorded });
+  const fromWrite = directWrites(routes, authorize, errorResponse);
 
-  // Everything but a cached read: through Hono.
+  // Everything but a cached read: a direct write, or through Hono.
   const routed = async (
     request: Request,
     info: RequestInfo | undefined,
@@ -549,7 +549,7 @@ export function createApp(options: AppOptions): RelayApp {
     } else {
       const env: RequestEnv = { url, remoteAddr: info?.remoteAddr };
       try {
-        response = await app.fetch(request, env);
+        response = await (fromWrite(request, url, info) ?? app.fetch(request, env));
       } catch (error) {
         // Hono's onError answers what handlers throw; this is for Hono itself failing.
         logger.error("relay: unexpected error", error);

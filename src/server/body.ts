@@ -42,9 +42,19 @@ export function bodyType(
   headers: Headers,
   accepted: readonly BodyType[] = ACCEPTED_TYPES,
 ): BodyType {
-  const raw = headers.get("content-type");
-  const type = raw === null ? "text/plain" : (raw.split(";")[0] ?? "").trim().toLowerCase();
-  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(raw ?? "")?.[1]?.toLowerCase();
+  return typeOf(headers.get("content-type"), accepted);
+}
+
+/** {@linkcode bodyType} of a `Content-Type` value, `null` when the request has none. */
+function typeOf(raw: string | null, accepted: readonly BodyType[]): BodyType {
+  const semicolon = raw === null ? -1 : raw.indexOf(";");
+  const type = raw === null
+    ? "text/plain"
+    : (semicolon < 0 ? raw : raw.slice(0, semicolon)).trim().toLowerCase();
+  // Without a `;` there are no parameters, so no charset to look for.
+  const charset = semicolon < 0
+    ? undefined
+    : /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(raw!)?.[1]?.toLowerCase();
   if (
     charset !== undefined && charset !== "utf-8" && charset !== "utf8" && charset !== "us-ascii"
   ) {
@@ -108,9 +118,11 @@ export async function readLimited(
       // a declared length within the limit bounds the body: read it in one step (fewer async
       // hops than the stream), raced against the deadline (the connection is closed after a
       // 408, which ends the read).
-      const late = Promise.withResolvers<never>();
-      deadline = bodyDeadlines.add(timeoutMs, () => late.reject(tooLate()));
-      bytes = await Promise.race([request.bytes(), late.promise]);
+      // One promise settled by whichever comes first (a race would take three).
+      bytes = await new Promise<Uint8Array>((resolve, reject) => {
+        deadline = bodyDeadlines.add(timeoutMs, () => reject(tooLate()));
+        request.bytes().then(resolve, reject);
+      });
     } else {
       // Anything else is counted chunk by chunk, and the stream cancelled when late.
       const late = new AbortController();
@@ -256,7 +268,12 @@ export async function readBody(
   limit: number,
   options: { action: string; accepted?: readonly BodyType[]; formFields?: readonly string[] },
 ): Promise<ParsedBody> {
-  const type = bodyType(request.headers, options.accepted);
+  const declared = request.headers.get("content-type");
+  const type = typeOf(declared, options.accepted ?? ACCEPTED_TYPES);
   const bytes = await readLimited(request, limit);
-  return parseBody(bytes, type, { ...options, typeGiven: request.headers.has("content-type") });
+  return parseBody(bytes, type, {
+    action: options.action,
+    ...(options.formFields === undefined ? {} : { formFields: options.formFields }),
+    typeGiven: declared !== null,
+  });
 }

@@ -47,6 +47,13 @@ export type Route =
      * returns `undefined` for.
      */
     readonly cached?: (search: string) => Response | undefined;
+    /**
+     * For a write the app answers without Hono's dispatch (`POST /submit`, `POST /push`):
+     * what `handler` answers, from the request alone, once the method, Origin, key and
+     * scope are checked. Hono's dispatch was a tenth of a write's JavaScript
+     * (docs/benchmarks.md, "Writes").
+     */
+    readonly direct?: (request: Request, url: URL) => Promise<Response>;
   }
   & ({
     readonly open: true;

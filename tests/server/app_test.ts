@@ -68,6 +68,22 @@ Deno.test("POST /submit", async (t) => {
     },
   );
 
+  await t.step("reads its query string as URLSearchParams does", async () => {
+    await using app = await makeApp();
+    const cases: Array<[string, string]> = [
+      ["/submit?x=1&queue=qa", "OK (qa)"],
+      ["/submit?&&queue=article&", "OK (article)"],
+      ["/submit?queue=qa&queue=article", "OK (qa)"],
+      ["/submit?queue=%61rticle", "OK (article)"],
+      ["/submit?queue", "OK (general)"],
+      ["/submit?queue=&dedupe=false", "OK (general)"],
+      ["/submit?dedupe=false&queue=qa", "OK (qa)"],
+    ];
+    for (const [path, answer] of cases) await assertText(await submitText(app, path, path), answer);
+    const detail = await assertProblem(await submitText(app, "x", "/submit?queue=a+b"), 400);
+    assert.match(detail, /queue "a b" is not one of/);
+  });
+
   await t.step("refuses any other queue name, the queue_ prefix included", async () => {
     await using app = await makeApp();
     for (const queue of ["queue_qa", "QA", "other"]) {

@@ -23,10 +23,12 @@ import { json, text } from "../responses.ts";
 import { absentIfEmpty, type Route, type RouteContext, type Routes, waitFor } from "../route.ts";
 import {
   ackBodySchema,
-  dedupeParamSchema,
+  dedupeParam,
   itemId,
   parseOr400,
   pullQuerySchema,
+  queryParam,
+  queueParam,
   queueParamSchema,
   submitFieldsSchema,
 } from "../schemas.ts";
@@ -51,44 +53,36 @@ const PEEK_CACHE_ANSWERS = 16;
 /** `POST /submit` (scope `submit`): a link or text into its queue, or the one named. */
 function submitRoute(relay: RouteContext): Route {
   const { store } = relay;
+  const reading = { action: "submit", formFields: Object.keys(submitFieldsSchema.shape) };
+  const write = async (request: Request, url: URL) => {
+    const body = await readBody(request, relay.maxBodyBytes, reading);
+    let content: string;
+    let queueField: string | undefined;
+    if (body.kind === "text") {
+      content = body.text.trim();
+    } else {
+      const fields = parseOr400(submitFieldsSchema, body.fields, "submit");
+      // a non-empty content wins over url.
+      content = fields.content?.trim() || (fields.url?.trim() ?? "");
+      queueField = absentIfEmpty(fields.queue);
+    }
+    const named = queueParam(queueField ?? absentIfEmpty(queryParam(url, "queue")), "submit");
+    if (content === "") {
+      throw new HttpError(
+        400,
+        'Cannot submit: content is empty (send text, or a "content" or "url" field)',
+      );
+    }
+    const dedupe = dedupeParam(absentIfEmpty(queryParam(url, "dedupe")), "submit");
+    const queue = named ?? routeContent(content, relay.qaHosts);
+    const outcome = await submit(store, content, queue, { dedupe });
+    return text(outcome.accepted ? `OK (${outcome.queue})` : "OK (duplicate)");
+  };
   return {
     scope: "submit",
     methods: ["POST"],
-    handler: async (c, url) => {
-      const body = await readBody(c.req.raw, relay.maxBodyBytes, {
-        action: "submit",
-        formFields: Object.keys(submitFieldsSchema.shape),
-      });
-      let content: string;
-      let queueField: string | undefined;
-      if (body.kind === "text") {
-        content = body.text.trim();
-      } else {
-        const fields = parseOr400(submitFieldsSchema, body.fields, "submit");
-        // a non-empty content wins over url.
-        content = fields.content?.trim() || (fields.url?.trim() ?? "");
-        queueField = absentIfEmpty(fields.queue);
-      }
-      const named = parseOr400(
-        queueParamSchema,
-        queueField ?? absentIfEmpty(url.searchParams.get("queue")),
-        "submit",
-      );
-      if (content === "") {
-        throw new HttpError(
-          400,
-          'Cannot submit: content is empty (send text, or a "content" or "url" field)',
-        );
-      }
-      const dedupe = parseOr400(
-        dedupeParamSchema,
-        absentIfEmpty(url.searchParams.get("dedupe")),
-        "submit",
-      );
-      const queue = named ?? routeContent(content, relay.qaHosts);
-      const outcome = await submit(store, content, queue, { dedupe });
-      return text(outcome.accepted ? `OK (${outcome.queue})` : "OK (duplicate)");
-    },
+    direct: write,
+    handler: (c, url) => write(c.req.raw, url),
   };
 }
 

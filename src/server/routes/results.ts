@@ -34,26 +34,26 @@ const ATOM_TYPE = "application/atom+xml; charset=utf-8";
 /** `POST /push` (scope `push`): a result onto the feed. */
 function pushRoute(relay: RouteContext): Route {
   const { store } = relay;
+  const reading = { action: "push", formFields: Object.keys(pushFieldsSchema.shape) };
+  const write = async (request: Request) => {
+    const body = await readBody(request, relay.maxBodyBytes, reading);
+    const content = body.kind === "text"
+      ? body.text.trim()
+      : (parseOr400(pushFieldsSchema, body.fields, "push").content?.trim() ?? "");
+    if (content === "") {
+      throw new HttpError(
+        400,
+        'Cannot push: content is empty (send text, or a "content" field)',
+      );
+    }
+    await push(store, content);
+    return text("OK");
+  };
   return {
     scope: "push",
     methods: ["POST"],
-    handler: async (c) => {
-      const body = await readBody(c.req.raw, relay.maxBodyBytes, {
-        action: "push",
-        formFields: Object.keys(pushFieldsSchema.shape),
-      });
-      const content = body.kind === "text"
-        ? body.text.trim()
-        : (parseOr400(pushFieldsSchema, body.fields, "push").content?.trim() ?? "");
-      if (content === "") {
-        throw new HttpError(
-          400,
-          'Cannot push: content is empty (send text, or a "content" field)',
-        );
-      }
-      await push(store, content);
-      return text("OK");
-    },
+    direct: write,
+    handler: (c) => write(c.req.raw),
   };
 }
 

@@ -159,10 +159,13 @@ function leaveOutData(
  * A compiled module can be posted to another thread, which instantiates it without
  * compiling it again.
  *
+ * @param url The module's file; default the one of the npm package `espeak-ng`. Its data
+ *   files are read from it again, chunk after chunk, so it must stay as it is.
  * @throws the file system's or WebAssembly's errors.
  */
-export async function compileEspeak(): Promise<CompiledEspeak> {
-  const url = new URL("espeak-ng.wasm", import.meta.resolve("espeak-ng"));
+export async function compileEspeak(
+  url = new URL("espeak-ng.wasm", import.meta.resolve("espeak-ng")),
+): Promise<CompiledEspeak> {
   const bytes = await Deno.readFile(url);
   try {
     const { stripped, leftOut } = leaveOutData(bytes, url);
@@ -184,29 +187,43 @@ class SegmentReader {
     this.#leftOut = leftOut;
   }
 
-  /** Reads the segment's bytes for the memory at `address` into `into`, all of it. */
+  /**
+   * Reads the segment's bytes for the memory at `address` into `into`, all of it.
+   *
+   * @throws {Error} with one sentence naming the file when it cannot be opened or read, or
+   *   is shorter than when it was compiled.
+   */
   read(address: number, into: Uint8Array): void {
+    const url = this.#leftOut.url;
     const offset = this.#leftOut.fileOffset + address - this.#leftOut.address;
-    if (this.#whole === undefined) {
-      try {
-        using file = Deno.openSync(this.#leftOut.url, { read: true });
-        file.seekSync(offset, Deno.SeekMode.Start);
-        for (let done = 0; done < into.length;) {
-          const n = file.readSync(into.subarray(done));
-          if (n === null) throw new Error("espeak-ng.wasm is cut short");
-          done += n;
+    try {
+      if (this.#whole === undefined) {
+        using file = Deno.openSync(url, { read: true });
+        try {
+          file.seekSync(offset, Deno.SeekMode.Start);
+        } catch {
+          // A file system that cannot seek (a compiled program's own files, perhaps): the
+          // whole file, once (about 330 of its files are read for English).
+          this.#whole = Deno.readFileSync(url);
         }
-        return;
-      } catch {
-        // A file system that cannot seek (a compiled program's own files, perhaps): the
-        // whole file, once (about 330 of its files are read for English).
-        this.#whole = Deno.readFileSync(this.#leftOut.url);
+        if (this.#whole === undefined) {
+          for (let done = 0; done < into.length;) {
+            const n = file.readSync(into.subarray(done));
+            if (n === null) throw new Error("it is shorter than when it was compiled");
+            done += n;
+          }
+          return;
+        }
       }
+      if (this.#whole.length < offset + into.length) {
+        throw new Error("it is shorter than when it was compiled");
+      }
+      into.set(this.#whole.subarray(offset, offset + into.length));
+    } catch (error) {
+      // One sentence for the episode's record, whatever the file system said.
+      const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+      throw new Error(`cannot read eSpeak NG's data from ${url.pathname}: ${reason}`);
     }
-    if (this.#whole.length < offset + into.length) {
-      throw new Error("espeak-ng.wasm is cut short");
-    }
-    into.set(this.#whole.subarray(offset, offset + into.length));
   }
 }
 

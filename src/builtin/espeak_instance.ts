@@ -56,6 +56,8 @@ interface GlueOptions {
   noInitialRun: boolean;
   print: (line: string) => void;
   printErr: (line: string) => void;
+  /** What `exit()` does after its clean-up: throw `toThrow` (emscripten's `ExitStatus`). */
+  quit: (status: number, toThrow: unknown) => never;
   instantiateWasm: (
     imports: WebAssembly.Imports,
     done: (instance: WebAssembly.Instance, module: WebAssembly.Module) => void,
@@ -323,6 +325,11 @@ export class EspeakInstance {
       noInitialRun: true,
       print: () => {},
       printErr: (line) => errors.push(line),
+      // The glue's own sets the thread's exit code to eSpeak NG's (1 for a failed chunk),
+      // which the relay's process would end with when no speech thread could start.
+      quit: (_status, toThrow) => {
+        throw toThrow;
+      },
       instantiateWasm: (imports, done) => {
         const reader = new SegmentReader(compiled.leftOut);
         let files: DataFile[] = [];

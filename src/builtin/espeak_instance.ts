@@ -84,6 +84,14 @@ export interface CompiledEspeak {
   readonly leftOut: LeftOut;
 }
 
+/**
+ * The module's memory is not laid out as {@linkcode EspeakInstance} expects (another build of
+ * eSpeak NG): {@linkcode PlainEspeak} speaks instead.
+ */
+export class EspeakLayoutError extends Error {
+  override readonly name = "EspeakLayoutError";
+}
+
 /** Reads an unsigned LEB128 number at `at`: its value and the offset after it. */
 function leb(bytes: Uint8Array, at: number): [number, number] {
   let value = 0;
@@ -110,19 +118,32 @@ function toLeb(value: number): number[] {
  * The module's bytes with its largest data segment emptied (it stays, at length 0, so the
  * segment count is unchanged), and where that segment was.
  *
- * @throws {Error} when the bytes are not a module with an active data segment.
+ * @throws {EspeakLayoutError} when the bytes are not a module with an active data segment, or
+ *   its memory may grow (growing would move the memory the data files are read into).
  */
 function leaveOutData(
   bytes: Uint8Array,
   url: URL,
 ): { stripped: Uint8Array<ArrayBuffer>; leftOut: LeftOut } {
   let at = 8;
+  let fixedSize = false;
   while (at < bytes.length) {
     const sectionStart = at;
     const id = bytes[at]!;
     const [size, body] = leb(bytes, at + 1);
     at = body + size;
+    if (id === 5) {
+      // One memory whose maximum is its initial size.
+      const [count, limits] = leb(bytes, body);
+      const [initial, afterInitial] = leb(bytes, limits + 1);
+      fixedSize = count === 1 && bytes[limits] === 1 && leb(bytes, afterInitial)[0] === initial;
+    }
     if (id !== 11) continue;
+    if (!fixedSize) {
+      throw new EspeakLayoutError(
+        "espeak-ng's memory may grow, which the relay's reset cannot follow",
+      );
+    }
     let [count, p] = leb(bytes, body);
     let largest: { lengthAt: number; end: number; address: number } | undefined;
     for (; count > 0; count--) {
@@ -153,7 +174,12 @@ function leaveOutData(
       leftOut: { url, fileOffset: data, address: largest.address, length },
     };
   }
-  throw new Error("espeak-ng.wasm has no data segment the relay can leave out");
+  throw new EspeakLayoutError("espeak-ng.wasm has no data segment the relay can leave out");
+}
+
+/** The WebAssembly module of the npm package `espeak-ng`, which the relay ships. */
+export function packagedEspeak(): URL {
+  return new URL("espeak-ng.wasm", import.meta.resolve("espeak-ng"));
 }
 
 /**
@@ -161,13 +187,12 @@ function leaveOutData(
  * A compiled module can be posted to another thread, which instantiates it without
  * compiling it again.
  *
- * @param url The module's file; default the one of the npm package `espeak-ng`. Its data
- *   files are read from it again, chunk after chunk, so it must stay as it is.
- * @throws the file system's or WebAssembly's errors.
+ * @param url The module's file; default {@linkcode packagedEspeak}. Its data files are read
+ *   from it again, chunk after chunk, so it must stay as it is.
+ * @throws {EspeakLayoutError} when the module is not laid out as this module expects; the
+ *   file system's or WebAssembly's errors.
  */
-export async function compileEspeak(
-  url = new URL("espeak-ng.wasm", import.meta.resolve("espeak-ng")),
-): Promise<CompiledEspeak> {
+export async function compileEspeak(url = packagedEspeak()): Promise<CompiledEspeak> {
   const bytes = await Deno.readFile(url);
   try {
     const { stripped, leftOut } = leaveOutData(bytes, url);
@@ -257,7 +282,7 @@ function fillAllButFiles(
     }
   };
   if (!(table >= leftOut.address && table < end)) {
-    throw new Error("espeak-ng's file table is not where the relay expects it");
+    throw new EspeakLayoutError("espeak-ng's file table is not where the relay expects it");
   }
   fill(table, end);
   const words = new Uint32Array(memory.buffer);
@@ -269,7 +294,7 @@ function fillAllButFiles(
   let from = leftOut.address;
   for (const span of spans) {
     if (span.address < from || span.address + span.length > table) {
-      throw new Error("espeak-ng's data files are not laid out as the relay expects");
+      throw new EspeakLayoutError("espeak-ng's data files are not laid out as the relay expects");
     }
     fill(from, span.address);
     from = span.address + span.length;
@@ -301,7 +326,7 @@ export class EspeakInstance {
     this.#stack = exports.stackSave();
     this.#writable = Number(exports.__emscripten_embedded_file_data.value);
     if (!(this.#writable > this.#stack)) {
-      throw new Error("espeak-ng's memory is not laid out as expected");
+      throw new EspeakLayoutError("espeak-ng's memory is not laid out as expected");
     }
     const region = new Uint8Array(exports.memory.buffer, this.#writable);
     let end = region.length;
@@ -312,6 +337,7 @@ export class EspeakInstance {
   /**
    * Instantiates `compiled` (eSpeak NG's module) and runs its start-up, not its `main`.
    *
+   * @throws {EspeakLayoutError} when its memory is not laid out as this class expects.
    * @throws {Error} when the module cannot be instantiated or its memory is not laid out as
    *   this class expects.
    */
@@ -468,5 +494,66 @@ function addFiles(
         Object.defineProperty(node, "contents", { value, writable: true, enumerable: true });
       },
     });
+  }
+}
+
+/**
+ * eSpeak NG as its glue runs it by itself: the whole module (data files included, 58 MB once
+ * compiled) compiled at the first chunk, and a fresh instance for each chunk, dropped after
+ * it. Slower and larger than {@linkcode EspeakInstance}, for a build of eSpeak NG whose
+ * memory that class does not know ({@linkcode EspeakLayoutError}).
+ */
+export class PlainEspeak {
+  readonly #url: URL;
+  #module: Promise<WebAssembly.Module> | undefined;
+
+  /** @param url The module's file. */
+  constructor(url: URL) {
+    this.#url = url;
+  }
+
+  /**
+   * Speaks `text` with `voice` (an eSpeak NG voice name) in a fresh instance.
+   *
+   * @returns The WAVE file eSpeak NG wrote.
+   * @throws {Error} with one sentence when eSpeak NG wrote no audio.
+   */
+  async speak(text: string, voice: string): Promise<Uint8Array> {
+    this.#module ??= Deno.readFile(this.#url).then((bytes) => WebAssembly.compile(bytes));
+    const module = await this.#module;
+    const errors: string[] = [];
+    // The glue never settles when instantiation fails: this does.
+    let fail: (error: unknown) => void = () => {};
+    const failure = new Promise<never>((_, reject) => fail = reject);
+    const create = (await import("espeak-ng")).default as unknown as (
+      options: Omit<GlueOptions, "noInitialRun"> & {
+        arguments: string[];
+        preRun: Array<(glue: EspeakGlue) => void>;
+      },
+    ) => Promise<EspeakGlue>;
+    const glue = await Promise.race([
+      create({
+        // As EspeakInstance runs it: the input is UTF-8, read from a file.
+        arguments: ["-b", "1", "-v", voice, "-w", "/out.wav", "-f", "/in.txt"],
+        preRun: [(glue) => glue.FS.writeFile("/in.txt", text)],
+        print: () => {},
+        printErr: (line) => errors.push(line),
+        // The glue's own sets the process's exit code to eSpeak NG's, a failed chunk's 1.
+        quit: (_status, toThrow) => {
+          throw toThrow;
+        },
+        instantiateWasm: (imports, done) => {
+          void WebAssembly.instantiate(module, imports).then((made) => done(made, module))
+            .catch(fail);
+          return {};
+        },
+      }),
+      failure,
+    ]);
+    try {
+      return glue.FS.readFile("/out.wav");
+    } catch {
+      throw new Error(`espeak-ng wrote no audio${errors.length ? `: ${errors[0]}` : ""}`);
+    }
   }
 }

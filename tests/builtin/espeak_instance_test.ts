@@ -2,16 +2,18 @@
  * eSpeak NG's instance when its module file changes under it (real eSpeak NG, a real copy of
  * `espeak-ng.wasm` on a temporary directory): the data files are read from that file chunk
  * after chunk, so a file cut short or gone fails the chunk with one sentence naming the file,
- * the podcast records that sentence as the episode's failure and speaks the next one.
+ * the podcast records that sentence as the episode's failure and speaks the next one. A
+ * build laid out otherwise (its memory may grow, its data elsewhere) is refused with
+ * `EspeakLayoutError`, and the engine then speaks the glue's own way, the same audio.
  *
  * @module
  */
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { compileEspeak } from "../../src/builtin/espeak_instance.ts";
+import { compileEspeak, EspeakLayoutError } from "../../src/builtin/espeak_instance.ts";
 import { Podcast } from "../../src/builtin/podcast.ts";
-import { EspeakWasm } from "../../src/builtin/tts.ts";
+import { EspeakWasm, type Voice } from "../../src/builtin/tts.ts";
 
 const PACKAGED = new URL("espeak-ng.wasm", import.meta.resolve("espeak-ng"));
 
@@ -95,4 +97,65 @@ Deno.test("the podcast records a module file cut short as the episode's one-sent
       await Deno.remove(dataDir, { recursive: true });
     }
   });
+});
+
+/** The byte offset of the memory section's limits in a module's bytes. */
+function memoryLimits(bytes: Uint8Array): number {
+  let at = 8;
+  for (;;) {
+    const id = bytes[at]!;
+    let size = 0;
+    let body = at + 1;
+    for (let shift = 0;; shift += 7) {
+      const byte = bytes[body++]!;
+      size += (byte & 0x7f) * 2 ** shift;
+      if ((byte & 0x80) === 0) break;
+    }
+    if (id === 5) return body + 1; // after the count, which is 1
+    at = body + size;
+  }
+}
+
+Deno.test("a build whose memory may grow is refused as laid out otherwise", async () => {
+  await withCopy(async (path) => {
+    const bytes = await Deno.readFile(path);
+    const limits = memoryLimits(bytes);
+    // The packaged build: a maximum (flag 1) of 512 pages, its initial size, in two bytes
+    // each; a maximum of 513 keeps the file's length.
+    assert.deepEqual([...bytes.subarray(limits, limits + 5)], [1, 0x80, 0x04, 0x80, 0x04]);
+    bytes[limits + 3] = 0x81;
+    await Deno.writeFile(path, bytes);
+    await assert.rejects(
+      () => compileEspeak(new URL(`file://${path}`)),
+      (error) => error instanceof EspeakLayoutError && /may grow/.test(error.message),
+    );
+  });
+});
+
+Deno.test("a build laid out otherwise is spoken the glue's own way, the same audio", async () => {
+  const compiled = await compileEspeak();
+  const usual = new EspeakWasm(compiled);
+  // Told that its data lies past its file table, the instance refuses the layout.
+  const { leftOut } = compiled;
+  const otherwise = new EspeakWasm({
+    ...compiled,
+    leftOut: { ...leftOut, address: leftOut.address + leftOut.length },
+  });
+  for (
+    const [text, voice] of [
+      ["Spoken the glue's own way.", "en-us"],
+      ["中文的一段话，说得比较长。", "cmn"],
+      ["Spoken the glue's own way.", "en-us"],
+    ] as const
+  ) {
+    const expected = await usual.synthesize(text, voice);
+    assert.ok(expected.samples.length > 11025);
+    assert.deepEqual((await otherwise.synthesize(text, voice)).samples, expected.samples);
+  }
+  await assert.rejects(
+    () => otherwise.synthesize("No such voice.", "xx-nowhere" as Voice),
+    (error: Error) => /^espeak-ng wrote no audio/.test(error.message),
+  );
+  usual.close();
+  otherwise.close();
 });

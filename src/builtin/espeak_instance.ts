@@ -12,7 +12,8 @@
  * system reads in place), the table of those files, then the program's variables and its heap.
  * What a run may change starts at the table: that part is kept as it was before the first run
  * (a copy of about 110 KB, the rest being zeros) and written back after each run; pages above
- * the copy are zeroed only where a run wrote to them, so pages never touched stay unmapped.
+ * the copy are zeroed only where a run wrote to them, so pages never touched stay unmapped. The
+ * stack (64 KB) is written back too.
  *
  * The data files are most of the module's 18 MB (the Russian dictionary alone is 8.5 MB), and
  * English and Mandarin read about 2.5 MB of them. So the module is compiled without them (a
@@ -46,6 +47,7 @@ interface EspeakGlue {
 interface EspeakExports {
   memory: WebAssembly.Memory;
   stackSave(): number;
+  emscripten_stack_get_end(): number;
   stackRestore(pointer: number): void;
   stackAlloc(bytes: number): number;
   __emscripten_embedded_file_data: WebAssembly.Global;
@@ -318,16 +320,25 @@ export class EspeakInstance {
   /** That part as it was before the first run, up to its last byte that is not zero. */
   readonly #pristine: Uint8Array;
   readonly #stack: number;
+  /** Where the stack ends (its lowest address), bytes. */
+  readonly #stackEnd: number;
+  /**
+   * The stack's bytes as before the first run (64 KB): a C function that reads a local
+   * before writing it would otherwise read what the previous chunk left there.
+   */
+  readonly #stackImage: Uint8Array;
 
   private constructor(glue: EspeakGlue, exports: EspeakExports, errors: string[]) {
     this.#glue = glue;
     this.#exports = exports;
     this.#errors = errors;
     this.#stack = exports.stackSave();
+    this.#stackEnd = exports.emscripten_stack_get_end();
     this.#writable = Number(exports.__emscripten_embedded_file_data.value);
-    if (!(this.#writable > this.#stack)) {
+    if (!(this.#writable > this.#stack && this.#stack > this.#stackEnd)) {
       throw new EspeakLayoutError("espeak-ng's memory is not laid out as expected");
     }
+    this.#stackImage = new Uint8Array(exports.memory.buffer).slice(this.#stackEnd, this.#stack);
     const region = new Uint8Array(exports.memory.buffer, this.#writable);
     let end = region.length;
     while (end > 0 && region[end - 1] === 0) end--;
@@ -434,7 +445,7 @@ export class EspeakInstance {
     }
   }
 
-  /** Puts the writable memory, the stack pointer and the open files back as before any run. */
+  /** Puts the writable memory, the stack and the open files back as before any run. */
   #reset(): void {
     const memory = new Uint8Array(this.#exports.memory.buffer);
     memory.set(this.#pristine, this.#writable);
@@ -450,6 +461,7 @@ export class EspeakInstance {
         }
       }
     }
+    memory.set(this.#stackImage, this.#stackEnd);
     this.#exports.stackRestore(this.#stack);
     // Files a run left open (its C streams are gone with the reset) would be kept forever.
     for (const stream of this.#glue.FS.streams) {

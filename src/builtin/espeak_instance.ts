@@ -73,6 +73,8 @@ interface LeftOut {
   readonly url: URL;
   /** Where they start in the file, bytes. */
   readonly fileOffset: number;
+  /** The file's size when it was compiled, bytes: another size is another build. */
+  readonly fileSize: number;
   /** Where they go in the instance's memory, bytes. */
   readonly address: number;
   /** How many, bytes. */
@@ -173,7 +175,7 @@ function leaveOutData(
     stripped.set(bytes.subarray(largest.end), out);
     return {
       stripped,
-      leftOut: { url, fileOffset: data, address: largest.address, length },
+      leftOut: { url, fileOffset: data, fileSize: bytes.length, address: largest.address, length },
     };
   }
   throw new EspeakLayoutError("espeak-ng.wasm has no data segment the relay can leave out");
@@ -220,14 +222,19 @@ class SegmentReader {
    * Reads the segment's bytes for the memory at `address` into `into`, all of it.
    *
    * @throws {Error} with one sentence naming the file when it cannot be opened or read, or
-   *   is shorter than when it was compiled.
+   *   its size is not what it was when it was compiled (cut short, or replaced by another
+   *   build, whose bytes would be read as eSpeak NG's data files).
    */
   read(address: number, into: Uint8Array): void {
-    const url = this.#leftOut.url;
+    const { url, fileSize } = this.#leftOut;
     const offset = this.#leftOut.fileOffset + address - this.#leftOut.address;
+    const changed = (size: number) =>
+      new Error(`it has ${size} bytes, not the ${fileSize} it had when it was compiled`);
     try {
       if (this.#whole === undefined) {
         using file = Deno.openSync(url, { read: true });
+        const size = file.statSync().size;
+        if (size !== fileSize) throw changed(size);
         try {
           file.seekSync(offset, Deno.SeekMode.Start);
         } catch {
@@ -238,15 +245,13 @@ class SegmentReader {
         if (this.#whole === undefined) {
           for (let done = 0; done < into.length;) {
             const n = file.readSync(into.subarray(done));
-            if (n === null) throw new Error("it is shorter than when it was compiled");
+            if (n === null) throw changed(offset + done);
             done += n;
           }
           return;
         }
       }
-      if (this.#whole.length < offset + into.length) {
-        throw new Error("it is shorter than when it was compiled");
-      }
+      if (this.#whole.length !== fileSize) throw changed(this.#whole.length);
       into.set(this.#whole.subarray(offset, offset + into.length));
     } catch (error) {
       // One sentence for the episode's record, whatever the file system said.

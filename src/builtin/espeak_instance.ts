@@ -233,9 +233,9 @@ class SegmentReader {
     try {
       if (this.#whole === undefined) {
         using file = Deno.openSync(url, { read: true });
-        const size = file.statSync().size;
-        if (size !== fileSize) throw changed(size);
+        let size = fileSize;
         try {
+          size = file.statSync().size;
           file.seekSync(offset, Deno.SeekMode.Start);
         } catch {
           // A file system that cannot seek (a compiled program's own files, perhaps): the
@@ -243,6 +243,7 @@ class SegmentReader {
           this.#whole = Deno.readFileSync(url);
         }
         if (this.#whole === undefined) {
+          if (size !== fileSize) throw changed(size);
           for (let done = 0; done < into.length;) {
             const n = file.readSync(into.subarray(done));
             if (n === null) throw changed(offset + done);

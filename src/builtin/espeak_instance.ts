@@ -12,7 +12,8 @@
  * system reads in place), the table of those files, then the program's variables and its heap.
  * What a run may change starts at the table: that part is kept as it was before the first run
  * (a copy of about 110 KB, the rest being zeros) and written back after each run; pages above
- * the copy are zeroed only where a run wrote to them, so pages never touched stay unmapped.
+ * the copy are zeroed only where a run wrote to them, so pages never touched stay unmapped. The
+ * stack (64 KB) is written back too.
  *
  * The data files are most of the module's 18 MB (the Russian dictionary alone is 8.5 MB), and
  * English and Mandarin read about 2.5 MB of them. So the module is compiled without them (a
@@ -46,6 +47,7 @@ interface EspeakGlue {
 interface EspeakExports {
   memory: WebAssembly.Memory;
   stackSave(): number;
+  emscripten_stack_get_end(): number;
   stackRestore(pointer: number): void;
   stackAlloc(bytes: number): number;
   __emscripten_embedded_file_data: WebAssembly.Global;
@@ -56,6 +58,8 @@ interface GlueOptions {
   noInitialRun: boolean;
   print: (line: string) => void;
   printErr: (line: string) => void;
+  /** What `exit()` does after its clean-up: throw `toThrow` (emscripten's `ExitStatus`). */
+  quit: (status: number, toThrow: unknown) => never;
   instantiateWasm: (
     imports: WebAssembly.Imports,
     done: (instance: WebAssembly.Instance, module: WebAssembly.Module) => void,
@@ -69,6 +73,8 @@ interface LeftOut {
   readonly url: URL;
   /** Where they start in the file, bytes. */
   readonly fileOffset: number;
+  /** The file's size when it was compiled, bytes: another size is another build. */
+  readonly fileSize: number;
   /** Where they go in the instance's memory, bytes. */
   readonly address: number;
   /** How many, bytes. */
@@ -80,6 +86,14 @@ export interface CompiledEspeak {
   readonly module: WebAssembly.Module;
   /** The data segment left out: the instance's memory gets it from the file. */
   readonly leftOut: LeftOut;
+}
+
+/**
+ * The module's memory is not laid out as {@linkcode EspeakInstance} expects (another build of
+ * eSpeak NG): {@linkcode PlainEspeak} speaks instead.
+ */
+export class EspeakLayoutError extends Error {
+  override readonly name = "EspeakLayoutError";
 }
 
 /** Reads an unsigned LEB128 number at `at`: its value and the offset after it. */
@@ -108,19 +122,32 @@ function toLeb(value: number): number[] {
  * The module's bytes with its largest data segment emptied (it stays, at length 0, so the
  * segment count is unchanged), and where that segment was.
  *
- * @throws {Error} when the bytes are not a module with an active data segment.
+ * @throws {EspeakLayoutError} when the bytes are not a module with an active data segment, or
+ *   its memory may grow (growing would move the memory the data files are read into).
  */
 function leaveOutData(
   bytes: Uint8Array,
   url: URL,
 ): { stripped: Uint8Array<ArrayBuffer>; leftOut: LeftOut } {
   let at = 8;
+  let fixedSize = false;
   while (at < bytes.length) {
     const sectionStart = at;
     const id = bytes[at]!;
     const [size, body] = leb(bytes, at + 1);
     at = body + size;
+    if (id === 5) {
+      // One memory whose maximum is its initial size.
+      const [count, limits] = leb(bytes, body);
+      const [initial, afterInitial] = leb(bytes, limits + 1);
+      fixedSize = count === 1 && bytes[limits] === 1 && leb(bytes, afterInitial)[0] === initial;
+    }
     if (id !== 11) continue;
+    if (!fixedSize) {
+      throw new EspeakLayoutError(
+        "espeak-ng's memory may grow, which the relay's reset cannot follow",
+      );
+    }
     let [count, p] = leb(bytes, body);
     let largest: { lengthAt: number; end: number; address: number } | undefined;
     for (; count > 0; count--) {
@@ -148,10 +175,15 @@ function leaveOutData(
     stripped.set(bytes.subarray(largest.end), out);
     return {
       stripped,
-      leftOut: { url, fileOffset: data, address: largest.address, length },
+      leftOut: { url, fileOffset: data, fileSize: bytes.length, address: largest.address, length },
     };
   }
-  throw new Error("espeak-ng.wasm has no data segment the relay can leave out");
+  throw new EspeakLayoutError("espeak-ng.wasm has no data segment the relay can leave out");
+}
+
+/** The WebAssembly module of the npm package `espeak-ng`, which the relay ships. */
+export function packagedEspeak(): URL {
+  return new URL("espeak-ng.wasm", import.meta.resolve("espeak-ng"));
 }
 
 /**
@@ -159,10 +191,12 @@ function leaveOutData(
  * A compiled module can be posted to another thread, which instantiates it without
  * compiling it again.
  *
- * @throws the file system's or WebAssembly's errors.
+ * @param url The module's file; default {@linkcode packagedEspeak}. Its data files are read
+ *   from it again, chunk after chunk, so it must stay as it is.
+ * @throws {EspeakLayoutError} when the module is not laid out as this module expects; the
+ *   file system's or WebAssembly's errors.
  */
-export async function compileEspeak(): Promise<CompiledEspeak> {
-  const url = new URL("espeak-ng.wasm", import.meta.resolve("espeak-ng"));
+export async function compileEspeak(url = packagedEspeak()): Promise<CompiledEspeak> {
   const bytes = await Deno.readFile(url);
   try {
     const { stripped, leftOut } = leaveOutData(bytes, url);
@@ -184,29 +218,47 @@ class SegmentReader {
     this.#leftOut = leftOut;
   }
 
-  /** Reads the segment's bytes for the memory at `address` into `into`, all of it. */
+  /**
+   * Reads the segment's bytes for the memory at `address` into `into`, all of it.
+   *
+   * @throws {Error} with one sentence naming the file when it cannot be opened or read, or
+   *   its size is not what it was when it was compiled (cut short, or replaced by another
+   *   build, whose bytes would be read as eSpeak NG's data files).
+   */
   read(address: number, into: Uint8Array): void {
+    const { url, fileSize } = this.#leftOut;
     const offset = this.#leftOut.fileOffset + address - this.#leftOut.address;
-    if (this.#whole === undefined) {
-      try {
-        using file = Deno.openSync(this.#leftOut.url, { read: true });
-        file.seekSync(offset, Deno.SeekMode.Start);
-        for (let done = 0; done < into.length;) {
-          const n = file.readSync(into.subarray(done));
-          if (n === null) throw new Error("espeak-ng.wasm is cut short");
-          done += n;
+    const changed = (size: number) =>
+      new Error(`it has ${size} bytes, not the ${fileSize} it had when it was compiled`);
+    try {
+      if (this.#whole === undefined) {
+        using file = Deno.openSync(url, { read: true });
+        let size = fileSize;
+        try {
+          size = file.statSync().size;
+          file.seekSync(offset, Deno.SeekMode.Start);
+        } catch {
+          // A file system that cannot seek (a compiled program's own files, perhaps): the
+          // whole file, once (about 330 of its files are read for English).
+          this.#whole = Deno.readFileSync(url);
         }
-        return;
-      } catch {
-        // A file system that cannot seek (a compiled program's own files, perhaps): the
-        // whole file, once (about 330 of its files are read for English).
-        this.#whole = Deno.readFileSync(this.#leftOut.url);
+        if (this.#whole === undefined) {
+          if (size !== fileSize) throw changed(size);
+          for (let done = 0; done < into.length;) {
+            const n = file.readSync(into.subarray(done));
+            if (n === null) throw changed(offset + done);
+            done += n;
+          }
+          return;
+        }
       }
+      if (this.#whole.length !== fileSize) throw changed(this.#whole.length);
+      into.set(this.#whole.subarray(offset, offset + into.length));
+    } catch (error) {
+      // One sentence for the episode's record, whatever the file system said.
+      const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+      throw new Error(`cannot read eSpeak NG's data from ${url.pathname}: ${reason}`);
     }
-    if (this.#whole.length < offset + into.length) {
-      throw new Error("espeak-ng.wasm is cut short");
-    }
-    into.set(this.#whole.subarray(offset, offset + into.length));
   }
 }
 
@@ -238,7 +290,7 @@ function fillAllButFiles(
     }
   };
   if (!(table >= leftOut.address && table < end)) {
-    throw new Error("espeak-ng's file table is not where the relay expects it");
+    throw new EspeakLayoutError("espeak-ng's file table is not where the relay expects it");
   }
   fill(table, end);
   const words = new Uint32Array(memory.buffer);
@@ -250,7 +302,7 @@ function fillAllButFiles(
   let from = leftOut.address;
   for (const span of spans) {
     if (span.address < from || span.address + span.length > table) {
-      throw new Error("espeak-ng's data files are not laid out as the relay expects");
+      throw new EspeakLayoutError("espeak-ng's data files are not laid out as the relay expects");
     }
     fill(from, span.address);
     from = span.address + span.length;
@@ -274,16 +326,25 @@ export class EspeakInstance {
   /** That part as it was before the first run, up to its last byte that is not zero. */
   readonly #pristine: Uint8Array;
   readonly #stack: number;
+  /** Where the stack ends (its lowest address), bytes. */
+  readonly #stackEnd: number;
+  /**
+   * The stack's bytes as before the first run (64 KB): a C function that reads a local
+   * before writing it would otherwise read what the previous chunk left there.
+   */
+  readonly #stackImage: Uint8Array;
 
   private constructor(glue: EspeakGlue, exports: EspeakExports, errors: string[]) {
     this.#glue = glue;
     this.#exports = exports;
     this.#errors = errors;
     this.#stack = exports.stackSave();
+    this.#stackEnd = exports.emscripten_stack_get_end();
     this.#writable = Number(exports.__emscripten_embedded_file_data.value);
-    if (!(this.#writable > this.#stack)) {
-      throw new Error("espeak-ng's memory is not laid out as expected");
+    if (!(this.#writable > this.#stack && this.#stack > this.#stackEnd)) {
+      throw new EspeakLayoutError("espeak-ng's memory is not laid out as expected");
     }
+    this.#stackImage = new Uint8Array(exports.memory.buffer).slice(this.#stackEnd, this.#stack);
     const region = new Uint8Array(exports.memory.buffer, this.#writable);
     let end = region.length;
     while (end > 0 && region[end - 1] === 0) end--;
@@ -293,6 +354,7 @@ export class EspeakInstance {
   /**
    * Instantiates `compiled` (eSpeak NG's module) and runs its start-up, not its `main`.
    *
+   * @throws {EspeakLayoutError} when its memory is not laid out as this class expects.
    * @throws {Error} when the module cannot be instantiated or its memory is not laid out as
    *   this class expects.
    */
@@ -306,6 +368,11 @@ export class EspeakInstance {
       noInitialRun: true,
       print: () => {},
       printErr: (line) => errors.push(line),
+      // The glue's own sets the thread's exit code to eSpeak NG's (1 for a failed chunk),
+      // which the relay's process would end with when no speech thread could start.
+      quit: (_status, toThrow) => {
+        throw toThrow;
+      },
       instantiateWasm: (imports, done) => {
         const reader = new SegmentReader(compiled.leftOut);
         let files: DataFile[] = [];
@@ -384,7 +451,7 @@ export class EspeakInstance {
     }
   }
 
-  /** Puts the writable memory, the stack pointer and the open files back as before any run. */
+  /** Puts the writable memory, the stack and the open files back as before any run. */
   #reset(): void {
     const memory = new Uint8Array(this.#exports.memory.buffer);
     memory.set(this.#pristine, this.#writable);
@@ -400,6 +467,7 @@ export class EspeakInstance {
         }
       }
     }
+    memory.set(this.#stackImage, this.#stackEnd);
     this.#exports.stackRestore(this.#stack);
     // Files a run left open (its C streams are gone with the reset) would be kept forever.
     for (const stream of this.#glue.FS.streams) {
@@ -444,5 +512,66 @@ function addFiles(
         Object.defineProperty(node, "contents", { value, writable: true, enumerable: true });
       },
     });
+  }
+}
+
+/**
+ * eSpeak NG as its glue runs it by itself: the whole module (data files included, 58 MB once
+ * compiled) compiled at the first chunk, and a fresh instance for each chunk, dropped after
+ * it. Slower and larger than {@linkcode EspeakInstance}, for a build of eSpeak NG whose
+ * memory that class does not know ({@linkcode EspeakLayoutError}).
+ */
+export class PlainEspeak {
+  readonly #url: URL;
+  #module: Promise<WebAssembly.Module> | undefined;
+
+  /** @param url The module's file. */
+  constructor(url: URL) {
+    this.#url = url;
+  }
+
+  /**
+   * Speaks `text` with `voice` (an eSpeak NG voice name) in a fresh instance.
+   *
+   * @returns The WAVE file eSpeak NG wrote.
+   * @throws {Error} with one sentence when eSpeak NG wrote no audio.
+   */
+  async speak(text: string, voice: string): Promise<Uint8Array> {
+    this.#module ??= Deno.readFile(this.#url).then((bytes) => WebAssembly.compile(bytes));
+    const module = await this.#module;
+    const errors: string[] = [];
+    // The glue never settles when instantiation fails: this does.
+    let fail: (error: unknown) => void = () => {};
+    const failure = new Promise<never>((_, reject) => fail = reject);
+    const create = (await import("espeak-ng")).default as unknown as (
+      options: Omit<GlueOptions, "noInitialRun"> & {
+        arguments: string[];
+        preRun: Array<(glue: EspeakGlue) => void>;
+      },
+    ) => Promise<EspeakGlue>;
+    const glue = await Promise.race([
+      create({
+        // As EspeakInstance runs it: the input is UTF-8, read from a file.
+        arguments: ["-b", "1", "-v", voice, "-w", "/out.wav", "-f", "/in.txt"],
+        preRun: [(glue) => glue.FS.writeFile("/in.txt", text)],
+        print: () => {},
+        printErr: (line) => errors.push(line),
+        // The glue's own sets the process's exit code to eSpeak NG's, a failed chunk's 1.
+        quit: (_status, toThrow) => {
+          throw toThrow;
+        },
+        instantiateWasm: (imports, done) => {
+          void WebAssembly.instantiate(module, imports).then((made) => done(made, module))
+            .catch(fail);
+          return {};
+        },
+      }),
+      failure,
+    ]);
+    try {
+      return glue.FS.readFile("/out.wav");
+    } catch {
+      throw new Error(`espeak-ng wrote no audio${errors.length ? `: ${errors[0]}` : ""}`);
+    }
   }
 }

@@ -12,7 +12,14 @@
  * @module
  */
 
-import { type CompiledEspeak, compileEspeak, EspeakInstance } from "./espeak_instance.ts";
+import {
+  type CompiledEspeak,
+  compileEspeak,
+  EspeakInstance,
+  EspeakLayoutError,
+  packagedEspeak,
+  PlainEspeak,
+} from "./espeak_instance.ts";
 
 /** Mono 16-bit PCM audio. */
 export interface Pcm {
@@ -101,12 +108,15 @@ export function parseWav(bytes: Uint8Array): Pcm {
  * The built-in engine: eSpeak NG as WebAssembly, in this thread. The WebAssembly module is
  * compiled once and instantiated once ({@linkcode EspeakInstance}): the instance's 32 MB of
  * memory serve chunk after chunk, reset after each, and are given back by {@linkcode close}.
+ * A build of eSpeak NG laid out otherwise (an upgrade of the npm package) is spoken the
+ * glue's own way instead ({@linkcode PlainEspeak}), a fresh instance per chunk.
  */
 export class EspeakWasm implements TtsEngine {
   /** A short name for logs and docs. */
   readonly name = "espeak-ng (WebAssembly, built in)";
   readonly #given: CompiledEspeak | undefined;
   #instance: Promise<EspeakInstance> | undefined;
+  #plain: PlainEspeak | undefined;
 
   /** @param compiled The module, compiled already; else compiled at the first chunk. */
   constructor(compiled?: CompiledEspeak) {
@@ -115,6 +125,7 @@ export class EspeakWasm implements TtsEngine {
 
   /** Speaks `text` with `voice`; rejects with one sentence when the engine fails. */
   async synthesize(text: string, voice: Voice): Promise<Pcm> {
+    if (this.#plain) return parseWav(await this.#plain.speak(text, voice));
     this.#instance ??=
       (async () => await EspeakInstance.create(this.#given ?? await compileEspeak()))();
     const instance = this.#instance;
@@ -124,13 +135,16 @@ export class EspeakWasm implements TtsEngine {
       // A failed run may leave the instance in a state its reset does not cover: the next
       // chunk gets a new one.
       if (this.#instance === instance) this.#instance = undefined;
-      throw error;
+      if (!(error instanceof EspeakLayoutError)) throw error;
+      this.#plain ??= new PlainEspeak(this.#given?.leftOut.url ?? packagedEspeak());
+      return parseWav(await this.#plain.speak(text, voice));
     }
   }
 
   /** Drops the instance (and the module, when this engine compiled it). */
   close(): void {
     this.#instance = undefined;
+    this.#plain = undefined;
   }
 }
 

@@ -134,6 +134,8 @@ Deno.test("private podcast: the feed key reads the page, the feed, the QR code a
   const audio = await fetch(audioUrl);
   assert.equal(audio.status, 200);
   assert.equal(audio.headers.get("content-type"), "audio/mpeg");
+  // Kept by the app that asked, never by a shared cache that could answer it to others.
+  assert.equal(audio.headers.get("cache-control"), "private, max-age=86400");
   const mp3 = new Uint8Array(await audio.arrayBuffer());
   assert.ok(walkMp3(mp3).seconds > 0.5);
   const part = await fetch(audioUrl, { headers: { range: "bytes=10-109" } });
@@ -238,6 +240,10 @@ Deno.test("public podcast: its addresses carry no key, and the feed key opens no
   const list = await episodes(relay, MAIN_KEY);
   assert.equal(list.feed_url, `${relay.url}/podcast/feed.xml`);
   assert.equal(list.episodes[0]!.audio_url!.includes("?"), false);
+  const audio = await fetch(list.episodes[0]!.audio_url!);
+  assert.equal(audio.status, 200);
+  assert.equal(audio.headers.get("cache-control"), "public, max-age=86400");
+  await audio.body?.cancel();
   const qr = await fetch(`${relay.url}/podcast/qr.svg?key=${MAIN_KEY}`);
   assert.equal(await qr.text(), await qrOf(`${relay.url}/podcast/feed.xml`));
   const feed = await (await fetch(`${relay.url}/podcast/feed.xml`)).text();

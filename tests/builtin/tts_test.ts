@@ -95,6 +95,18 @@ Deno.test("a chunk the engine fails is one sentence, and the next chunk is spoke
   await assert.rejects(() => waiting, /closed/);
 });
 
+Deno.test("a chunk failed in this thread leaves the process's exit code alone", async () => {
+  const engine = new EspeakWasm();
+  await assert.rejects(
+    () => engine.synthesize("No such voice.", "xx-nowhere" as Voice),
+    /espeak-ng wrote no audio/,
+  );
+  // eSpeak NG's exit(1) is the chunk's failure, not the relay's.
+  assert.equal(Deno.exitCode, 0);
+  assert.ok((await engine.synthesize("Spoken after the failure.", "en-us")).samples.length > 0);
+  engine.close();
+});
+
 Deno.test("text that looks like an option is spoken, not taken for one", async () => {
   const pcm = await new EspeakWasm().synthesize("--version and -w /etc/passwd", "en-us");
   assert.ok(pcm.samples.length > 11025);

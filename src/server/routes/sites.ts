@@ -232,7 +232,11 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
         throw new HttpError(404, "No such episode audio");
       }
       if (match?.[2] === "txt") return transcriptResponse(episode);
-      return await serveFile(c, podcast.audioPath(episode.id), "audio/mpeg");
+      const audio = await serveFile(c, podcast.audioPath(episode.id), "audio/mpeg");
+      // Kept by the app that asked, not by a shared cache in between: such a cache keys on
+      // the address, and a key sent in a header is not part of it.
+      if (closed) audio.headers.set("cache-control", "private, max-age=86400");
+      return audio;
     }),
   };
 }

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { RelayError } from "../client/client.ts";
+import { RelayError } from "../client/relay_error.ts";
 import { ConfigError } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { DatabaseInUseError } from "../store/lock.ts";

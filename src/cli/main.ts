@@ -1,170 +1,35 @@
 /**
  * The command line: `relay [serve] [options]`, `relay <command> [options]`,
- * `relay help [<command>]`, `relay version`. One table, {@linkcode COMMANDS}, holds every
- * command with its synopsis, options and help; `main` finds the command, parses its
+ * `relay help [<command>]`, `relay version`. One table, `COMMANDS` in commands.ts, holds
+ * every command with its synopsis, options and help; `main` finds the command, parses its
  * arguments, runs it and maps whatever it throws to an exit code (docs/cli.md).
+ *
+ * Serving needs none of the other commands: `main` runs `serve` without loading the
+ * table, whose modules (the HTTP client, `relay work`, the key and backup commands) are
+ * loaded only when another command is named. The relay's idle memory holds the source
+ * text of every module loaded (docs/benchmarks.md, "Idle memory").
  *
  * @module
  */
 
-import denoConfig from "../../deno.json" with { type: "json" };
-import { BACKUP_COMMANDS } from "./backup_commands.ts";
-import { QUEUE_COMMANDS } from "./client_commands.ts";
-import { type Command, parseCommandArgs, suggest } from "./command.ts";
-import { commandHelp, commandList, groupHelp, optionLines } from "./help.ts";
-import { type CommandIo, processIo, reportError, UsageError } from "./io.ts";
-import { KEYS_COMMANDS } from "./keys_commands.ts";
-import { LOGIN_COMMANDS } from "./login_command.ts";
-import { PUBLISH_COMMANDS } from "./publish_commands.ts";
-import { serveCommand } from "./serve.ts";
-import { WORK_COMMANDS } from "./work_command.ts";
-import { CLIENT_OPTIONS } from "./client_config.ts";
+import { type CommandIo, processIo, reportError } from "./io.ts";
+import { runCommand, SERVE } from "./run_command.ts";
 
-/** The relay's version, from `deno.json`. */
-export const VERSION: string = denoConfig.version;
+export { VERSION } from "./run_command.ts";
 
-const SERVE = serveCommand(VERSION);
-
-/** Every command, in help order. */
-export const COMMANDS: readonly Command[] = [
-  SERVE,
-  ...QUEUE_COMMANDS,
-  ...WORK_COMMANDS,
-  ...PUBLISH_COMMANDS,
-  ...LOGIN_COMMANDS,
-  ...BACKUP_COMMANDS,
-  ...KEYS_COMMANDS,
-];
-
-/** Groups of commands named by two words, e.g. `keys` for `keys add`. */
-const GROUPS = [
-  ...new Set(COMMANDS.flatMap((c) => c.name.includes(" ") ? [c.name.split(" ")[0]!] : [])),
-];
-
-/** The text of `relay help` and `relay --help`. */
-function overview(): string {
-  const client = COMMANDS.filter((c) => c !== SERVE);
-  return [
-    `relay ${VERSION}: a small HTTP relay for links, text and results`,
-    "",
-    "Usage: relay [serve] [options]     run the relay",
-    "       relay <command> [options]   talk to a running relay, or manage its data",
-    "       relay help [<command>]      a command's options, defaults and environment variables",
-    "       relay version               print the version",
-    "",
-    "Server options (relay serve):",
-    ...optionLines(SERVE.options),
-    "",
-    SERVE.help ?? "",
-    "",
-    "Commands:",
-    ...commandList(client),
-    "",
-    "Options of the commands that talk to a relay:",
-    ...optionLines(CLIENT_OPTIONS),
-    "  (the key itself comes from RELAY_API_KEY, never from a flag; relay login saves URL and key)",
-    "",
-    "Exit codes: 0 success; 1 the relay could not be reached, timed out or failed (5xx), or",
-    "the command failed; 2 a usage or configuration error; 3 the relay refused the request (4xx).",
-  ].join("\n");
-}
-
-function versionLine(): string {
-  return `relay ${VERSION} (deno ${Deno.version.deno})`;
-}
+/** The first words that are not a command but ask for help or the version. */
+const NOT_SERVE_OPTIONS = new Set(["--help", "-h", "--version", "-V"]);
 
 /**
- * Finds the command that `words` start with.
- *
- * @returns The command and how many words name it, or the group when the words name a
- *   group and nothing more.
- * @throws {UsageError} for an unknown command, with a suggestion when one is close.
+ * The arguments of `serve` when `args` run the relay (no command, only server options, or
+ * `serve`), else `undefined`.
  */
-function findCommand(words: readonly string[]): { command: Command; used: number } | string {
-  const [first = "", second] = words;
-  if (GROUPS.includes(first)) {
-    if (second === undefined || second.startsWith("-")) return first;
-    const name = `${first} ${second}`;
-    const command = COMMANDS.find((c) => c.name === name);
-    if (command !== undefined) return { command, used: 2 };
-    const names = COMMANDS.filter((c) => c.name.startsWith(`${first} `)).map((c) => c.name);
-    throw unknown(name, names, `relay help ${first}`);
-  }
-  const command = COMMANDS.find((c) => c.name === first);
-  if (command !== undefined) return { command, used: 1 };
-  const names = [...COMMANDS.map((c) => c.name.split(" ")[0]!), "help", "version"];
-  throw unknown(first, [...new Set(names)], "relay --help");
-}
-
-function unknown(name: string, candidates: readonly string[], hint: string): UsageError {
-  const guess = suggest(name, candidates);
-  return new UsageError(
-    `unknown command "${name}"${guess === undefined ? "" : ` (did you mean "${guess}"?)`}`,
-    hint,
-  );
-}
-
-/** `relay help [<command>]`. */
-function help(words: readonly string[], io: CommandIo): number {
-  if (words.length === 0) {
-    io.out(overview());
-    return 0;
-  }
-  const found = findCommand(words);
-  if (typeof found === "string") {
-    io.out(groupHelp(found, COMMANDS.filter((c) => c.name.startsWith(`${found} `))));
-    return 0;
-  }
-  if (words.length > found.used) {
-    throw new UsageError(`help takes one command, e.g. relay help pull`, "relay --help");
-  }
-  io.out(commandHelp(found.command));
-  return 0;
-}
-
-/** Parses and runs one command; a long-running one gets SIGINT/SIGTERM as `io.signal`. */
-async function run(
-  command: Command,
-  argv: readonly string[],
-  io: CommandIo,
-  stop: AbortController | undefined,
-): Promise<number> {
-  const args = parseCommandArgs(command, argv);
-  if (args === "help") {
-    io.out(commandHelp(command));
-    return 0;
-  }
-  if (!command.longRunning || stop === undefined) return await command.run(args, io);
-  const abort = () => stop.abort();
-  for (const signal of ["SIGINT", "SIGTERM"] as const) Deno.addSignalListener(signal, abort);
-  try {
-    return await command.run(args, io);
-  } finally {
-    for (const signal of ["SIGINT", "SIGTERM"] as const) Deno.removeSignalListener(signal, abort);
-  }
-}
-
-async function dispatch(
-  args: readonly string[],
-  io: CommandIo,
-  stop: AbortController | undefined,
-): Promise<number> {
+function serveArgs(args: readonly string[]): readonly string[] | undefined {
   const [first, ...rest] = args;
-  if (first === "version" || first === "--version" || first === "-V") {
-    if (rest.length > 0) throw new UsageError("version takes no arguments");
-    io.out(versionLine());
-    return 0;
-  }
-  if (first === "help" || first === "--help" || first === "-h") return help(rest, io);
-  if (first === undefined || first.startsWith("-")) return await run(SERVE, args, io, stop);
-  const found = findCommand(args);
-  if (typeof found === "string") {
-    if (rest.includes("--help") || rest.includes("-h")) return help([found], io);
-    const names = COMMANDS.filter((c) => c.name.startsWith(`${found} `))
-      .map((c) => c.name.split(" ")[1]);
-    throw new UsageError(`${found} needs a command: ${names.join(", ")}`, `relay help ${found}`);
-  }
-  return await run(found.command, args.slice(found.used), io, stop);
+  if (first === undefined) return [];
+  if (first === "serve") return rest;
+  if (first.startsWith("-") && !NOT_SERVE_OPTIONS.has(first)) return args;
+  return undefined;
 }
 
 /**
@@ -179,6 +44,9 @@ export async function main(args: readonly string[], io?: CommandIo): Promise<num
   const stop = io === undefined ? new AbortController() : undefined;
   const surroundings = io ?? processIo(stop!.signal);
   try {
+    const serving = serveArgs(args);
+    if (serving !== undefined) return await runCommand(SERVE, serving, surroundings, stop);
+    const { dispatch } = await import("./commands.ts");
     return await dispatch(args, surroundings, stop);
   } catch (error) {
     return reportError(error, surroundings);

@@ -11,8 +11,7 @@ import { DatabaseInUseError } from "../store/lock.ts";
 import { UnsafeDatabaseError } from "../store/database.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../server/log.ts";
-import { scheduleBackups } from "../backup.ts";
-import { startRelay } from "../server/start.ts";
+import { type BackgroundJob, startRelay } from "../server/start.ts";
 import type { Command, OptionSpec } from "./command.ts";
 import { type CommandIo, EXIT_FAILURE, EXIT_USAGE } from "./io.ts";
 
@@ -55,8 +54,11 @@ async function serve(flags: Record<string, string | undefined>, io: CommandIo, v
   let relay;
   try {
     const everyMs = config.backupEveryMs;
-    const backups = everyMs === undefined ? [] : [
-      (store: Store, logger: Logger) =>
+    const backups: Array<(store: Store, logger: Logger) => BackgroundJob> = [];
+    if (everyMs !== undefined) {
+      // Loaded only when backups are scheduled: idle memory holds every module loaded.
+      const { scheduleBackups } = await import("../backup.ts");
+      backups.push((store, logger) =>
         scheduleBackups(store, {
           db: config.db,
           keysFile: config.keysFile,
@@ -64,8 +66,9 @@ async function serve(flags: Record<string, string | undefined>, io: CommandIo, v
           keep: config.backupKeep,
           info: logger.info,
           warn: logger.warn,
-        }),
-    ];
+        })
+      );
+    }
     relay = await startRelay(config, {
       version,
       pairing: Deno.stdout.isTerminal(),

@@ -9,6 +9,9 @@
 import { Backoff, sleep } from "../util/backoff.ts";
 import { fetchFailure } from "../errors.ts";
 import { joinUrl } from "../util/url.ts";
+import { RelayError } from "./relay_error.ts";
+
+export { RelayError };
 
 /** Default relay address for client commands: the relay on this machine. */
 export const DEFAULT_RELAY_URL = "http://127.0.0.1:8787";
@@ -26,29 +29,6 @@ export interface RelayAddress {
 export interface RelayClient extends RelayAddress {
   /** The API key, sent as `X-Auth-Key`. */
   readonly key: string;
-}
-
-/** A failed call to the relay. */
-export class RelayError extends Error {
-  /** The HTTP status, when the relay answered. */
-  readonly status: number | undefined;
-  /**
-   * Whether trying again later may work: the relay was unreachable, timed out or answered
-   * 5xx. A 401 or another 4xx will not change by waiting.
-   */
-  readonly retryable: boolean;
-
-  /**
-   * @param message One sentence saying what went wrong and what to do.
-   * @param status The HTTP status, when there was one.
-   * @param retryable Whether trying again later may work.
-   */
-  constructor(message: string, status: number | undefined, retryable: boolean) {
-    super(message);
-    this.name = "RelayError";
-    this.status = status;
-    this.retryable = retryable;
-  }
 }
 
 /**

@@ -15,7 +15,6 @@ import type { Target } from "../constants.ts";
 import { fetchFailure } from "../errors.ts";
 import { readAtMost } from "../util/streams.ts";
 import { sleep } from "../util/backoff.ts";
-import { publishWithAdapter } from "./adapters.ts";
 import type { AdapterTarget, TargetsFile } from "./targets.ts";
 
 export { type Target, TARGETS } from "../constants.ts";
@@ -161,11 +160,14 @@ export async function publish(
 function publishTo(target: Target, article: Article, config: PublishConfig): Promise<TargetResult> {
   const adapter = config.adapters?.[target];
   if (adapter !== undefined) {
-    return publishWithAdapter(adapter, article, {
-      fetch: config.fetch ?? fetch,
-      timeoutMs: config.timeoutMs,
-      sleep: config.sleep ?? ((ms) => sleep(ms).then(() => {})),
-    });
+    // Loaded with the first article for a target's adapter: most relays publish to none.
+    return import("./adapters.ts").then(({ publishWithAdapter }) =>
+      publishWithAdapter(adapter, article, {
+        fetch: config.fetch ?? fetch,
+        timeoutMs: config.timeoutMs,
+        sleep: config.sleep ?? ((ms) => sleep(ms).then(() => {})),
+      })
+    );
   }
   if (config.urls[target] === undefined && config.builtin !== undefined) {
     return config.builtin(target, article);

@@ -5,7 +5,8 @@
  * line and a suggestion, never the argument parser's own text.
  */
 import assert from "node:assert/strict";
-import { COMMANDS, main, VERSION } from "../../src/cli/main.ts";
+import { COMMANDS } from "../../src/cli/commands.ts";
+import { main, VERSION } from "../../src/cli/main.ts";
 import type { CommandIo } from "../../src/cli/io.ts";
 import { runRelay } from "../_helpers.ts";
 

@@ -603,12 +603,14 @@ async function measure(servers: Server[], dirs: string[]): Promise<void> {
   // 30 quiet seconds: src/server/idle_memory.ts).
   let idleWrites = NaN;
   let restedRss = NaN;
+  let floorRestedRss = NaN;
   if (IDLE > 0) {
     await new Promise((r) => setTimeout(r, 2000));
     const before = writeBytes(relay.child.pid);
     await new Promise((r) => setTimeout(r, IDLE * 1000));
     idleWrites = writeBytes(relay.child.pid) - before;
     restedRss = rssMb(relay.child.pid);
+    floorRestedRss = rssMb(floor.child.pid);
   }
 
   relay.child.kill("SIGTERM");
@@ -661,6 +663,13 @@ async function measure(servers: Server[], dirs: string[]): Promise<void> {
       `${(restedRss - idleRss).toFixed(1)} MB (${restedRss.toFixed(1)} MB)`,
       "≤ +12 MB",
       restedRss - idleRss <= 12,
+    );
+    // What the stack alone keeps after the same loads: the floor's own growth.
+    figure(
+      `the floor's RSS after the same loads and idle, over its idle`,
+      `${(floorRestedRss - floorIdleRss).toFixed(1)} MB (${floorRestedRss.toFixed(1)} MB)`,
+      "—",
+      true,
     );
   }
   figure(

@@ -48,7 +48,7 @@ import { corsOrigin, granted, isPreflight, preflightResponse } from "./cors.ts";
 import { KEEP_ALIVE_MS, StreamLimits } from "./live.ts";
 import { Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
-import type { RequestEnv, RouteContext, Routes } from "./route.ts";
+import { accessOf, type RequestEnv, type RouteContext, type Routes } from "./route.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { downstreamRoutes } from "./routes/downstream.ts";
 import { siteRoutes } from "./routes/sites.ts";
@@ -250,9 +250,7 @@ function registerRoutes(
   for (const [path, route] of Object.entries(routes)) {
     const { methods, handler } = route;
     const allow = methods.join(", ");
-    const access: Access | undefined = route.open
-      ? undefined
-      : { scope: route.scope, appId: route.appId, podcastFeed: route.podcastFeed };
+    const access = accessOf(route);
     app.all(path, (c: Context) => {
       const method = c.req.method;
       if (!methods.includes(method)) {
@@ -341,8 +339,7 @@ function cachedReads(
   >();
   for (const [path, route] of Object.entries(routes)) {
     if (route.cached !== undefined && route.methods.includes("GET")) {
-      const access = route.open ? undefined : { scope: route.scope };
-      reads.set(path, { access, cached: route.cached });
+      reads.set(path, { access: accessOf(route), cached: route.cached });
     }
   }
   let knownHost = "";
@@ -471,7 +468,7 @@ function podcastFeedKeyOf(options: AppOptions): string | undefined {
 }
 
 /** The one authorisation path of every route ({@linkcode createAuthorize}), as configured. */
-function authorizeOf(options: AppOptions): Authorize {
+function authorizeOf(options: AppOptions, feedKey: string | undefined): Authorize {
   return createAuthorize({
     apiKey: options.apiKey,
     keyRing: options.keyRing,
@@ -482,7 +479,7 @@ function authorizeOf(options: AppOptions): Authorize {
       ...[URL.parse(options.builtin?.publicUrl ?? "")?.origin ?? []].flat(),
     ],
     appId: options.builtin?.appId,
-    podcastFeedKey: podcastFeedKeyOf(options),
+    podcastFeedKey: feedKey,
   });
 }
 
@@ -522,12 +519,14 @@ export function createApp(options: AppOptions): RelayApp {
   const logger = options.logger ?? new Logger();
   const metrics = options.metrics ?? new RelayMetrics();
   const routes = appRoutes(routeContext(options, logger, metrics));
-  const authorize = authorizeOf(options);
+  // Derived once (an HMAC): the key check and the log's redaction both need it.
+  const feedKey = podcastFeedKeyOf(options);
+  const authorize = authorizeOf(options, feedKey);
   const cors = corsOrigin(options.allowedOrigins ?? []);
   const secrets = {
     mainKey: options.apiKey,
     isNamedKey: options.keyRing?.isKey,
-    podcastFeedKey: podcastFeedKeyOf(options),
+    podcastFeedKey: feedKey,
   };
   const errorResponse = errorResponder(logger);
   const app = honoApp(routes, { authorize, cors, errorResponse }, options.builtin !== undefined);

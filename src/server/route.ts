@@ -11,6 +11,7 @@ import type { Context } from "hono";
 import type { PodcastFeedSettings } from "../builtin/feeds.ts";
 import type { LimitFunction } from "p-limit";
 import type { Scope } from "../access/named_keys.ts";
+import type { Access } from "./auth.ts";
 import type { PublishConfig } from "../publish/fan_out.ts";
 import type { FailedPublishes } from "../publish/failed.ts";
 import type { BuiltinServices } from "../builtin/services.ts";
@@ -80,6 +81,17 @@ export interface RequestEnv {
 
 /** Endpoints by path, e.g. `{ "/submit": { scope: "submit", methods: ["POST"], … } }`. */
 export type Routes = Record<string, Route>;
+
+/**
+ * What a route's requests must hold, as the one authorisation path checks it: its scope and
+ * whether the app id or the podcast's feed key is taken; `undefined` for an open route.
+ * Every way a request reaches a route (Hono, a cached read, a direct write) asks this.
+ */
+export function accessOf(route: Route): Access | undefined {
+  return route.open
+    ? undefined
+    : { scope: route.scope, appId: route.appId, podcastFeed: route.podcastFeed };
+}
 
 /**
  * The built-in notes store, blog and podcast (docs/publishing-builtin.md): served beside the

@@ -9,7 +9,7 @@
 import type { Access, Authorize } from "./auth.ts";
 import { COMPRESS_ABOVE_BYTES, encoded } from "./representation.ts";
 import { sizeOf } from "./responses.ts";
-import type { Routes } from "./route.ts";
+import { accessOf, type Routes } from "./route.ts";
 
 /** The connection a request came on (the app's `RequestInfo`): the client's address. */
 interface Connection {
@@ -51,8 +51,7 @@ export function directWrites(
   >();
   for (const [path, route] of Object.entries(routes)) {
     if (route.direct === undefined) continue;
-    const access = route.open ? undefined : { scope: route.scope, appId: route.appId };
-    writes.set(path, { methods: route.methods, access, direct: route.direct });
+    writes.set(path, { methods: route.methods, access: accessOf(route), direct: route.direct });
   }
   const write = async (
     route: NonNullable<ReturnType<typeof writes.get>>,

@@ -7,8 +7,8 @@
  * Every route's answers get them through {@linkcode validated}, a middleware that tags
  * bodies made in memory (the web app's files, pages, feeds, notes, the API's documents)
  * by their content. Files sent as streams (the podcast's MP3s) are tagged by their size
- * and modification time by the route, which calls {@linkcode notModified} and
- * {@linkcode byteRange} itself.
+ * and modification time by the file server (`file_server.ts`), which calls
+ * {@linkcode notModified} and {@linkcode byteRange} itself.
  *
  * @module
  */

@@ -8,14 +8,13 @@
  * @module
  */
 
-import type { Context } from "hono";
-import { HttpError, problemResponse } from "../../errors.ts";
+import { HttpError } from "../../errors.ts";
 import type { SiteUrls } from "../../builtin/html.ts";
 import { ARTWORK_PATH, artworkResponse, transcriptResponse } from "../../builtin/podcast_files.ts";
 import { robotsResponse } from "../../builtin/site.ts";
 import { podcastFeedKey } from "../../access/podcast_feed_key.ts";
 import { json } from "../responses.ts";
-import { byteRange, fileTag, notModified, notModifiedResponse } from "../validators.ts";
+import { serveFile } from "../file_server.ts";
 import type { BuiltinPublishing, Handler, Route, Routes } from "../route.ts";
 import { siteOrigin } from "./downstream.ts";
 
@@ -25,86 +24,6 @@ const loadPages = () => import("../../builtin/html.ts");
 const loadFeeds = () => import("../../builtin/feeds.ts");
 
 const GET = ["GET", "HEAD"] as const;
-
-/** Serves a file with `Accept-Ranges`, answering a Range request with 206. */
-async function serveFile(c: Context, path: string, type: string): Promise<Response> {
-  let file: Deno.FsFile;
-  try {
-    file = await Deno.open(path, { read: true });
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) {
-      throw new HttpError(404, "No such episode audio");
-    }
-    throw error;
-  }
-  const { size, mtime } = await file.stat();
-  const validators = { etag: fileTag(size, mtime?.getTime() ?? 0), lastModified: mtime?.getTime() };
-  const headers: Record<string, string> = {
-    "content-type": type,
-    "accept-ranges": "bytes",
-    "cache-control": "public, max-age=86400",
-    etag: validators.etag,
-    ...(mtime ? { "last-modified": mtime.toUTCString() } : {}),
-  };
-  if (notModified(c.req.raw, validators)) {
-    file.close();
-    return notModifiedResponse(new Headers(headers));
-  }
-  const range = byteRange(c.req.raw, size, validators);
-  if (range === "unsatisfiable") {
-    file.close();
-    return problemResponse(416, `Cannot serve that range: the file has ${size} bytes`, {
-      "content-range": `bytes */${size}`,
-    });
-  }
-  if (c.req.method === "HEAD") {
-    file.close();
-    return new Response(null, { headers: { ...headers, "content-length": String(size) } });
-  }
-  if (range === undefined) {
-    return new Response(file.readable, {
-      headers: { ...headers, "content-length": String(size) },
-    });
-  }
-  await file.seek(range.start, Deno.SeekMode.Start);
-  let left = range.end - range.start + 1;
-  let open = true;
-  const close = () => {
-    if (open) file.close();
-    open = false;
-  };
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const buffer = new Uint8Array(Math.min(64 * 1024, left));
-        const read = left > 0 ? await file.read(buffer) : null;
-        if (read === null || read === 0) {
-          close();
-          controller.close();
-          return;
-        }
-        left -= read;
-        controller.enqueue(buffer.subarray(0, read));
-        if (left === 0) {
-          close();
-          controller.close();
-        }
-      } catch (error) {
-        close();
-        controller.error(error);
-      }
-    },
-    cancel: close,
-  });
-  return new Response(body, {
-    status: 206,
-    headers: {
-      ...headers,
-      "content-length": String(range.end - range.start + 1),
-      "content-range": `bytes ${range.start}-${range.end}/${size}`,
-    },
-  });
-}
 
 /**
  * A route that reads: open, or needing a `read` key when `needsKey`; with `podcastFeed`, the
@@ -204,9 +123,9 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
       });
     }),
     "/podcast/feed.xml": podcastReading(async () => {
-      const { podcastRss } = await loadFeeds();
+      const { podcastFeed } = await loadFeeds();
       const settings = builtin.podcastFeed;
-      return new Response(podcastRss(await podcast.list(), urls(), { key, settings }), {
+      return new Response(await podcastFeed(podcast, urls(), { key, settings }), {
         headers: { "content-type": "application/rss+xml; charset=utf-8" },
       });
     }),
@@ -232,11 +151,13 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
         throw new HttpError(404, "No such episode audio");
       }
       if (match?.[2] === "txt") return transcriptResponse(episode);
-      const audio = await serveFile(c, podcast.audioPath(episode.id), "audio/mpeg");
-      // Kept by the app that asked, not by a shared cache in between: such a cache keys on
-      // the address, and a key sent in a header is not part of it.
-      if (closed) audio.headers.set("cache-control", "private, max-age=86400");
-      return audio;
+      return await serveFile(c.req.raw, podcast.audioPath(episode.id), {
+        type: "audio/mpeg",
+        // A private one is kept by the app that asked, not by a shared cache in between: such
+        // a cache keys on the address, and a key sent in a header is not part of it.
+        cacheControl: `${closed ? "private" : "public"}, max-age=86400`,
+        notFound: "No such episode audio",
+      });
     }),
   };
 }

@@ -17,6 +17,7 @@
 
 import { join } from "node:path";
 import pLimit from "p-limit";
+import { ChangeCache } from "../util/change_cache.ts";
 import { RENDERER_VERSION, renderOffThread } from "./render_thread.ts";
 import {
   isId,
@@ -64,8 +65,8 @@ export class BlogStore {
   /** Renders under way, by post id: a second reader waits for the first one's. */
   readonly #rendering = new Map<string, Promise<string>>();
   #renders = 0;
-  #generation = 0;
-  #cache: { generation: number; key: string; value: Promise<unknown> } | undefined;
+  /** The feed, built once per change of the posts. */
+  readonly #made = new ChangeCache();
 
   /**
    * Reads and writes posts in `<data>/blog/`.
@@ -91,7 +92,7 @@ export class BlogStore {
     await this.#render(post);
     await this.#write(post);
     posts.set(post.post_id, post);
-    this.#generation++;
+    this.#made.changed();
     return post;
   }
 
@@ -120,18 +121,7 @@ export class BlogStore {
    * who come while it runs share its result.
    */
   cached<T>(key: string, build: () => Promise<T>): Promise<T> {
-    const cache = this.#cache;
-    if (cache?.generation === this.#generation && cache.key === key) {
-      return cache.value as Promise<T>;
-    }
-    const value = build();
-    const entry = { generation: this.#generation, key, value };
-    this.#cache = entry;
-    // A failed build is not kept: the next reader tries again.
-    value.catch(() => {
-      if (this.#cache === entry) this.#cache = undefined;
-    });
-    return value;
+    return this.#made.get(key, build);
   }
 
   /** Writes a post as it was exported (same id, same time). */
@@ -140,7 +130,7 @@ export class BlogStore {
     const posts = await this.#load();
     await this.#write(post);
     posts.set(post.post_id, post);
-    this.#generation++;
+    this.#made.changed();
   }
 
   /** A post, or `undefined` when there is none with that id. */
@@ -165,7 +155,7 @@ export class BlogStore {
     if (!isId(postId) || !posts.has(postId)) return false;
     await removeIfExists(join(this.dir, `${postId}.json`));
     posts.delete(postId);
-    this.#generation++;
+    this.#made.changed();
     await removeIfExists(this.#htmlPath(postId, RENDERER_VERSION));
     return true;
   }

@@ -13,8 +13,9 @@ import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { Feed } from "feed";
 import type { BlogStore, Post } from "./blog.ts";
-import { escapeHtml, formatDuration, type SiteUrls } from "./html.ts";
-import type { Episode } from "./podcast.ts";
+import { formatDuration, type SiteUrls } from "./html.ts";
+import { escapeHtml, xmlChars } from "../util/escape.ts";
+import type { Episode, Podcast } from "./podcast.ts";
 import { ARTWORK_PATH } from "./podcast_files.ts";
 import { renderMarkdown } from "./render.ts";
 import { chooseVoice } from "./tts.ts";
@@ -106,29 +107,22 @@ export function blogAtom(entries: readonly FeedEntry[], urls: SiteUrls): string 
   return feed.atom1();
 }
 
-const XML_ENTITIES: Record<string, string> = {
-  "&": "&amp;",
-  "<": "&lt;",
-  ">": "&gt;",
-  '"': "&quot;",
-  "'": "&apos;",
-};
-
 /**
- * Drops the characters XML 1.0 forbids anywhere, even escaped or in CDATA: control
- * characters other than tab and line breaks, U+FFFE, U+FFFF and lone surrogates. A feed
- * holding one is refused whole by a strict reader.
+ * The podcast's RSS feed ({@linkcode podcastRss}) as UTF-8 bytes, made once per change of the
+ * episodes and kept, as the blog's is ({@linkcode blogFeed}): podcast apps poll it.
+ *
+ * @param options As {@linkcode podcastRss} takes them; they are fixed while the relay runs,
+ *   and the origin and key are part of what the kept feed is for.
+ * @throws the file system's errors (reading the episodes).
  */
-export function xmlChars(text: string): string {
-  return text
-    // deno-lint-ignore no-control-regex
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, "")
-    .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "");
-}
-
-/** Escapes text for XML element content and attribute values; drops characters XML forbids. */
-export function escapeXml(text: string): string {
-  return xmlChars(text).replace(/[&<>"']/g, (c) => XML_ENTITIES[c]!);
+export function podcastFeed(
+  podcast: Podcast,
+  urls: SiteUrls,
+  options: { key?: string | undefined; settings?: PodcastFeedSettings | undefined } = {},
+): Promise<Uint8Array<ArrayBuffer>> {
+  return podcast.cached(`rss ${urls.origin} ${options.key ?? ""}`, async () => {
+    return new TextEncoder().encode(podcastRss(await podcast.list(), urls, options));
+  });
 }
 
 /** Characters of an episode's text in its description at most. */

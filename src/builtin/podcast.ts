@@ -33,6 +33,7 @@
 import { join } from "node:path";
 import { infoFrame, Mp3SegmentEncoder, walkMp3File } from "./mp3.ts";
 import { newId, PRIVATE_FILE_MODE, removeIfExists } from "../util/files.ts";
+import { ChangeCache } from "../util/change_cache.ts";
 import {
   appendSynced,
   type Episode,
@@ -116,6 +117,8 @@ export class Podcast {
   readonly #files: EpisodeFiles;
   readonly #pauseAt: PodcastStep | undefined;
   #episodes: Promise<Map<string, Episode>> | undefined;
+  /** The feed, built once per change of the episodes. */
+  readonly #made = new ChangeCache();
   #wake: (() => void) | undefined;
   #running: Promise<void> | undefined;
   #stopping = false;
@@ -211,6 +214,15 @@ export class Podcast {
     return [...(await this.#load()).values()].sort((a, b) =>
       b.created_at - a.created_at || b.id.localeCompare(a.id)
     );
+  }
+
+  /**
+   * A value made from the episodes, kept until one is queued, changes state or is deleted:
+   * `build` runs once per change and `key` (what else the value depends on), and readers who
+   * come while it runs share its result.
+   */
+  cached<T>(key: string, build: () => Promise<T>): Promise<T> {
+    return this.#made.get(key, build);
   }
 
   /** One episode, or `undefined`. */
@@ -519,6 +531,7 @@ export class Podcast {
         ) {
           await this.#files.remove(episode.id);
           episodes.delete(episode.id);
+          this.#made.changed();
           this.#evicted++;
           continue;
         }
@@ -531,6 +544,7 @@ export class Podcast {
   async #save(episode: Episode, episodes: Map<string, Episode>): Promise<void> {
     await this.#files.save(episode);
     episodes.set(episode.id, episode);
+    this.#made.changed();
   }
 
   #load(): Promise<Map<string, Episode>> {

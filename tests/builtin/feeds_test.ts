@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { XMLParser } from "fast-xml-parser";
-import { podcastGuid, podcastRss } from "../../src/builtin/feeds.ts";
+import { podcastFeed, podcastGuid, podcastRss } from "../../src/builtin/feeds.ts";
+import { Podcast } from "../../src/builtin/podcast.ts";
 import { loadConfig } from "../../src/config/config.ts";
+import { withTempDir } from "../_helpers.ts";
 import { postJson, serveServices } from "./_services.ts";
 import { walkMp3 } from "./_mp3.ts";
 
@@ -144,4 +146,22 @@ Deno.test("--podcast-language and --podcast-email: a language tag and an address
     /--podcast-language "Mandarin Chinese": must be a language tag/,
   );
   assert.throws(() => loadConfig({ "podcast-email": "owner" }, none), /--podcast-email "owner"/);
+});
+
+Deno.test("podcast feed: built once per change of the episodes and kept for every reader between", async () => {
+  await withTempDir(async (dataDir) => {
+    // The worker is never started: nothing is spoken, so the engine is never called.
+    const engine = { name: "silent", synthesize: () => Promise.reject(new Error("not here")) };
+    const podcast = new Podcast({ dataDir, engine, clock: Date.now, log: () => {} });
+    const urls = { origin: "http://relay.test" };
+    const first = await podcastFeed(podcast, urls);
+    assert.equal(await podcastFeed(podcast, urls), first, "the same bytes, not built again");
+    const elsewhere = await podcastFeed(podcast, { origin: "http://other.test" });
+    assert.notEqual(elsewhere, first);
+    assert.ok(new TextDecoder().decode(elsewhere).includes("http://other.test/podcast/"));
+    await podcast.enqueue("Queued", "Some text.");
+    const after = await podcastFeed(podcast, urls);
+    assert.notEqual(after, first, "a queued episode is a change");
+    assert.equal(await podcastFeed(podcast, urls), after);
+  });
 });

@@ -9,6 +9,7 @@
 
 import type { Post } from "./blog.ts";
 import type { Episode } from "./podcast.ts";
+import { escapeHtml } from "../util/escape.ts";
 
 /** Headers of every page: HTML, and a policy under which no script can run. */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
@@ -18,11 +19,6 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
 };
-
-/** Escapes text for HTML element content and double-quoted attribute values. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
 
 const STYLE = `
 :root { color-scheme: light dark; --fg: #1d1d1f; --bg: #fdfdfc; --muted: #6b6b70;

@@ -10,6 +10,7 @@
 
 import { Feed } from "feed";
 import MarkdownIt from "markdown-it";
+import { escapeHtml, xmlChars } from "../util/escape.ts";
 
 /** One result as the store gives it. */
 export interface FeedResult {
@@ -71,19 +72,4 @@ function entryTitle(content: string): string {
 function sourceOf(content: string): string | undefined {
   const url = /^Source: <?(https?:\/\/[^\s>]+)>?$/m.exec(content)?.[1];
   return url?.replace(/[<>"]/g, "");
-}
-
-/**
- * Drops the characters XML 1.0 forbids even escaped: control characters other than tab and
- * line breaks, U+FFFE, U+FFFF and lone surrogates; a feed holding one is refused whole.
- */
-function xmlChars(text: string): string {
-  return text
-    // deno-lint-ignore no-control-regex
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, "")
-    .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "");
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }

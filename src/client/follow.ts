@@ -7,6 +7,7 @@
  */
 
 import { Backoff, sleep } from "../util/backoff.ts";
+import { writeAtomically } from "../util/files.ts";
 import { readResultsPage, type RelayClient, type ResultEntry, waitToRetry } from "./client.ts";
 import { runWithInput } from "./run.ts";
 
@@ -51,13 +52,6 @@ async function readCursor(path: string | undefined): Promise<number> {
     throw new Error(`the cursor file "${path}" does not hold a cursor: "${text.trim()}"`);
   }
   return cursor;
-}
-
-/** Replaces the cursor file atomically (write beside it, then rename). */
-async function writeCursor(path: string, cursor: number): Promise<void> {
-  const temp = `${path}.tmp`;
-  await Deno.writeTextFile(temp, `${cursor}\n`);
-  await Deno.rename(temp, path);
 }
 
 /**
@@ -115,7 +109,11 @@ export async function followResults(client: RelayClient, options: FollowOptions)
         options.print(item);
       }
       cursor = item.t;
-      if (options.cursorFile !== undefined) await writeCursor(options.cursorFile, cursor);
+      // Durably, like every file the relay writes: a power cut must not roll the cursor back
+      // (the result would be handled twice) or leave an empty file (read as no cursor).
+      if (options.cursorFile !== undefined) {
+        await writeAtomically(options.cursorFile, `${cursor}\n`);
+      }
     }
   }
   return cursor;

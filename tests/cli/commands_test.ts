@@ -297,6 +297,9 @@ Deno.test("relay results --follow keeps its cursor across relay and follower res
   assert.deepEqual(seen(follower.stdout), ["r1", "r2"]);
   const cursor = Number((await Deno.readTextFile(cursorFile)).trim());
   assert.equal(cursor, JSON.parse(follower.stdout.at(-1)!).t);
+  // Written by the relay's one atomic writer: fsynced, private, nothing left beside it.
+  assert.equal((await Deno.stat(cursorFile)).mode! & 0o777, 0o600);
+  assert.deepEqual([...Deno.readDirSync(dir)].filter((e) => e.name.startsWith("cursor.")), []);
 
   // A new follower on the same cursor file neither repeats nor skips.
   await push("r3");

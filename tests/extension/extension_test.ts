@@ -194,7 +194,7 @@ Deno.test("the extension sends the open page and reads the qa queue in backgroun
       "the saved article and the one the reader read",
     );
     const result = await resultStarting(call, "# Why WAL needs fsync");
-    assert.match(result, new RegExp(`^Source: ${pages.url}/article$`, "m"));
+    assert.match(result, new RegExp(`^Source: (.+, )?<${pages.url}/article>$`, "m"));
     assert.match(result, /\| Disk \| fsync \(ms\) \|/);
     assert.match(result, /\| SD card \| 12 \|/);
     assert.ok(!result.includes("Subscribe to our newsletter"), result);

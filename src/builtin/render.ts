@@ -17,3 +17,29 @@ const markdown = new MarkdownIt({ html: false, linkify: true, typographer: false
 export function renderMarkdown(text: string): string {
   return markdown.render(text);
 }
+
+/** The entities markdown-it writes in text, and the characters they stand for. */
+const ENTITIES: Readonly<Record<string, string>> = {
+  "&amp;": "&",
+  "&lt;": "<",
+  "&gt;": ">",
+  "&quot;": '"',
+};
+
+/**
+ * A title as plain text, with no markup left: HTML tags dropped, Markdown's inline marks
+ * (`**bold**`, `_em_`, `` `code` ``, `[text](url)`, a leading `#`) read as markdown-it reads
+ * them and kept as their text, white space folded. For an RSS item's `<title>`, which
+ * podcast apps show as text (RSS 2.0 leaves open whether it may hold HTML, and apps differ).
+ *
+ * @param title A title as it was published, e.g. `**Why** <i>this</i> matters`.
+ * @returns e.g. `Why this matters`.
+ */
+export function plainTitle(title: string): string {
+  const withoutTags = title.replace(/<\/?[A-Za-z][^<>]*>/g, "").replace(/^\s*#+\s+/, "");
+  return markdown.renderInline(withoutTags)
+    .replace(/<[^>]*>/g, "")
+    .replace(/&(amp|lt|gt|quot);/g, (entity) => ENTITIES[entity]!)
+    .replace(/\s+/g, " ")
+    .trim();
+}

@@ -13,6 +13,7 @@ import { type Episode, Podcast } from "../../src/builtin/podcast.ts";
 import type { TtsEngine } from "../../src/builtin/tts.ts";
 import { walkMp3 } from "./_mp3.ts";
 import { ToneEngine } from "./_services.ts";
+import { pathOf, PROGRAMS, testGroup } from "../_optional.ts";
 
 function sentences(count: number): string {
   return Array.from({ length: count }, (_, i) => `This is sentence ${i} of the article.`)
@@ -128,13 +129,11 @@ Deno.test("Podcast writes each chunk's audio and a small progress record, not th
   }
 });
 
-/** Whether ffprobe (FFmpeg) is installed: the duration check needs it. */
-const ffprobe = await new Deno.Command("ffprobe", { args: ["-version"], stdout: "null" })
-  .output().then((out) => out.success, () => false);
+/** The duration check reads the MP3 with FFmpeg's ffprobe. */
+const ffprobeTest = testGroup("the MP3's duration read by ffprobe", PROGRAMS.ffprobe);
 
-Deno.test({
+ffprobeTest({
   name: "Podcast writes an Info frame, so ffprobe reads the exact duration, not an estimate",
-  ignore: !ffprobe,
   fn: async () => {
     await withReadyEpisode(40, async (dataDir, episode) => {
       const path = join(dataDir, "podcast", `${episode.id}.mp3`);
@@ -142,7 +141,7 @@ Deno.test({
       // The Info frame is a frame too, but silent: the audio is every frame after it.
       const exact = ((walk.frames - 1) * 576) / 22050;
       assert.ok(Math.abs(episode.duration_s - exact) < 1e-6, `${episode.duration_s} vs ${exact}`);
-      const out = await new Deno.Command("ffprobe", {
+      const out = await new Deno.Command(pathOf(PROGRAMS.ffprobe), {
         args: ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path],
         stdout: "piped",
       }).output();

@@ -163,12 +163,14 @@ Deno.test("podcast feed: item titles are plain text, without HTML or Markdown ma
     episode("a", "**Why** <b>WAL</b> _needs_ `fsync`"),
     episode("b", "# [Links](https://example.com) & <i>more</i>"),
     episode("c", "Plain: 1 < 2 & 3 > 2"),
+    episode("d", "Read <listen> aloud"),
   ], { origin: "https://relay.example.org" });
   const items = [xml.parse(rss).rss.channel.item].flat();
   assert.deepEqual(items.map((item: { title: string }) => item.title), [
     "Why WAL needs fsync",
     "Links & more",
     "Plain: 1 < 2 & 3 > 2",
+    "Read <listen> aloud", // not HTML: text
   ]);
-  assert.doesNotMatch(rss, /<title><!\[CDATA\[[^\]]*(<[a-z/]|[*`_])/);
+  assert.doesNotMatch(rss, /<title><!\[CDATA\[[^\]]*(<\/?[bi]>|[*`_])/);
 });

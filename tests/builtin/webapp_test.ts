@@ -11,13 +11,9 @@
 
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
-import { ensureWebapp } from "../../webapp/build.ts";
 import { KEY, startRelayProcess } from "../_helpers.ts";
 import { CHROMIUM, CHROMIUM_ARGS, PHONE, screenshot } from "../_chromium.ts";
 import { PROGRAMS, testGroup } from "../_optional.ts";
-
-// The app loads webapp/markdown.js, which is built, not in git: this file may run alone.
-await ensureWebapp();
 
 const test = testGroup("the Library screen in Chromium", PROGRAMS.chromium);
 

@@ -11,7 +11,6 @@ import assert from "node:assert/strict";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { addKey } from "../../src/access/named_keys.ts";
 import { WEBAPP_FILES } from "../../src/server/webapp.ts";
-import { ensureWebapp } from "../../webapp/build.ts";
 import { startDownstream } from "../downstream.ts";
 import {
   assertProblem,
@@ -27,9 +26,6 @@ import {
 } from "../_helpers.ts";
 import { CHROMIUM, CHROMIUM_ARGS, PHONE, screenshot } from "../_chromium.ts";
 import { PROGRAMS, testGroup } from "../_optional.ts";
-
-// The app loads webapp/markdown.js, which is built, not in git: this file may run alone.
-await ensureWebapp();
 
 /** The tests that drive the app in Chromium; the others need no browser. */
 const browserTest = testGroup("web app in Chromium", PROGRAMS.chromium);

@@ -1,7 +1,8 @@
 /**
  * Serving one file from disk as HTTP wants it, as the standard library's `serveFile` does: the
  * file streamed, never read whole; validators from its size and modification time (a strong
- * `ETag`, `Last-Modified`) and `304 Not Modified` when the client has it; byte ranges
+ * `ETag`, `Last-Modified`), `304 Not Modified` when the client has it and `412` when it names
+ * another version (`If-Match`, `If-Unmodified-Since`); byte ranges
  * (`Accept-Ranges: bytes`, `206 Partial Content`, `416` past the end, `If-Range`) read by
  * `range-parser` through {@linkcode byteRange}; `HEAD` with the headers and no body. RFC 9110,
  * "Range Requests" and "Conditional Requests". The podcast's MP3s are served by it.
@@ -10,7 +11,13 @@
  */
 
 import { HttpError, problemResponse } from "../errors.ts";
-import { byteRange, fileTag, notModified, notModifiedResponse } from "./validators.ts";
+import {
+  byteRange,
+  fileTag,
+  notModified,
+  notModifiedResponse,
+  preconditionFailed,
+} from "./validators.ts";
 
 /** How to serve a file. */
 export interface FileOptions {
@@ -24,11 +31,12 @@ export interface FileOptions {
 
 /**
  * Answers a `GET` or `HEAD` of the file at `path`: 200 with the whole file, 206 with the one
- * range asked for, 304 when the client's copy is current, 416 (a problem document whose
+ * range asked for, 304 when the client's copy is current, 412 (a problem document with the
+ * file's validators) when the request names another version, 416 (a problem document whose
  * `Content-Range` gives the file's size) when the range starts past the end.
  *
- * @param request The request: its method, `Range`, `If-Range`, `If-None-Match`,
- *   `If-Modified-Since`.
+ * @param request The request: its method, `Range`, `If-Range`, `If-Match`,
+ *   `If-Unmodified-Since`, `If-None-Match`, `If-Modified-Since`.
  * @param path The file's path on disk.
  * @param options Its media type, caching and what to say when it is missing.
  * @throws {HttpError} 404 with `options.notFound` when the file is missing.
@@ -60,6 +68,14 @@ export async function serveFile(
       etag: validators.etag,
       ...(mtime ? { "last-modified": mtime.toUTCString() } : {}),
     };
+    if (preconditionFailed(request, validators)) {
+      return problemResponse(
+        412,
+        "The file is not the version the request names (If-Match, If-Unmodified-Since): " +
+          "fetch it again without them",
+        { etag: headers.etag!, ...(mtime ? { "last-modified": headers["last-modified"]! } : {}) },
+      );
+    }
     if (notModified(request, validators)) return notModifiedResponse(new Headers(headers));
     const range = byteRange(request, size, validators);
     if (range === "unsatisfiable") {

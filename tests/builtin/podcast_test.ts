@@ -10,24 +10,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type Episode, Podcast } from "../../src/builtin/podcast.ts";
-import type { Pcm, TtsEngine } from "../../src/builtin/tts.ts";
+import type { TtsEngine } from "../../src/builtin/tts.ts";
 import { walkMp3 } from "./_mp3.ts";
+import { ToneEngine } from "./_services.ts";
 import { pathOf, PROGRAMS, testGroup } from "../_optional.ts";
-
-/** A real engine that is fast: a 440 Hz tone of `seconds` for every chunk, at 22 050 Hz. */
-class ToneEngine implements TtsEngine {
-  readonly name = "tone";
-  chunks = 0;
-  constructor(readonly seconds = 0.3) {}
-  synthesize(): Promise<Pcm> {
-    this.chunks++;
-    const samples = new Int16Array(Math.round(22050 * this.seconds));
-    for (let i = 0; i < samples.length; i++) {
-      samples[i] = Math.round(Math.sin((2 * Math.PI * 440 * i) / 22050) * 8000);
-    }
-    return Promise.resolve({ samples, sampleRate: 22050 });
-  }
-}
 
 function sentences(count: number): string {
   return Array.from({ length: count }, (_, i) => `This is sentence ${i} of the article.`)

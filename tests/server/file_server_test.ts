@@ -77,7 +77,7 @@ Deno.test("serveFile() sends one range as 206, and the whole for several or a ma
   });
 });
 
-Deno.test("serveFile() answers a range past the end 416 with the size, and a current copy 304", async () => {
+Deno.test("serveFile() answers a range past the end 416, a current copy 304, another version 412", async () => {
   await withFile(async (path) => {
     const past = await ask(path, { range: "bytes=200000-" });
     assert.match(await assertProblem(past, 416), /the file has 200000 bytes/);
@@ -99,6 +99,14 @@ Deno.test("serveFile() answers a range past the end 416 with the size, and a cur
     const same = await ask(path, { range: "bytes=0-9", "if-range": etag });
     assert.equal(same.status, 206);
     await same.body?.cancel();
+
+    const changed = await ask(path, { "if-match": '"other"', range: "bytes=0-9" });
+    assert.equal(changed.status, 412);
+    assert.match((await changed.json()).detail, /not the version the request names/);
+    assert.equal(changed.headers.get("etag"), etag);
+    const current = await ask(path, { "if-match": etag, range: "bytes=0-9" });
+    assert.equal(current.status, 206);
+    await current.body?.cancel();
   });
 });
 

@@ -13,6 +13,7 @@ import type { SiteUrls } from "../../builtin/html.ts";
 import { ARTWORK_PATH, artworkResponse, transcriptResponse } from "../../builtin/podcast_files.ts";
 import { robotsResponse } from "../../builtin/site.ts";
 import { podcastFeedKey } from "../../access/podcast_feed_key.ts";
+import { grantedToAll } from "../cors.ts";
 import { json } from "../responses.ts";
 import { serveFile } from "../file_server.ts";
 import type { BuiltinPublishing, Handler, Route, Routes } from "../route.ts";
@@ -64,9 +65,10 @@ function blogRoutes(builtin: BuiltinPublishing): Routes {
     "/blog/": reading(closed, index),
     "/blog/feed.xml": reading(closed, async () => {
       const { blogFeed } = await loadFeeds();
-      return new Response(await blogFeed(blog, urls()), {
+      const feed = new Response(await blogFeed(blog, urls()), {
         headers: { "content-type": "application/atom+xml; charset=utf-8" },
       });
+      return closed ? feed : grantedToAll(feed);
     }),
     "/blog/posts": reading(closed, async () => {
       const origin = urls().origin;
@@ -125,9 +127,10 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
     "/podcast/feed.xml": podcastReading(async () => {
       const { podcastFeed } = await loadFeeds();
       const settings = builtin.podcastFeed;
-      return new Response(await podcastFeed(podcast, urls(), { key, settings }), {
+      const feed = new Response(await podcastFeed(podcast, urls(), { key, settings }), {
         headers: { "content-type": "application/rss+xml; charset=utf-8" },
       });
+      return closed ? feed : grantedToAll(feed);
     }),
     // The feed's address as a QR code, for subscribing from a phone's podcast app.
     "/podcast/qr.svg": podcastReading(async () => {
@@ -150,14 +153,19 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
       if (episode === undefined || episode.state !== "ready") {
         throw new HttpError(404, "No such episode audio");
       }
-      if (match?.[2] === "txt") return transcriptResponse(episode);
-      return await serveFile(c.req.raw, podcast.audioPath(episode.id), {
+      // A public podcast's files may be read by a web player on any site.
+      if (match?.[2] === "txt") {
+        const transcript = transcriptResponse(episode);
+        return closed ? transcript : grantedToAll(transcript);
+      }
+      const audio = await serveFile(c.req.raw, podcast.audioPath(episode.id), {
         type: "audio/mpeg",
         // A private one is kept by the app that asked, not by a shared cache in between: such
         // a cache keys on the address, and a key sent in a header is not part of it.
         cacheControl: `${closed ? "private" : "public"}, max-age=86400`,
         notFound: "No such episode audio",
       });
+      return closed ? audio : grantedToAll(audio);
     }),
   };
 }

@@ -83,7 +83,7 @@ export function extractArticle(document: PageDocument, url: string): Article | n
   // The page's one <h1>, read before Readability rearranges (and often drops) it.
   const h1s = Array.from(copy.querySelectorAll("h1"));
   const h1 = h1s.length === 1 ? oneLine(h1s[0]!.textContent ?? "") : "";
-  const found = new Readability(copy as never, { charThreshold: 100 }).parse();
+  const found = new Readability(copy as never).parse();
   if (!found?.content) return null;
   const { title, markdown: body } = htmlToMarkdown(copy, found.content, {
     found: found.title ?? "",

@@ -21,6 +21,7 @@ check "Deno" "deno $deno_version" "$("$deno" --version | head -n 1 | cut -d' ' -
 checkout=$work/relay
 mkdir -p "$checkout"
 cp -R "$repo/main.ts" "$repo/deno.json" "$repo/deno.lock" "$repo/src" "$repo/webapp" "$checkout/"
+mkdir -p "$checkout/docs" && cp "$repo/docs/problems.md" "$checkout/docs/"
 export DENO_DIR=$work/deno-dir DENO_NO_UPDATE_CHECK=1
 
 ms() { date +%s%3N; }

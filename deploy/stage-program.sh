@@ -41,9 +41,12 @@ rm -rf "$lib"
 mkdir -p "$lib/app" "$out/usr/bin"
 install -m 0755 "$work/package/deno" "$lib/deno"
 
-# The program: what `deno task compile` bakes into the binary.
+# The program: what `deno task compile` bakes into the binary (of docs/, the catalogue of
+# problem types, which the relay serves).
 cp -R "$repo/main.ts" "$repo/deno.json" "$repo/deno.lock" "$repo/src" "$repo/webapp" \
   "$lib/app/"
+mkdir -p "$lib/app/docs"
+cp "$repo/docs/problems.md" "$lib/app/docs/"
 
 # The modules main.ts loads and every npm package deno.lock names (Deno checks the whole
 # lock's package set on start; the tests' own packages are in tests/deno.lock, not here).

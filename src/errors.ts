@@ -19,57 +19,77 @@ export function errorMessage(error: unknown): string {
 const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
 /**
- * The kind of problem each status stands for, unless the answer names a finer one: the
- * last part of the problem's `type` (docs/api.md, "Problem types", one heading each).
+ * Every kind of refusal the relay answers with, and its status: the last part of a problem's
+ * `type`, one heading each of docs/problems.md, which the relay serves at
+ * {@linkcode PROBLEM_PAGE}. A kind is added here and there together (a test holds them in step).
  */
-const KIND_OF_STATUS: Readonly<Record<number, string>> = {
-  400: "bad-request",
-  401: "unauthorized",
-  403: "forbidden",
-  404: "not-found",
-  405: "method-not-allowed",
-  408: "request-timeout",
-  413: "content-too-large",
-  415: "unsupported-media-type",
-  416: "range-not-satisfiable",
-  429: "too-many-requests",
-  500: "internal-error",
-  502: "bad-gateway",
-  503: "unavailable",
-  507: "disk-full",
-};
+export const PROBLEM_STATUS = {
+  "bad-request": 400,
+  "unknown-queue": 400,
+  "empty-content": 400,
+  "bad-lease": 400,
+  "malformed-body": 400,
+  "unauthorized": 401,
+  "forbidden": 403,
+  "cross-site": 403,
+  "not-found": 404,
+  "method-not-allowed": 405,
+  "request-timeout": 408,
+  "precondition-failed": 412,
+  "content-too-large": 413,
+  "unsupported-media-type": 415,
+  "range-not-satisfiable": 416,
+  "too-many-requests": 429,
+  "too-many-streams": 429,
+  "internal-error": 500,
+  "bad-gateway": 502,
+  "unavailable": 503,
+  "shutting-down": 503,
+  "disk-full": 507,
+  "disk-read-only": 503,
+  "database-damaged": 503,
+  "disk-error": 503,
+} as const satisfies Record<string, number>;
 
-/** Kinds finer than their status: the storage faults (503 unless the disk is full). */
-const FINER_KINDS = ["disk-read-only", "database-damaged", "disk-error"] as const;
+/** A kind of refusal: a key of {@linkcode PROBLEM_STATUS}, e.g. `unknown-queue`. */
+export type ProblemKind = keyof typeof PROBLEM_STATUS;
 
-/** Every kind of problem the relay answers with, each a heading of docs/api.md. */
-export const PROBLEM_KINDS: readonly string[] = [
-  ...new Set(Object.values(KIND_OF_STATUS)),
-  ...FINER_KINDS,
-];
+/** Every kind of problem the relay answers with, each a heading of docs/problems.md. */
+export const PROBLEM_KINDS: readonly ProblemKind[] = Object.keys(PROBLEM_STATUS) as ProblemKind[];
 
 /**
- * Where the problem types point: the catalogue in docs/api.md, as a path on the relay's
- * own origin (RFC 9457 takes a URI reference). It does not change between versions: a
- * client may tell kinds of errors apart by it.
+ * The kind a status stands for when the answer names no finer one: the first kind listed
+ * with that status.
  */
-export const PROBLEM_TYPE_BASE = "/docs/api.md#";
+const KIND_OF_STATUS: ReadonlyMap<number, ProblemKind> = new Map(
+  [...PROBLEM_KINDS].reverse().map((kind) => [PROBLEM_STATUS[kind], kind]),
+);
+
+/** The path the relay serves the problem catalogue at: docs/problems.md as it is. */
+export const PROBLEM_PAGE = "/docs/problems.md";
 
 /**
- * The `type` of a problem document: its kind in docs/api.md's catalogue.
+ * Where the problem types point: a heading of the catalogue the relay serves, as a path on
+ * the relay's own origin (RFC 9457 takes a URI reference, resolved against the request's
+ * address). It does not change between versions: a client may tell kinds apart by it.
+ */
+export const PROBLEM_TYPE_BASE = `${PROBLEM_PAGE}#`;
+
+/**
+ * The `type` of a problem document: its kind in the catalogue.
  *
  * @param status The HTTP status, 400–599.
- * @param kind A kind finer than the status's own, one of {@linkcode PROBLEM_KINDS}.
- * @returns e.g. `/docs/api.md#content-too-large`; `about:blank` for a status without one.
+ * @param kind A kind finer than the status's own.
+ * @returns e.g. `/docs/problems.md#content-too-large`; `about:blank` for a status without one.
  */
-export function problemType(status: number, kind?: string): string {
-  const named = kind ?? KIND_OF_STATUS[status];
+export function problemType(status: number, kind?: ProblemKind): string {
+  const named = kind ?? KIND_OF_STATUS.get(status);
   return named === undefined ? "about:blank" : `${PROBLEM_TYPE_BASE}${named}`;
 }
 
 /** An RFC 9457 problem document, as the relay writes it. */
 export interface ProblemDocument {
-  /** The kind of problem, a stable URI reference into docs/api.md ({@linkcode problemType}). */
+  /** The kind of problem, a stable URI reference into the catalogue ({@linkcode problemType}). */
   type: string;
   /** The status code's reason phrase, e.g. `"Bad Request"`. */
   title: string;
@@ -92,17 +112,26 @@ export class HttpError extends Error {
   readonly status: number;
   /** Extra response headers, e.g. `Allow` on a 405. */
   readonly headers: Record<string, string>;
+  /** The kind of refusal, when finer than the status's own (e.g. `unknown-queue`). */
+  readonly kind: ProblemKind | undefined;
 
   /**
    * @param status HTTP status, 400–599.
    * @param detail One sentence a person can act on; becomes the problem's `detail`.
    * @param headers Extra response headers.
+   * @param kind The kind of refusal, when finer than the status's own.
    */
-  constructor(status: number, detail: string, headers: Record<string, string> = {}) {
+  constructor(
+    status: number,
+    detail: string,
+    headers: Record<string, string> = {},
+    kind?: ProblemKind,
+  ) {
     super(detail);
     this.name = "HttpError";
     this.status = status;
     this.headers = headers;
+    this.kind = kind;
   }
 }
 
@@ -113,7 +142,7 @@ export class HttpError extends Error {
  * @param detail One sentence a person can act on.
  * @param kind A kind finer than the status's own ({@linkcode problemType}).
  */
-export function problem(status: number, detail: string, kind?: string): ProblemDocument {
+export function problem(status: number, detail: string, kind?: ProblemKind): ProblemDocument {
   const title = REASON_PHRASES[status] ?? "Error";
   const type = problemType(status, kind);
   return { type, title, status, detail: truncate(detail, MAX_DETAIL_CHARS) };
@@ -206,7 +235,7 @@ export function problemResponse(
   status: number,
   detail: string,
   headers: Record<string, string> = {},
-  kind?: string,
+  kind?: ProblemKind,
 ): Response {
   return new Response(JSON.stringify(problem(status, detail, kind)), {
     status,

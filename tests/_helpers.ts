@@ -137,7 +137,7 @@ export async function assertProblem(res: Response, status: number): Promise<stri
   assert.equal(res.status, status);
   assert.equal(res.headers.get("content-type"), "application/problem+json");
   const doc = await res.json();
-  // The kind of problem, a heading of docs/api.md's catalogue.
+  // The kind of problem, a heading of the catalogue, docs/problems.md.
   assert.ok(doc.type.startsWith(PROBLEM_TYPE_BASE), doc.type);
   assert.ok(PROBLEM_KINDS.includes(doc.type.slice(PROBLEM_TYPE_BASE.length)), doc.type);
   assert.equal(doc.status, status);

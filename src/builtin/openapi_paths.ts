@@ -14,7 +14,7 @@ import type { ZodOpenApiOperationObject } from "zod-openapi";
 // The same problem document as the API's (server/openapi.ts): `type` names the kind of
 // problem, a heading of docs/api.md, "Problem types".
 const problem = z.object({
-  type: z.string().meta({ example: "/docs/api.md#not-found" }),
+  type: z.string().meta({ example: "/docs/problems.md#not-found" }),
   title: z.string(),
   status: z.number().int(),
   detail: z.string(),

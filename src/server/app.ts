@@ -292,7 +292,7 @@ function notFound(routes: Readonly<Routes>, builtin: boolean): (c: Context) => R
 function errorResponder(logger: Logger): ErrorResponder {
   return (error, c) => {
     if (error instanceof HttpError) {
-      return problemResponse(error.status, error.message, error.headers);
+      return problemResponse(error.status, error.message, error.headers, error.kind);
     }
     if (error instanceof StoreBusyError) {
       return problemResponse(503, `${error.message}: try again`, { "retry-after": "1" });

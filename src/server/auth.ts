@@ -423,6 +423,8 @@ function checkCookieUse(request: Request, access: Access, path: string): void {
     403,
     `Cannot take the key of the ${ACCESS_COOKIE} cookie for a ${request.method} without an ` +
       "Origin header: only the relay's own pages may use it to change something",
+    {},
+    "cross-site",
   );
 }
 
@@ -471,6 +473,8 @@ export function createAuthorize(options: AuthorizeOptions): Authorize {
         403,
         `Cannot accept a request from a web page at ${truncate(JSON.stringify(foreign), 80)}: ` +
           "the relay answers its own pages and browser extensions only (--allow-origin adds others)",
+        {},
+        "cross-site",
       );
     }
     if (access.appId && appId !== undefined) {

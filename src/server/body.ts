@@ -137,7 +137,12 @@ export async function readLimited(
         CLOSE,
       );
     }
-    throw new HttpError(400, "Cannot read body: the client stopped sending it");
+    throw new HttpError(
+      400,
+      "Cannot read body: the client stopped sending it",
+      {},
+      "malformed-body",
+    );
   } finally {
     deadline?.clear();
   }
@@ -220,7 +225,7 @@ export function parseBody(
   try {
     text = strictUtf8.decode(bytes);
   } catch {
-    throw new HttpError(400, `Cannot ${action}: the body is not valid UTF-8`);
+    throw new HttpError(400, `Cannot ${action}: the body is not valid UTF-8`, {}, "malformed-body");
   }
   switch (type) {
     case "text/plain":
@@ -240,10 +245,20 @@ export function parseBody(
         value = JSON.parse(text);
       } catch (error) {
         const reason = errorMessage(error);
-        throw new HttpError(400, `Cannot ${action}: the body is not valid JSON (${reason})`);
+        throw new HttpError(
+          400,
+          `Cannot ${action}: the body is not valid JSON (${reason})`,
+          {},
+          "malformed-body",
+        );
       }
       if (typeof value !== "object" || value === null || Array.isArray(value)) {
-        throw new HttpError(400, `Cannot ${action}: the JSON body must be an object`);
+        throw new HttpError(
+          400,
+          `Cannot ${action}: the JSON body must be an object`,
+          {},
+          "malformed-body",
+        );
       }
       return { kind: "fields", fields: value as Record<string, unknown> };
     }

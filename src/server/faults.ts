@@ -6,16 +6,16 @@
  * @module
  */
 
-import { problemResponse } from "../errors.ts";
+import { type ProblemKind, problemResponse } from "../errors.ts";
 import { classifyFault, type FaultKind, type StorageError } from "../store/store.ts";
 
 /**
  * Per kind: the status, when to try again (seconds), what to tell the client and the
- * problem's kind (docs/api.md, "Problem types").
+ * problem's kind (docs/problems.md).
  */
 const ANSWERS: Record<
   FaultKind,
-  { status: number; retryAfterS: number; detail: string; problem: string }
+  { status: number; retryAfterS: number; detail: string; problem: ProblemKind }
 > = {
   full: {
     problem: "disk-full",

@@ -336,6 +336,7 @@ export class StreamLimits {
         `Cannot open a results stream: this key has ${mine} open, the most one key may ` +
           "(--max-streams-per-key); close one first",
         { "retry-after": String(KEY_STREAMS_FULL_RETRY_S) },
+        "too-many-streams",
       );
     }
     this.#open++;

@@ -15,6 +15,7 @@ import { createDocument, type ZodOpenApiOperationObject } from "zod-openapi";
 import { builtinPaths, publishingStatsSchema } from "../builtin/openapi_paths.ts";
 import { type Scope, SCOPES } from "../access/named_keys.ts";
 import { TARGETS } from "../publish/fan_out.ts";
+import { PROBLEM_PAGE } from "../errors.ts";
 import { QUEUE_NAMES, queueList } from "../queue_names.ts";
 import { JSON_TYPE, TEXT_TYPE } from "./responses.ts";
 import { DOWNSTREAM_PATH } from "./routes/downstream.ts";
@@ -38,7 +39,7 @@ const problemSchema = z
   .object({
     type: z.string().meta({
       description: 'The kind of problem: a heading of docs/api.md, "Problem types"',
-      example: "/docs/api.md#bad-request",
+      example: "/docs/problems.md#bad-request",
     }),
     title: z.string().meta({ example: "Bad Request" }),
     status: z.number().int().meta({ example: 400 }),
@@ -401,10 +402,14 @@ function adminDescriptions(): Record<string, ZodOpenApiOperationObject> {
   };
 }
 
-/** The web app's paths. */
+/** The web app's paths, and the catalogue of problem types. */
 function pageDescriptions(): Record<string, ZodOpenApiOperationObject> {
   const webappFile = z.enum(Object.keys(WEBAPP_FILES) as [string, ...string[]]);
   return {
+    [PROBLEM_PAGE]: {
+      summary: "The catalogue of problem types: each problem's `type` is a heading of it",
+      responses: { "200": { description: "Markdown", content: { "text/markdown": {} } } },
+    },
     "/app/": {
       summary: "The phone web app",
       responses: { "200": { description: "HTML", content: { "text/html": {} } } },

@@ -5,7 +5,7 @@
  */
 
 import { z } from "zod";
-import { HttpError, truncate } from "../errors.ts";
+import { HttpError, type ProblemKind, truncate } from "../errors.ts";
 import { type Article, type Target, TARGETS } from "../publish/fan_out.ts";
 import { QUEUE_NAMES, type QueueName } from "../queue_names.ts";
 import { MAX_LEASE_MS, QUEUE_CAPACITY } from "../store/store.ts";
@@ -257,18 +257,42 @@ export const resultsQuerySchema = z.object({
   ).optional().default(RESULTS_LIMIT_MAX),
 });
 
+/** The kind of refusal a bad value of these fields is, finer than `bad-request`. */
+const FIELD_KINDS: Readonly<Record<string, ProblemKind>> = {
+  queue: "unknown-queue",
+  lease: "bad-lease",
+};
+
 /**
  * Parses `input` with `schema`, or throws the first problem as a 400 that names the
  * action, e.g. `Cannot pull: queue "x" is not one of "qa", "article", "general"`.
  *
  * @param action What the request does: `"submit"`, `"pull"`, …
+ * @param kind The kind of refusal; by default `unknown-queue` for a queue parameter's schema,
+ *   else the field's ({@linkcode FIELD_KINDS}), else `bad-request`.
  * @throws {HttpError} 400 when the input does not fit the schema.
  */
-export function parseOr400<T>(schema: z.ZodType<T, unknown>, input: unknown, action: string): T {
+export function parseOr400<T>(
+  schema: z.ZodType<T, unknown>,
+  input: unknown,
+  action: string,
+  kind?: ProblemKind,
+): T {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
-  throw new HttpError(400, `Cannot ${action}: ${issue?.message ?? "the request is malformed"}`);
+  const field = issue?.path[0];
+  throw new HttpError(
+    400,
+    `Cannot ${action}: ${issue?.message ?? "the request is malformed"}`,
+    {},
+    kind ??
+      (schema === queueParamSchema || schema === pullQueueParamSchema
+        ? "unknown-queue"
+        : typeof field === "string"
+        ? FIELD_KINDS[field]
+        : undefined),
+  );
 }
 
 /**

@@ -376,7 +376,7 @@ class Drain {
         return problemResponse(503, "Cannot serve: the relay is shutting down; try again", {
           "connection": "close",
           "retry-after": "5",
-        });
+        }, "shutting-down");
       }
       const answer = app.fetch(request, info); // a rejection still reaches onError
       // A cached read is answered at once (a `Response`): nothing of it is left to wait for.

@@ -122,7 +122,7 @@ Deno.test("the API document lists every route of the built-in services, and each
       (schema as { properties: { type: Record<string, unknown> } }).properties.type;
     assert.equal(typeSchema.const, undefined, "the type is not one fixed value");
     assert.equal(typeof problem.type, "string");
-    assert.match(problem.type, /^\/docs\/api\.md#/);
+    assert.match(problem.type, /^\/docs\/problems\.md#/);
   } finally {
     await services.stop();
   }

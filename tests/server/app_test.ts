@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { assertProblem, KEY, makeApp, type TestApp } from "../_helpers.ts";
-import { problemType } from "../../src/errors.ts";
+import { type ProblemKind, problemType } from "../../src/errors.ts";
 
 const TEXT = "text/plain; charset=utf-8";
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -650,13 +650,15 @@ Deno.test("problem documents", async (t) => {
         [app.call("/push", { method: "POST", body: "12345" }), 413, "Content Too Large"],
         [app.call("/pull?queue=x"), 400, "Bad Request"],
       ];
+      // The kind each answer names, when finer than its status's own.
+      const kinds: Record<number, ProblemKind> = { 400: "unknown-queue" };
       for (const [pending, status, title] of cases) {
         const res = await pending;
         assert.equal(res.status, status);
         assert.equal(res.headers.get("content-type"), "application/problem+json");
         const doc = await res.json();
         assert.deepEqual(Object.keys(doc), ["type", "title", "status", "detail"]);
-        assert.equal(doc.type, problemType(status));
+        assert.equal(doc.type, problemType(status, kinds[status]));
         assert.equal(doc.title, title);
         assert.equal(doc.status, status);
         assert.match(doc.detail, /^[A-Z]/, "a sentence a person can read");

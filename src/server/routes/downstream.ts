@@ -140,7 +140,12 @@ async function jsonObject(relay: RouteContext, request: Request, action: string)
     accepted: ["application/json"],
   });
   if (body.kind !== "fields") {
-    throw new HttpError(400, `Cannot ${action}: the body must be a JSON object`);
+    throw new HttpError(
+      400,
+      `Cannot ${action}: the body must be a JSON object`,
+      {},
+      "malformed-body",
+    );
   }
   return body.fields;
 }

@@ -146,7 +146,12 @@ export function publishRoutes(relay: RouteContext): Routes {
           accepted: ["application/json"],
         });
         if (body.kind !== "fields") {
-          throw new HttpError(400, "Cannot publish: the body must be a JSON object");
+          throw new HttpError(
+            400,
+            "Cannot publish: the body must be a JSON object",
+            {},
+            "malformed-body",
+          );
         }
         const { article, targets } = parseOr400(publishBodySchema, body.fields, "publish");
         const outcome = await publishNow(relay, article, targets);

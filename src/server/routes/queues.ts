@@ -71,6 +71,8 @@ function submitRoute(relay: RouteContext): Route {
       throw new HttpError(
         400,
         'Cannot submit: content is empty (send text, or a "content" or "url" field)',
+        {},
+        "empty-content",
       );
     }
     const dedupe = dedupeParam(absentIfEmpty(queryParam(url, "dedupe")), "submit");
@@ -142,7 +144,12 @@ function ackRoute(relay: RouteContext): Route {
         accepted: ["application/json"],
       });
       if (body.kind !== "fields") {
-        throw new HttpError(400, "Cannot ack: the body must be a JSON object");
+        throw new HttpError(
+          400,
+          "Cannot ack: the body must be a JSON object",
+          {},
+          "malformed-body",
+        );
       }
       const { ids } = parseOr400(ackBodySchema, body.fields, "ack");
       const outcome = await ack(store, ids);

@@ -44,6 +44,8 @@ function pushRoute(relay: RouteContext): Route {
       throw new HttpError(
         400,
         'Cannot push: content is empty (send text, or a "content" field)',
+        {},
+        "empty-content",
       );
     }
     await push(store, content);

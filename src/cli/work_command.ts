@@ -7,6 +7,7 @@
  */
 
 import { parseSize } from "../config/config.ts";
+import { queueList } from "../queue_names.ts";
 import { MAX_LEASE_MS } from "../store/store.ts";
 import { type ExtractSettings, work } from "../client/work.ts";
 import type { Args, Command } from "./command.ts";
@@ -114,7 +115,7 @@ const workCommand: Command = {
       short: "q",
       type: "string",
       value: "Q",
-      help: "the queue to work on: qa, article or general (required)",
+      help: `the queue to work on: ${queueList()} (required)`,
     },
     {
       name: "lease",
@@ -171,7 +172,7 @@ const workCommand: Command = {
   longRunning: true,
   async run(args, io) {
     const queue = args.string("queue");
-    if (queue === undefined) throw args.needs("--queue (qa, article or general)");
+    if (queue === undefined) throw args.needs(`--queue (${queueList()})`);
     const command = [...args.positionals];
     const extract = extractSettings(args);
     if (extract !== undefined && command.length > 0) {

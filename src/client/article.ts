@@ -13,6 +13,7 @@
  */
 
 import { Readability } from "@mozilla/readability";
+import { writeArticleResult } from "../article_result.ts";
 import TurndownService from "turndown";
 // @ts-types="./turndown_gfm.d.ts"
 import { gfm } from "turndown-plugin-gfm";
@@ -103,20 +104,14 @@ export function extractArticle(document: PageDocument, url: string): Article | n
 }
 
 /**
- * The result a reader pushes for an article: `# <title>`, a line with the byline and the site
- * when known, a `Source: <url>` line, then the article's Markdown.
+ * The result a reader pushes for an article: the text {@linkcode writeArticleResult} writes
+ * (`# <title>`, the byline, `Source: <site>, <url>`, then the article's Markdown).
  *
  * @param article What {@linkcode extractArticle} returned.
  * @returns Markdown text ending in one newline.
  */
 export function articleResult(article: Article): string {
-  const lines = [`# ${oneLine(article.title)}`, ""];
-  const about = [article.byline, article.siteName].filter((part) => part).map((part) =>
-    oneLine(part!)
-  );
-  if (about.length > 0) lines.push(about.join(" · "), "");
-  lines.push(`Source: ${article.url}`, "", article.markdown.trim(), "");
-  return lines.join("\n");
+  return writeArticleResult(article);
 }
 
 /** Readability resolves links against `document.baseURI`: give the copy the page's address. */

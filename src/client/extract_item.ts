@@ -10,6 +10,7 @@
  * @module
  */
 
+import { failureResult } from "../article_result.ts";
 import { errorMessage } from "../errors.ts";
 import { sleep } from "../util/backoff.ts";
 import {
@@ -86,7 +87,7 @@ export async function readItem(
   const outcome = await readAttempts(link, item, options);
   if (outcome === undefined) return undefined;
   if (typeof outcome === "string") {
-    await push(`Could not read ${link}: ${outcome}`);
+    await push(failureResult(link, outcome));
     return false;
   }
   log(`relay: read ${link} (item ${item.id}): "${outcome.article.title}"`);

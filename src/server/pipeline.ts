@@ -12,7 +12,8 @@
  * 3. **Handler**: a cached read's answer when its cache has one, else the route's handler.
  * 4. **Representation** (`validators.ts`, `representation.ts`): an entity tag and `304` for
  *    bodies made in memory, compression, a `HEAD`'s length, `Cache-Control` from the route's
- *    access (`private`, or `no-store` where nothing may be kept), CORS for an origin let in.
+ *    access (`private`, or `no-store` where nothing may be kept), CORS for an origin let in
+ *    and `Vary: Origin` on every answer.
  * 5. **Record**: the access log line and the request metrics.
  *
  * An error at steps 1 to 4 becomes an RFC 9457 problem document, which goes on through
@@ -32,7 +33,7 @@ import { HttpError, problemResponse, truncate } from "../errors.ts";
 import { StorageError, StoreBusyError } from "../store/store.ts";
 import type { Access, Authorize, Secrets } from "./auth.ts";
 import { targetRedactor } from "./auth.ts";
-import { granted, isPreflight, preflightResponse } from "./cors.ts";
+import { granted, isPreflight, preflightResponse, varyOrigin } from "./cors.ts";
 import { fileFaultProblem, storageProblem } from "./faults.ts";
 import type { Logger } from "./log.ts";
 import type { RelayMetrics } from "./metrics.ts";
@@ -339,6 +340,11 @@ function runStep(
       if (!entry.route.methods.includes(method)) {
         const origin = isPreflight(request) ? cors(request.headers) : undefined;
         if (origin !== undefined) return preflightResponse(origin, entry.route.methods);
+        // What the path answers (RFC 9110, "OPTIONS"): HAProxy's default health check is
+        // `OPTIONS / HTTP/1.0`, and counts only a 2xx or 3xx as up.
+        if (method === "OPTIONS" && !isPreflight(request)) {
+          return new Response(null, { status: 204, headers: { allow: entry.allow } });
+        }
         throw new HttpError(405, `Cannot ${method} ${entry.path}: use ${entry.allow}`, {
           allow: entry.allow,
         });
@@ -365,7 +371,7 @@ function runStep(
 /**
  * Step 4: representation, as `represent(entry, request, response)`: validators and 304 for
  * bodies made in memory, compression for a client that asks, a `HEAD`'s length; then
- * `Cache-Control` from the route's access, and CORS. Synchronous unless a body is read.
+ * `Cache-Control` from the route's access, and CORS (`Vary: Origin` on every answer). Synchronous unless a body is read.
  */
 function representStep(
   cors: (headers: Headers) => string | undefined,
@@ -381,7 +387,7 @@ function representStep(
     return then(whole, (answer) => {
       const kept = cacheControlled(answer, entry?.cacheRule);
       const origin = cors(request.headers);
-      return origin === undefined ? kept : granted(kept, origin);
+      return origin === undefined ? varyOrigin(kept) : granted(kept, origin);
     });
   };
 }

@@ -16,7 +16,7 @@
 
 import { createHash } from "node:crypto";
 import parseRanges from "range-parser";
-import { isStreamed } from "./representation.ts";
+import { compressedFor, isStreamed, varied } from "./representation.ts";
 import { sizeOf } from "./responses.ts";
 
 /** The validators of one representation. */
@@ -83,6 +83,32 @@ export function notModified(request: Request, validators: Validators): boolean {
   if (since === null || validators.lastModified === undefined) return false;
   const date = Date.parse(since);
   return !Number.isNaN(date) && seconds(validators.lastModified) <= seconds(date);
+}
+
+/**
+ * Whether a `GET` or `HEAD` of a representation must be refused with `412 Precondition
+ * Failed` (RFC 9110, "Evaluation of Preconditions", steps 1 and 2): `If-Match` lists
+ * neither `*` nor the representation's tag, strongly compared (a weak tag never matches);
+ * without `If-Match`, `If-Unmodified-Since` is earlier than its modification time (an
+ * unreadable date is ignored). A client resuming a download sends them to learn that the
+ * file changed.
+ *
+ * @param request The request and its conditional headers.
+ * @param validators The representation's validators.
+ */
+export function preconditionFailed(request: Request, validators: Validators): boolean {
+  const ifMatch = request.headers.get("if-match");
+  if (ifMatch !== null) {
+    const { etag } = validators;
+    const strong = etag !== undefined && !etag.startsWith("W/") ? etag : undefined;
+    return ![...ifMatch.matchAll(/\*|(W\/)?("[^"]*")/g)].some((match) =>
+      match[0] === "*" || (match[1] === undefined && match[2] === strong)
+    );
+  }
+  const since = request.headers.get("if-unmodified-since");
+  if (since === null || validators.lastModified === undefined) return false;
+  const date = Date.parse(since);
+  return !Number.isNaN(date) && seconds(validators.lastModified) > seconds(date);
 }
 
 /** The headers a 304 keeps of the 200 it stands for (RFC 9110, "304 Not Modified"). */
@@ -201,7 +227,10 @@ async function tagged(request: Request, response: Response): Promise<Response> {
     etag: headers.get("etag")!,
     lastModified: Number.isNaN(lastModified) ? undefined : lastModified,
   };
-  return notModified(request, validators)
-    ? notModifiedResponse(headers)
-    : new Response(body, { status: 200, statusText: response.statusText, headers });
+  if (!notModified(request, validators)) {
+    return new Response(body, { status: 200, statusText: response.statusText, headers });
+  }
+  // A 304 carries the Vary its 200 would: that one is compressed for this client.
+  const compressed = compressedFor(request, headers, body.byteLength);
+  return notModifiedResponse(compressed ? varied(headers) : headers);
 }

@@ -36,7 +36,7 @@ Deno.test("article: the main article as Markdown, without the page around it", (
   const text = articleResult(found);
   assert.match(
     text,
-    /^# Tending tomatoes\n\nBy Ana Gomez · Garden Weekly\n\nSource: https:\/\/garden\.example\/tomatoes\n\n/,
+    /^# Tending tomatoes\n\nBy Ana Gomez\n\nSource: Garden Weekly, <https:\/\/garden\.example\/tomatoes>\n\n/,
   );
   assert.match(text, /^## Watering$/m);
   assert.match(text, /^-\s+Water at the root$/m);

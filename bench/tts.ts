@@ -26,13 +26,8 @@ import { Logger } from "../src/server/log.ts";
 import { createStore } from "../src/store/store.ts";
 import { Podcast } from "../src/builtin/podcast.ts";
 import { splitForSpeech } from "../src/builtin/speech_text.ts";
-import {
-  EspeakWasm,
-  EspeakWorker,
-  type Pcm,
-  type TtsEngine,
-  type Voice,
-} from "../src/builtin/tts.ts";
+import type { SpeechLang } from "../src/builtin/speech_lang.ts";
+import { EspeakWasm, EspeakWorker, type Pcm, type TtsEngine } from "../src/builtin/tts.ts";
 
 /** Wraps an engine to add up the time it spends speaking. */
 class Timed implements TtsEngine {
@@ -44,7 +39,7 @@ class Timed implements TtsEngine {
   close(): void {
     this.inner.close?.();
   }
-  async synthesize(text: string, voice: Voice): Promise<Pcm> {
+  async synthesize(text: string, voice: SpeechLang): Promise<Pcm> {
     const started = performance.now();
     try {
       return await this.inner.synthesize(text, voice);

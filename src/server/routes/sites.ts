@@ -11,7 +11,12 @@
 import type { Context } from "hono";
 import { HttpError, problemResponse } from "../../errors.ts";
 import type { SiteUrls } from "../../builtin/html.ts";
-import { ARTWORK_PATH, artworkResponse, transcriptResponse } from "../../builtin/podcast_files.ts";
+import {
+  ARTWORK_PATH,
+  artworkResponse,
+  chaptersResponse,
+  transcriptResponse,
+} from "../../builtin/podcast_files.ts";
 import { robotsResponse } from "../../builtin/site.ts";
 import { podcastFeedKey } from "../../access/podcast_feed_key.ts";
 import { json } from "../responses.ts";
@@ -226,12 +231,19 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
     // Public even for a private podcast: an app shows it before it has asked for a key.
     [ARTWORK_PATH]: reading(false, () => artworkResponse()),
     "/podcast/:file": podcastReading(async (c) => {
-      const match = /^(.+)\.(mp3|txt)$/.exec(c.req.param("file") ?? "");
+      const match = /^(.+?)\.(mp3|txt|chapters\.json)$/.exec(c.req.param("file") ?? "");
       const episode = match ? await podcast.get(match[1]!) : undefined;
       if (episode === undefined || episode.state !== "ready") {
         throw new HttpError(404, "No such episode audio");
       }
-      if (match?.[2] === "txt") return transcriptResponse(episode);
+      if (match?.[2] === "txt") {
+        return await transcriptResponse(episode, podcast.transcriptPath(episode.id));
+      }
+      if (match?.[2] === "chapters.json") {
+        const chapters = chaptersResponse(episode);
+        if (chapters === undefined) throw new HttpError(404, "This episode has no chapters");
+        return chapters;
+      }
       const audio = await serveFile(c, podcast.audioPath(episode.id), "audio/mpeg");
       // Kept by the app that asked, not by a shared cache in between: such a cache keys on
       // the address, and a key sent in a header is not part of it.

@@ -46,7 +46,7 @@ import {
 import { splitOffThread, type TtsEngine } from "./tts.ts";
 import { NoVoiceError } from "./speech_command.ts";
 import type { SpeechLang } from "./speech_lang.ts";
-import { type Spoken, spokenChunks } from "./speech_text.ts";
+import { type Spoken, spokenChunks } from "./speech_chunks.ts";
 
 export type { Chapter, Episode, EpisodeState } from "./episodes.ts";
 

@@ -20,7 +20,7 @@ import {
   PlainEspeak,
 } from "./espeak_instance.ts";
 import type { SpeechLang } from "./speech_lang.ts";
-import type { SpeechChunk } from "./speech_text.ts";
+import type { SpeechChunk } from "./speech_chunks.ts";
 import { parseWav, type Pcm, resample } from "./wav.ts";
 
 export type { Pcm } from "./wav.ts";

@@ -18,7 +18,8 @@ export interface ListedEpisode {
 }
 
 /**
- * Publishes `content` to the podcast with the app id, then waits for the episode to settle.
+ * Publishes `content` to the podcast with the app id (a string as `content`, or both fields),
+ * then waits for the episode to settle.
  *
  * @param state The state it must end in: `ready` (a failure then fails the test) or `failed`.
  * @returns The episode as listed.
@@ -26,12 +27,12 @@ export interface ListedEpisode {
 export async function readAloud(
   relay: Running,
   title: string,
-  content: string,
+  content: string | { content: string; content_md: string },
   state: "ready" | "failed" = "ready",
 ): Promise<ListedEpisode> {
   const res = await postJson(`${relay.url}/downstream/api/publish`, {
     title,
-    content,
+    ...(typeof content === "string" ? { content } : content),
     targets: ["nas"],
     transform: "read",
   }, { "x-app-id": APP_ID });

@@ -206,7 +206,11 @@ Deno.test("an article published for reading aloud: chapters in the feed and as J
     markdown: "Tomatoes want sun, water and patience.\n\n## Planting\n\nPlant them deep.\n\n" +
       "## Picking\n\n| Variety | Days to harvest |\n|---|---|\n| Roma | 75 |\n\nPick them red.",
   });
-  const episode = await readAloud(relay, "Tending tomatoes", content);
+  // As a publish sends it: the article result as its Markdown, a plain text beside it.
+  const episode = await readAloud(relay, "Tending tomatoes", {
+    content: "Tending tomatoes: a plain text that is not read when the Markdown is there.",
+    content_md: content,
+  });
   const rss = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@" })
     .parse(await (await fetch(`${relay.url}/podcast/feed.xml`)).text()).rss;
   const link = rss.channel.item["podcast:chapters"];

@@ -37,6 +37,13 @@ export const MAX_CHUNK_CHARS = 500;
 
 /** Deepest heading level that starts a chapter: deeper ones are too fine to skip to. */
 const CHAPTER_LEVEL = 3;
+/**
+ * Chapters of an episode at most: the record, rewritten with each chunk, carries them, so a text
+ * of thousands of headings must not make it grow with each; later headings are read, not listed.
+ */
+const MAX_CHAPTERS = 200;
+/** Characters of a chapter's title at most (a longer heading is cut, with "…"). */
+const MAX_TITLE_CHARS = 120;
 
 /** One markdown-it token, as far as the text needs it. */
 type Token = ReturnType<InstanceType<typeof MarkdownIt>["parse"]>[number];
@@ -80,6 +87,7 @@ class Reader {
   #row: string[] | undefined;
   #inHead = false;
   #codeSaid = false;
+  #chapters = 0;
 
   /** Adds a block of `text`; a heading gets its pause and, when shallow, a chapter. */
   add(raw: string, heading?: number): void {
@@ -93,12 +101,13 @@ class Reader {
     }
     const stop = lang === "zh" || lang === "ja" ? "。" : ".";
     const spoken = ENDS_SENTENCE.test(text) ? text : `${text}${stop}`;
-    this.blocks.push(
-      heading <= CHAPTER_LEVEL ? { text: spoken, lang, chapter: text } : {
-        text: spoken,
-        lang,
-      },
-    );
+    if (heading > CHAPTER_LEVEL || this.#chapters >= MAX_CHAPTERS) {
+      this.blocks.push({ text: spoken, lang });
+      return;
+    }
+    this.#chapters++;
+    const title = text.length > MAX_TITLE_CHARS ? `${text.slice(0, MAX_TITLE_CHARS - 1)}…` : text;
+    this.blocks.push({ text: spoken, lang, chapter: title });
   }
 
   /** Says that code is left out, once for a run of code blocks (in the main language, later). */

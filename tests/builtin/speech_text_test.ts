@@ -201,3 +201,13 @@ Deno.test("a Chinese title ends in 。 and never runs into the first sentence; a
     { text: "代码从略。", lang: "zh" },
   ]);
 });
+
+Deno.test("an article of thousands of headings lists 200 chapters at most, each title 120 characters at most", () => {
+  const text = Array.from({ length: 1000 }, (_, i) => `## Part ${i} ${"x".repeat(200)}`).join(
+    "\n\n",
+  );
+  const chapters = speechChunks(text).filter((chunk) => chunk.chapter !== undefined);
+  assert.equal(chapters.length, 200);
+  for (const chunk of chapters) assert.ok(chunk.chapter!.length <= 120);
+  assert.ok(speechText(text).includes("Part 999"), "later headings are still read");
+});

@@ -2,8 +2,9 @@
  * Reading one link in a thread of its own (src/client/read_worker.ts), under one deadline that
  * covers the fetch, the parse, the extraction and the Markdown: at the deadline the thread is
  * terminated, whatever it is doing (a page that makes the extractor crawl would otherwise
- * hold the reader for hours), and the link ends as `took longer than N s`. The thread's memory
- * (the page, its DOMs) is given back when it ends, so the worker between links holds none.
+ * hold the reader for hours), and the link ends as `took longer than N s`, the thread's memory
+ * (the page, its DOMs) given back with it. A thread that answered is kept for the next link:
+ * starting one loads the extractor anew, which took 2 s per link on a loaded 2-core machine.
  *
  * @module
  */
@@ -35,6 +36,15 @@ export type ReadAnswer =
 /** Time the thread's own fetch limit is given past the deadline, ms, so the deadline ends it. */
 const FETCH_GRACE_MS = 1_000;
 
+/** The thread kept after its last answer, for the next link. */
+let idle: Worker | undefined;
+
+/** Ends the thread kept for the next link, if any (the worker is stopping). */
+export function closeReadThread(): void {
+  idle?.terminate();
+  idle = undefined;
+}
+
 /**
  * Reads `url` in a thread of its own, terminated at `options.timeoutMs`.
  *
@@ -48,12 +58,15 @@ export function readInThread(
   options: ReadRequest["options"],
   signal?: AbortSignal,
 ): Promise<ReadAnswer> {
-  const thread = new Worker(new URL("./read_worker.ts", import.meta.url).href, { type: "module" });
+  const thread = idle ??
+    new Worker(new URL("./read_worker.ts", import.meta.url).href, { type: "module" });
+  idle = undefined;
   return new Promise<ReadAnswer>((resolve) => {
-    const end = (answer: ReadAnswer) => {
+    const end = (answer: ReadAnswer, keep = false) => {
       clearTimeout(timer);
       signal?.removeEventListener("abort", stop);
-      thread.terminate();
+      if (keep && idle === undefined) idle = thread;
+      else thread.terminate();
       resolve(answer);
     };
     const seconds = options.timeoutMs / 1000;
@@ -67,7 +80,9 @@ export function readInThread(
       }), options.timeoutMs);
     const stop = () => end({ ok: false, message: "stopped", page: true, retryable: false });
     signal?.addEventListener("abort", stop, { once: true });
-    thread.onmessage = (event: MessageEvent<ReadAnswer>) => end(event.data);
+    // A thread whose extractor failed (not the page) may be left in any state: not kept.
+    thread.onmessage = (event: MessageEvent<ReadAnswer>) =>
+      end(event.data, event.data.ok || event.data.page);
     thread.onerror = (event: ErrorEvent) => {
       event.preventDefault();
       end({ ok: false, message: event.message, page: false, retryable: true });

@@ -19,6 +19,7 @@ import type { Collection, Store } from "../store/store.ts";
 import { longPoll, type StreamLimits } from "./live.ts";
 import type { Logger } from "./log.ts";
 import type { RelayMetrics, Waiter } from "./metrics.ts";
+import type { RelaySearch } from "./searching.ts";
 
 /**
  * A route handler: gets the Hono context and the parsed request URL once the method and
@@ -130,6 +131,8 @@ export interface RouteContext {
   readonly builtin: BuiltinPublishing | undefined;
   /** Publishes with a failed target, kept to be retried; none kept when `undefined`. */
   readonly failed?: FailedPublishes | undefined;
+  /** The search index (`GET /search`); the route is not served without it. */
+  readonly search?: RelaySearch | undefined;
   /** Where unexpected errors of a results stream are logged. */
   readonly logger: Logger;
   /** Request, waiting-client and store metrics. */

@@ -105,7 +105,13 @@ const server = Deno.serve(
   () => new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } }),
 );
 const url = `http://127.0.0.1:${server.addr.port}/article`;
-const options = { timeoutMs: 20_000, maxBytes: 5 * 1024 * 1024, acceptLanguage: "en" };
+const options = {
+  timeoutMs: 20_000,
+  maxBytes: 5 * 1024 * 1024,
+  acceptLanguage: "en",
+  // The page is served on 127.0.0.1, which the reader refuses unless allowed.
+  policy: { allow: "all" as const, relay: [] },
+};
 
 const before = memory();
 let start = performance.now();

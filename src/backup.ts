@@ -29,7 +29,7 @@ import {
   writeLastUsed,
 } from "./access/named_keys.ts";
 import { exportPublished, importPublished, publishedSchema } from "./builtin/archive.ts";
-import { QUEUE_NAMES } from "./queue_names.ts";
+import { QUEUE_NAMES, type QueueName } from "./queue_names.ts";
 import { writeCounters } from "./store/integrity.ts";
 import { withStore } from "./store/database.ts";
 import {
@@ -66,6 +66,27 @@ const backupKeySchema = namedKeySchema.extend({
   last_used_at: z.number().int().nonnegative().nullable(),
 });
 
+/**
+ * The items of every queue of {@linkcode QUEUE_NAMES}, by name, built from that list so that a
+ * queue added there is exported and imported too. A queue the file lacks (it was written before
+ * that queue existed) imports as empty; a name this relay does not know is refused.
+ */
+function queuesSchema() {
+  const item = z.array(itemSchema).default([]);
+  const shape = Object.fromEntries(QUEUE_NAMES.map((queue) => [queue, item])) as Record<
+    QueueName,
+    typeof item
+  >;
+  return z.strictObject(shape, {
+    error: (issue) =>
+      issue.code === "unrecognized_keys"
+        ? `unknown queue ${issue.keys.map((key) => `"${key}"`).join(", ")}: this relay has ${
+          QUEUE_NAMES.join(", ")
+        }`
+        : undefined,
+  });
+}
+
 /** A backup document, version 1 or 2. Times are epoch ms. */
 const backupSchema = z.object({
   format: z.literal(BACKUP_FORMAT),
@@ -74,11 +95,7 @@ const backupSchema = z.object({
   }),
   exported_at: z.number().int(),
   results_hwm: z.number().int().nonnegative(),
-  queues: z.object({
-    qa: z.array(itemSchema),
-    article: z.array(itemSchema),
-    general: z.array(itemSchema),
-  }),
+  queues: queuesSchema(),
   results: z
     .array(z.object({
       t: z.number().int().positive(),
@@ -129,7 +146,7 @@ export interface RelayFiles {
 export async function exportStore(store: Store): Promise<Backup> {
   const queues = await peek(store, QUEUE_NAMES);
   const results = await readResults(store, { since: 0, limit: RESULTS_CAPACITY });
-  const pick = (queue: typeof QUEUE_NAMES[number]) =>
+  const pick = (queue: QueueName) =>
     (queues.get(queue) ?? []).map((item) => ({
       content: item.content,
       created_at: item.created_at,
@@ -139,7 +156,10 @@ export async function exportStore(store: Store): Promise<Backup> {
     version: BACKUP_VERSION,
     exported_at: Math.floor(store.clock()),
     results_hwm: await resultsHighWaterMark(store),
-    queues: { qa: pick("qa"), article: pick("article"), general: pick("general") },
+    queues: Object.fromEntries(QUEUE_NAMES.map((queue) => [queue, pick(queue)])) as Record<
+      QueueName,
+      ReturnType<typeof pick>
+    >,
     results: results.items.map((item) => ({ t: item.t, content: item.content })),
   };
 }

@@ -13,6 +13,16 @@ export const QUEUE_NAMES = ["qa", "article", "general"] as const;
 export type QueueName = typeof QUEUE_NAMES[number];
 
 /**
+ * The queue names as a sentence lists them, for help texts and the API's descriptions.
+ *
+ * @param last The word before the last name: `"or"` (one of them) or `"and"` (each).
+ * @returns e.g. `qa, article or general`.
+ */
+export function queueList(last: "or" | "and" = "or"): string {
+  return `${QUEUE_NAMES.slice(0, -1).join(", ")} ${last} ${QUEUE_NAMES.at(-1)}`;
+}
+
+/**
  * Q&A sites whose links go to the `qa` queue unless `--qa-hosts` says otherwise.
  * A host matches a domain when it equals it or ends with `.` + the domain.
  */

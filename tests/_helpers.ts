@@ -203,6 +203,7 @@ export async function runRelay(
     cwd?: string;
     stdin?: string | Uint8Array;
     umask?: string;
+    root?: string;
   } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const child = relayCommand(args, options, options.stdin === undefined ? "null" : "piped")
@@ -276,16 +277,19 @@ export function freePort(): number {
   return port;
 }
 
-/** The program and arguments that run `main.ts` with `args` and the relay's permission set. */
-export function relayArgv(args: string[]): string[] {
+/**
+ * The program and arguments that run `main.ts` with `args` and the relay's permission set;
+ * `root` is the checkout to run (a directory path ending in `/`), by default this one.
+ */
+export function relayArgv(args: string[], root: string = ROOT): string[] {
   return [
     Deno.execPath(),
     "run",
     "-P=relay",
     "--quiet",
     "--config",
-    `${ROOT}deno.json`,
-    `${ROOT}main.ts`,
+    `${root}deno.json`,
+    `${root}main.ts`,
     ...args,
   ];
 }
@@ -294,14 +298,20 @@ export function relayArgv(args: string[]): string[] {
  * The command that runs `main.ts` with `args` and the relay's permission set, in
  * {@linkcode childEnv} plus `options.env`, with stdout and stderr piped (the caller reads
  * them, or leaves them unread on purpose). With `umask` or `nofile`, under `sh` with that
- * umask or open-file limit.
+ * umask or open-file limit. With `root`, the `main.ts` of that copy of the repository.
  */
 export function relayCommand(
   args: string[],
-  options: { env?: Record<string, string>; cwd?: string; umask?: string; nofile?: number },
+  options: {
+    env?: Record<string, string>;
+    cwd?: string;
+    umask?: string;
+    nofile?: number;
+    root?: string;
+  },
   stdin: "piped" | "null",
 ): Deno.Command {
-  const deno = relayArgv(args);
+  const deno = relayArgv(args, options.root);
   if (options.umask !== undefined && !/^[0-7]{3,4}$/.test(options.umask)) {
     throw new Error(`bad umask ${options.umask}`);
   }
@@ -373,6 +383,7 @@ export async function startRelayProcess(
     port?: number;
     umask?: string;
     nofile?: number;
+    root?: string;
   } = {},
 ): Promise<RelayProcess> {
   const port = String(options.port ?? 0);
@@ -383,6 +394,7 @@ export async function startRelayProcess(
       env: options.env ?? {},
       ...(options.umask === undefined ? {} : { umask: options.umask }),
       ...(options.nofile === undefined ? {} : { nofile: options.nofile }),
+      ...(options.root === undefined ? {} : { root: options.root }),
     },
     "null",
   ).spawn();

@@ -290,3 +290,13 @@ Deno.test("parseBackup() names a version it does not know", () => {
   };
   assert.throws(() => parseBackup(JSON.stringify(doc)), /version: .*a newer relay wrote this file/);
 });
+
+Deno.test("parseBackup() refuses a queue this relay does not have and reads a missing one as empty", async () => {
+  await using source = await makeStore();
+  await submit(source.store, "kept", "general");
+  const backup = await exportStore(source.store);
+  const withExtra = { ...backup, queues: { ...backup.queues, later: [] } };
+  assert.throws(() => parseBackup(JSON.stringify(withExtra)), /unknown queue "later"/);
+  const { article: _, ...older } = backup.queues;
+  assert.deepEqual(parseBackup(JSON.stringify({ ...backup, queues: older })).queues.article, []);
+});

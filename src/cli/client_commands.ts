@@ -16,6 +16,7 @@ import {
   submitContent,
 } from "../client/client.ts";
 import { parseDuration } from "../config/config.ts";
+import { QUEUE_NAMES, queueList } from "../queue_names.ts";
 import { errorMessage } from "../errors.ts";
 import { followResults } from "../client/follow.ts";
 import type { Args, Command, OptionSpec } from "./command.ts";
@@ -42,8 +43,8 @@ const QUEUE_OPTION: OptionSpec = {
   short: "q",
   type: "string",
   value: "Q",
-  help: "the queue: qa, article or general",
-  default: "every queue, in the order qa, article, general",
+  help: `the queue: ${queueList()}`,
+  default: `every queue, in the order ${QUEUE_NAMES.join(", ")}`,
 };
 
 /**

@@ -15,7 +15,7 @@ import { createDocument, type ZodOpenApiOperationObject } from "zod-openapi";
 import { builtinPaths, publishingStatsSchema } from "../builtin/openapi_paths.ts";
 import { type Scope, SCOPES } from "../access/named_keys.ts";
 import { TARGETS } from "../publish/fan_out.ts";
-import { QUEUE_NAMES } from "../queue_names.ts";
+import { QUEUE_NAMES, queueList } from "../queue_names.ts";
 import { JSON_TYPE, TEXT_TYPE } from "./responses.ts";
 import { DOWNSTREAM_PATH } from "./routes/downstream.ts";
 import type { Route, Routes } from "./route.ts";
@@ -170,7 +170,7 @@ function queueDescriptions(): Record<string, ZodOpenApiOperationObject> {
         "`lease`, hands out up to `limit` items for that many seconds; acknowledge them " +
         "with POST /ack. `wait` long-polls for up to that many seconds.",
       parameters: [
-        query("queue", pullQuerySchema.shape.queue, "qa", "qa, article or general"),
+        query("queue", pullQuerySchema.shape.queue, "qa", queueList()),
         query("wait", pullQuerySchema.shape.wait, "0", "Long-poll, seconds (0–60)"),
         query("lease", pullQuerySchema.shape.lease, "300", "Lease, seconds (1–43200)"),
         query("limit", pullQuerySchema.shape.limit, "1", "Items to lease (1–50)"),
@@ -200,7 +200,7 @@ function queueDescriptions(): Record<string, ZodOpenApiOperationObject> {
     },
     "/peek": {
       summary: "Show queued items without taking them",
-      parameters: [query("queue", queueParamSchema, "qa", "qa, article or general")],
+      parameters: [query("queue", queueParamSchema, "qa", queueList())],
       responses: {
         "200": json(
           "The items per queue, oldest first",

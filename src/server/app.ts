@@ -59,8 +59,6 @@ import { directWrites, type ErrorResponder } from "./writes.ts";
 import { publishRoutes } from "./routes/publish.ts";
 import { queueRoutes } from "./routes/queues.ts";
 import { resultRoutes } from "./routes/results.ts";
-import { searchRoutes } from "./routes/search.ts";
-import type { RelaySearch } from "./searching.ts";
 
 /** Options of {@linkcode createApp}. */
 export interface AppOptions {
@@ -81,8 +79,6 @@ export interface AppOptions {
   publish?: PublishConfig;
   /** Where publishes with a failed target are kept to be retried; none are without it. */
   failed?: FailedPublishes;
-  /** The search index (`search.ts`); without it the relay serves no `GET /search`. */
-  search?: RelaySearch;
   /**
    * Where the access log (one line per request, at level `info`: client address, method,
    * path with the key redacted, status, body bytes, duration in ms) and unexpected errors
@@ -169,7 +165,6 @@ export function appRoutes(relay: RouteContext): Routes {
     ...resultRoutes(relay),
     ...publishRoutes(relay),
     ...adminRoutes(relay, () => routes),
-    ...(relay.search === undefined ? {} : searchRoutes(relay.search)),
     ...pageRoutes(),
     ...(builtin === undefined ? {} : downstreamRoutes({ ...relay, builtin })),
     ...(builtin === undefined ? {} : siteRoutes(builtin)),
@@ -228,7 +223,6 @@ function routeContext(options: AppOptions, logger: Logger, metrics: RelayMetrics
     publish: options.publish,
     builtin: options.builtin,
     failed: options.failed,
-    search: options.search,
     logger,
     metrics,
     closing: options.closing ?? new AbortController().signal,

@@ -113,6 +113,11 @@ export interface BuiltinPublishing {
    * carry.
    */
   readonly privatePodcast?: boolean | undefined;
+  /**
+   * The search index over the services' notes, posts and episodes and the results feed
+   * (`searching.ts`); without it the relay serves no `GET /search`.
+   */
+  readonly search?: RelaySearch | undefined;
   /** The podcast feed's language and owner address (`--podcast-language`, `--podcast-email`). */
   readonly podcastFeed?: PodcastFeedSettings | undefined;
 }
@@ -131,8 +136,6 @@ export interface RouteContext {
   readonly builtin: BuiltinPublishing | undefined;
   /** Publishes with a failed target, kept to be retried; none kept when `undefined`. */
   readonly failed?: FailedPublishes | undefined;
-  /** The search index (`GET /search`); the route is not served without it. */
-  readonly search?: RelaySearch | undefined;
   /** Where unexpected errors of a results stream are logged. */
   readonly logger: Logger;
   /** Request, waiting-client and store metrics. */

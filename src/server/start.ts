@@ -267,6 +267,7 @@ async function buildRelay(
     closing: closing.signal,
     builtin: {
       services: builtin,
+      search,
       appId: appId.appId,
       publicUrl: config.publicUrl,
       privateBlog: config.privateBlog,
@@ -274,7 +275,6 @@ async function buildRelay(
       podcastFeed: { language: config.podcastLanguage, email: config.podcastEmail },
     },
     failed: failedPublishes,
-    search,
     allowedOrigins: config.allowedOrigins,
     maxStreams: config.maxStreams,
     maxStreamsPerKey: config.maxStreamsPerKey,

@@ -40,8 +40,7 @@ async function searching(store: Store, dataDir: string, logs: string[] = []) {
     store,
     apiKey: KEY,
     logger: new Logger({ write: () => {} }),
-    builtin: { services, appId: "app-id-0123456789abcdef" },
-    search,
+    builtin: { services, appId: "app-id-0123456789abcdef", search },
   });
   const get = (query: string) =>
     Promise.resolve(app.request(`/search?${query}`, { headers: { "x-auth-key": KEY } }));

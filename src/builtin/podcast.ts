@@ -108,6 +108,8 @@ function pauseFromEnvironment(): PodcastStep | undefined {
 export class Podcast {
   /** The folder of episode records and audio. */
   readonly dir: string;
+  /** Told of each episode queued, restored or deleted by retention (the search index). */
+  onChange: ((id: string, removed: boolean) => void) | undefined;
   readonly #engine: TtsEngine;
   readonly #clock: () => number;
   readonly #log: (line: string) => void;
@@ -183,6 +185,7 @@ export class Podcast {
     // The text first: a record is never without its text.
     await this.#files.writeText(episode.id, text);
     await this.#save(episode, episodes);
+    this.onChange?.(episode.id, false);
     this.#kick();
     return episode;
   }
@@ -203,6 +206,7 @@ export class Podcast {
       bytes: 0,
       duration_s: 0,
     }, episodes);
+    this.onChange?.(episode.id, false);
     this.#kick();
   }
 
@@ -520,6 +524,7 @@ export class Podcast {
           await this.#files.remove(episode.id);
           episodes.delete(episode.id);
           this.#evicted++;
+          this.onChange?.(episode.id, true);
           continue;
         }
         kept++;

@@ -34,6 +34,16 @@ export interface BuiltinOptions {
   readonly publicUrl?: string | undefined;
 }
 
+/** A note, post or episode that was added (published, saved, restored) or removed. */
+export interface BuiltinChange {
+  /** Which service's. */
+  readonly kind: "note" | "post" | "episode";
+  /** Its id: the note's `doc_id`, the post's `post_id`, the episode's `id`. */
+  readonly id: string;
+  /** `true` when it was deleted (a post deleted, an episode past the podcast's retention). */
+  readonly removed: boolean;
+}
+
 /** The built-in services: their stores and the podcast's background worker. */
 export interface BuiltinServices {
   /** The notes store (its files in `<data>/notes/`). */
@@ -49,6 +59,12 @@ export interface BuiltinServices {
    * there is no public URL. A request's `Host` never is.
    */
   listening(url: string): void;
+  /**
+   * Tells `listener` of every note, post and episode added or removed from now on, once its
+   * files are written (the search index keeps itself current this way). One listener: a
+   * second call replaces the first.
+   */
+  watch(listener: (change: BuiltinChange) => void): void;
   /** Starts the podcast worker (resumes unfinished episodes). */
   start(): void;
   /** Stops the podcast worker after the chunk being spoken. */
@@ -87,6 +103,11 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     site,
     listening: (url) => site.listening(url),
     podcast,
+    watch(listener) {
+      notes.onChange = (id, removed) => listener({ kind: "note", id, removed });
+      blog.onChange = (id, removed) => listener({ kind: "post", id, removed });
+      podcast.onChange = (id, removed) => listener({ kind: "episode", id, removed });
+    },
     start: () => podcast.start(),
     stop: () => podcast.stop(),
     async stats() {

@@ -11,7 +11,6 @@
  */
 
 import { failureResult } from "../article_result.ts";
-import { errorMessage } from "../errors.ts";
 import { sleep } from "../util/backoff.ts";
 import {
   type LeasedItem,
@@ -23,6 +22,7 @@ import {
 } from "./client.ts";
 import type { Article, ReadLink } from "./extract.ts";
 import type { AllowList } from "./address_policy.ts";
+import { readInThread } from "./read_thread.ts";
 
 /** What `--extract` adds to the worker's options. */
 export interface ExtractSettings {
@@ -157,26 +157,30 @@ async function readAttempts(
   options: ReadItemOptions,
 ): Promise<ReadLink | string | undefined> {
   const { attempts, log, signal } = options;
-  const { readLink, PageError, relayAddresses } = await import("./extract.ts");
+  const { relayAddresses } = await import("./fetch_page.ts");
   const policy = { allow: options.allowPrivate, relay: await relayAddresses(client.url) };
+  const fetchOptions = {
+    timeoutMs: options.timeoutMs,
+    maxBytes: options.maxBytes,
+    acceptLanguage: options.acceptLanguage,
+    policy,
+  };
   for (let attempt = 1;; attempt++) {
-    try {
-      return await readLink(link, { ...options, policy });
-    } catch (error) {
-      if (signal.aborted) return undefined;
-      // A page that trips the extractor itself (a stack overflow in a parser) is that page's
-      // failure: rethrown, it would stop the worker, and the item would come back for ever.
-      const reason = error instanceof PageError
-        ? error.message
-        : `the extractor failed on the page (${errorMessage(error).split("\n")[0]})`;
-      const last = attempt >= attempts || !(error instanceof PageError && error.retryable);
-      log(
-        `relay: could not read ${link} (item ${item.id}, attempt ${attempt} of ${attempts}): ` +
-          `${reason}${last ? "; reported in the results feed" : ""}`,
-      );
-      if (last) return reason;
-      if (!await sleep(options.backoffMs * 2 ** (attempt - 1), signal)) return undefined;
-    }
+    const answer = await readInThread(link, fetchOptions, signal);
+    if (answer.ok) return answer.read;
+    if (signal.aborted) return undefined;
+    // A page that trips the extractor itself (a stack overflow in a parser) is that page's
+    // failure: rethrown, it would stop the worker, and the item would come back for ever.
+    const reason = answer.page
+      ? answer.message
+      : `the extractor failed on the page (${answer.message.split("\n")[0]})`;
+    const last = attempt >= attempts || !answer.retryable;
+    log(
+      `relay: could not read ${link} (item ${item.id}, attempt ${attempt} of ${attempts}): ` +
+        `${reason}${last ? "; reported in the results feed" : ""}`,
+    );
+    if (last) return reason;
+    if (!await sleep(options.backoffMs * 2 ** (attempt - 1), signal)) return undefined;
   }
 }
 

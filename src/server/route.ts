@@ -19,6 +19,7 @@ import type { Collection, Store } from "../store/store.ts";
 import { longPoll, type StreamLimits } from "./live.ts";
 import type { Logger } from "./log.ts";
 import type { RelayMetrics, Waiter } from "./metrics.ts";
+import type { RelaySearch } from "./searching.ts";
 
 /**
  * A route handler: gets the Hono context and the parsed request URL once the method and
@@ -112,6 +113,11 @@ export interface BuiltinPublishing {
    * carry.
    */
   readonly privatePodcast?: boolean | undefined;
+  /**
+   * The search index over the services' notes, posts and episodes and the results feed
+   * (`searching.ts`); without it the relay serves no `GET /search`.
+   */
+  readonly search?: RelaySearch | undefined;
   /** The podcast feed's language and owner address (`--podcast-language`, `--podcast-email`). */
   readonly podcastFeed?: PodcastFeedSettings | undefined;
 }

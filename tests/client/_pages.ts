@@ -153,6 +153,8 @@ function page(path: string, origin: string): Response {
       return new Response(Uint8Array.of(0x25, 0x50, 0x44, 0x46, 0, 1, 2));
     case "/crowded": // more elements than the reader reads
       return html(articlePage("Crowded", "<p>x</p>".repeat(25_000)));
+    case "/heavy": // within the limits, but seconds of work for the extractor
+      return html(articlePage("Heavy", `<p>${PARAGRAPH} <b>bold</b> <i>it</i></p>`.repeat(4_000)));
     case "/long": // an article of about 100 KB
       return html(articlePage("Long", PARAGRAPH.repeat(700)));
     case "/deep": // nested deeper than the reader reads

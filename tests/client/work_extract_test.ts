@@ -135,6 +135,45 @@ Deno.test("relay work --extract refuses a link to this machine as one result, ac
   });
 });
 
+Deno.test("relay work --extract ends a page that takes longer than --timeout, fetching or reading it, as one result", async () => {
+  await withTempDir(async (dir) => {
+    await using pages = servePages();
+    await using relay = await startRelayProcess(join(dir, "data"), {
+      env: { RELAY_API_KEY: KEY },
+    });
+    const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
+    // A page that drips a byte at a time, and one served at once whose extraction takes
+    // seconds: one deadline covers both, and ends the reading thread wherever it is.
+    const items = [`${pages.url}/slow`, `${pages.url}/heavy`];
+    for (const item of items) {
+      assert.equal((await runRelay(["submit", "--queue", "general", item], { env })).code, 0);
+    }
+    const worker = spawnRelay([
+      "work",
+      "--queue",
+      "general",
+      "--extract",
+      "--attempts",
+      "1",
+      "--timeout",
+      "200ms",
+      "--allow-private",
+      new URL(pages.url).host,
+    ], { env });
+    let feed: string[] = [];
+    await eventually(async () => (feed = await results(relay.url)).length === 2, "2 results");
+    worker.child.kill("SIGTERM");
+    assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+    assert.deepEqual(
+      feed,
+      items.map((url) =>
+        `Could not read ${url}: took longer than 0.2 s (fetching and reading one page; ` +
+        "a larger --timeout gives slow pages more time)"
+      ),
+    );
+  });
+});
+
 Deno.test("relay work --extract --publish blog,nas publishes each article with a key of the reader's scopes; a failed target is kept", async () => {
   await withTempDir(async (dir) => {
     await using pages = servePages();

@@ -99,6 +99,13 @@ Deno.test("readLink() ends each hostile or unreadable page as a reason, within i
       assert.throws(() => checkedUrl(url), (e) => e instanceof PageError && !e.retryable);
     }
   });
+  await t.step("a page where nothing listens names the cause and what to do", async () => {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (listener.addr as Deno.NetAddr).port;
+    listener.close();
+    const error = await reason(`http://127.0.0.1:${port}/`);
+    assert.match(error.message, /^connection refused \(nothing answers at that address: .*\)$/);
+  });
   await t.step("a slow drip is cut off at the time limit", async () => {
     const error = await reason(`${pages.url}/slow`, { ...OPTIONS, timeoutMs: 300 });
     assert.equal(error.message, "no complete answer within 0.3 s");

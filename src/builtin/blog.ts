@@ -59,6 +59,8 @@ const RENDERS_AT_ONCE = 1;
 export class BlogStore {
   /** The folder holding the post files. */
   readonly dir: string;
+  /** Told of each post published, restored or deleted, once its files are (the search index). */
+  onChange: ((postId: string, removed: boolean) => void) | undefined;
   readonly #clock: () => number;
   #posts: Promise<Map<string, Post>> | undefined;
   readonly #renderLimit = pLimit(RENDERS_AT_ONCE);
@@ -93,6 +95,7 @@ export class BlogStore {
     await this.#write(post);
     posts.set(post.post_id, post);
     this.#made.changed();
+    this.onChange?.(post.post_id, false);
     return post;
   }
 
@@ -131,6 +134,7 @@ export class BlogStore {
     await this.#write(post);
     posts.set(post.post_id, post);
     this.#made.changed();
+    this.onChange?.(post.post_id, false);
   }
 
   /** A post, or `undefined` when there is none with that id. */
@@ -156,6 +160,7 @@ export class BlogStore {
     await removeIfExists(join(this.dir, `${postId}.json`));
     posts.delete(postId);
     this.#made.changed();
+    this.onChange?.(postId, true);
     await removeIfExists(this.#htmlPath(postId, RENDERER_VERSION));
     return true;
   }

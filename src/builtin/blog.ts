@@ -67,8 +67,8 @@ export class BlogStore {
   /** Renders under way, by post id: a second reader waits for the first one's. */
   readonly #rendering = new Map<string, Promise<string>>();
   #renders = 0;
-  /** The feed, built once per change of the posts. */
-  readonly #made = new ChangeCache();
+  /** The feed, made once per change of the posts and kept (`feeds.ts`). */
+  readonly feedCache: ChangeCache = new ChangeCache();
 
   /**
    * Reads and writes posts in `<data>/blog/`.
@@ -94,7 +94,7 @@ export class BlogStore {
     await this.#render(post);
     await this.#write(post);
     posts.set(post.post_id, post);
-    this.#made.changed();
+    this.feedCache.changed();
     this.onChange?.(post.post_id, false);
     return post;
   }
@@ -118,22 +118,13 @@ export class BlogStore {
     return this.#renders;
   }
 
-  /**
-   * A value made from the posts, kept until a post is published, restored or deleted:
-   * `build` runs once per change and `key` (what else the value depends on), and readers
-   * who come while it runs share its result.
-   */
-  cached<T>(key: string, build: () => Promise<T>): Promise<T> {
-    return this.#made.get(key, build);
-  }
-
   /** Writes a post as it was exported (same id, same time). */
   async restore(post: Post): Promise<void> {
     if (!isPost(post)) throw new Error("not a post");
     const posts = await this.#load();
     await this.#write(post);
     posts.set(post.post_id, post);
-    this.#made.changed();
+    this.feedCache.changed();
     this.onChange?.(post.post_id, false);
   }
 
@@ -159,7 +150,7 @@ export class BlogStore {
     if (!isId(postId) || !posts.has(postId)) return false;
     await removeIfExists(join(this.dir, `${postId}.json`));
     posts.delete(postId);
-    this.#made.changed();
+    this.feedCache.changed();
     this.onChange?.(postId, true);
     await removeIfExists(this.#htmlPath(postId, RENDERER_VERSION));
     return true;

@@ -51,7 +51,7 @@ export interface FeedEntry {
  * @throws the file system's errors (reading a post's stored body).
  */
 export function blogFeed(blog: BlogStore, urls: SiteUrls): Promise<Uint8Array<ArrayBuffer>> {
-  return blog.cached(`atom ${urls.origin}`, async () => {
+  return blog.feedCache.get(`atom ${urls.origin}`, async () => {
     const posts = (await blog.list()).slice(0, FEED_ENTRIES);
     const encoder = new TextEncoder();
     const entries: FeedEntry[] = [];
@@ -120,7 +120,7 @@ export function podcastFeed(
   urls: SiteUrls,
   options: { key?: string | undefined; settings?: PodcastFeedSettings | undefined } = {},
 ): Promise<Uint8Array<ArrayBuffer>> {
-  return podcast.cached(`rss ${urls.origin} ${options.key ?? ""}`, async () => {
+  return podcast.feedCache.get(`rss ${urls.origin} ${options.key ?? ""}`, async () => {
     return new TextEncoder().encode(podcastRss(await podcast.list(), urls, options));
   });
 }

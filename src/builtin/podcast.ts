@@ -124,8 +124,8 @@ export class Podcast {
   readonly #files: EpisodeFiles;
   readonly #pauseAt: PodcastStep | undefined;
   #episodes: Promise<Map<string, Episode>> | undefined;
-  /** The feed, built once per change of the episodes. */
-  readonly #made = new ChangeCache();
+  /** The feed, made once per change of the episodes and kept (`feeds.ts`). */
+  readonly feedCache: ChangeCache = new ChangeCache();
   #wake: (() => void) | undefined;
   #running: Promise<void> | undefined;
   #stopping = false;
@@ -227,15 +227,6 @@ export class Podcast {
     return [...(await this.#load()).values()].sort((a, b) =>
       b.created_at - a.created_at || b.id.localeCompare(a.id)
     );
-  }
-
-  /**
-   * A value made from the episodes, kept until one is queued, changes state or is deleted:
-   * `build` runs once per change and `key` (what else the value depends on), and readers who
-   * come while it runs share its result.
-   */
-  cached<T>(key: string, build: () => Promise<T>): Promise<T> {
-    return this.#made.get(key, build);
   }
 
   /** One episode, or `undefined`. */
@@ -579,7 +570,7 @@ export class Podcast {
         ) {
           await this.#files.remove(episode.id);
           episodes.delete(episode.id);
-          this.#made.changed();
+          this.feedCache.changed();
           this.#evicted++;
           this.onChange?.(episode.id, true);
           continue;
@@ -593,7 +584,7 @@ export class Podcast {
   async #save(episode: Episode, episodes: Map<string, Episode>): Promise<void> {
     await this.#files.save(episode);
     episodes.set(episode.id, episode);
-    this.#made.changed();
+    this.feedCache.changed();
   }
 
   #load(): Promise<Map<string, Episode>> {

@@ -15,7 +15,14 @@ import { fileURLToPath as fromFileUrl } from "node:url";
 const ENTRY = fromFileUrl(new URL("./markdown.ts", import.meta.url));
 const OUTPUT = fromFileUrl(new URL("./markdown.js", import.meta.url));
 const CONFIG = fromFileUrl(new URL("../deno.json", import.meta.url));
-const SOURCES = [ENTRY, CONFIG, fromFileUrl(new URL("../deno.lock", import.meta.url))];
+const SOURCES = [
+  ENTRY,
+  CONFIG,
+  fromFileUrl(new URL("../deno.lock", import.meta.url)),
+  // The relay's modules the bundle carries (markdown.ts re-exports them).
+  fromFileUrl(new URL("../src/article_result.ts", import.meta.url)),
+  fromFileUrl(new URL("../src/queue_names.ts", import.meta.url)),
+];
 
 /**
  * Bundles markdown.ts and markdown-it into one ES module at `output`. The file appears whole

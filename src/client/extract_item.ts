@@ -21,7 +21,7 @@ import {
   RelayError,
   retrying,
 } from "./client.ts";
-import type { Article, ReadLink } from "./extract.ts";
+import type { ReadLink } from "./extract.ts";
 
 /** What `--extract` adds to the worker's options. */
 export interface ExtractSettings {
@@ -31,7 +31,7 @@ export interface ExtractSettings {
   maxBytes: number;
   /** The `Accept-Language` header sent with each fetch. */
   acceptLanguage: string;
-  /** Targets each article is published to through `POST /publish` (`notes`, `blog`, `nas`). */
+  /** Targets each article is published to through `POST /publish` (`notes`, `blog`, `podcast`). */
   publish: readonly string[];
 }
 
@@ -92,7 +92,7 @@ export async function readItem(
   }
   log(`relay: read ${link} (item ${item.id}): "${outcome.article.title}"`);
   await push(outcome.result);
-  if (options.publish.length > 0) await publish(client, outcome.article, options);
+  if (options.publish.length > 0) await publish(client, outcome, options);
   return true;
 }
 
@@ -177,16 +177,22 @@ async function readAttempts(
  */
 const PUBLISH_TRIES = 3;
 
-/** Publishes an article through `POST /publish`, logging the outcome of each target. */
-async function publish(client: RelayClient, article: Article, options: ReadItemOptions) {
+/**
+ * Publishes an article through `POST /publish`, logging the outcome of each target. The
+ * Markdown sent is the whole result text pushed (src/article_result.ts), so that every
+ * publisher (this one, the web app's button) sends the same article and the services read its
+ * parts from it; `content` is the article's plain text.
+ */
+async function publish(client: RelayClient, read: ReadLink, options: ReadItemOptions) {
   const { log } = options;
+  const { article } = read;
   const body = {
     title: article.title,
     content: article.text ?? article.markdown,
-    content_md: `${article.markdown.trim()}\n\nSource: <${article.url}>\n`,
+    content_md: read.result,
     targets: options.publish,
-    // The podcast reads the article aloud only when asked to.
-    ...(options.publish.includes("nas") ? { transform: "read" } : {}),
+    // Relays before the podcast took its name needed this for "nas"; later ones ignore it.
+    ...(options.publish.some((t) => t === "nas" || t === "podcast") ? { transform: "read" } : {}),
   };
   for (let attempt = 1;; attempt++) {
     try {

@@ -545,11 +545,18 @@ Deno.test("web app: Results render their Markdown with no markup of their own, a
     assert.equal(podcast?.title, "Sowing calendar");
     assert.equal(podcast?.content_md, markdown);
     assert.equal(podcast?.transform, "read");
-    // The podcast reads the text, not the Markdown's marks.
-    assert.match(String(podcast?.content), /^Sowing calendar\n\nSource: https:\/\/garden/);
-    assert.match(String(podcast?.content), /Water at the root/);
+    // The podcast reads the article's text: no title again, no Source line, no Markdown marks.
+    assert.match(String(podcast?.content), /^Tomato March\n\nWater at the root/);
+    assert.doesNotMatch(String(podcast?.content), /Source|garden\.example\/sowing/);
     assert.doesNotMatch(String(podcast?.content), /\||\*\*|^#/m);
     assert.deepEqual(downstream.requests.map((r) => r.service).sort(), ["blog", "podcast"]);
+
+    // A link that could not be read has nothing to publish.
+    await post(call, "/push", "Could not read https://garden.example/gone: HTTP 404");
+    const failure = page.locator("#results-list > li", { hasText: "Could not read" });
+    await failure.waitFor();
+    assert.equal(await failure.locator("button.publish-result").count(), 0);
+    assert.equal(await page.locator("#results-list > li button.publish-result").count(), 1);
   });
 });
 
@@ -582,7 +589,7 @@ Deno.test("web app: Publish sends to the chosen targets, shows each outcome, lis
       content_md: markdown,
       targets: ["nas"],
       transform: "read",
-    });
+    }, "the podcast service gets its own shape, whatever the relay calls the target");
     const notes = downstream.requests.find((r) => r.service === "notes");
     assert.equal((notes?.body as { tags?: string }).tags, "sqlite,durability");
     assert.deepEqual(downstream.requests.map((r) => r.service).sort(), [

@@ -60,11 +60,6 @@ for module in $(grep -oE '"compile": "[^"]*"' "$repo/deno.json" | grep -oE -- '-
 done
 DENO_DIR="$lib/deno-dir" DENO_NO_UPDATE_CHECK=1 "${deno[@]}" cache --quiet --frozen \
   --config "$lib/app/deno.json" "${entries[@]}"
-# The web app's built file (webapp/markdown.js, not in git), as `deno task compile` builds it;
-# built afresh, since a copy made now would look newer than its sources even if it were not.
-rm -f "$lib/app/webapp/markdown.js"
-DENO_DIR="$lib/deno-dir" DENO_NO_UPDATE_CHECK=1 "${deno[@]}" run --quiet --allow-read \
-  --allow-write --allow-run --allow-env --config "$lib/app/deno.json" "$lib/app/webapp/build.ts"
 # Keep the downloads (npm/, remote/) only: Deno's other caches (emitted JavaScript, analyses,
 # V8 code) are keyed by the files' paths here, useless once installed elsewhere.
 find "$lib/deno-dir" -mindepth 1 -maxdepth 1 ! -name npm ! -name remote -exec rm -rf {} +

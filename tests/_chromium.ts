@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { ROOT } from "./_helpers.ts";
+import { PROGRAMS, which } from "./_optional.ts";
 
 /** A phone's screen, CSS pixels: the size the web app's pictures are taken at. */
 export const PHONE = { width: 360, height: 740 };
@@ -20,8 +21,11 @@ declare const document: {
   activeElement: { blur(): void } | null;
 };
 
-/** Debian's Chromium (`apt-get install chromium`); the tests never download a browser. */
-export const CHROMIUM = "/usr/bin/chromium";
+/**
+ * Debian's Chromium (`apt-get install chromium`) as found on `PATH`; the tests never download a
+ * browser. Its groups are made with `testGroup(…, PROGRAMS.chromium)`, which skips them without it.
+ */
+export const CHROMIUM: string = which(PROGRAMS.chromium.program) ?? "/usr/bin/chromium";
 
 /**
  * The flags of every launch: no sandbox (the tests run as root), no GPU, and none of the

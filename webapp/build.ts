@@ -1,28 +1,20 @@
 /**
  * Builds the web app's one generated file: `webapp/markdown.js`, the ES module that renders a
  * result's Markdown in the browser, bundled from markdown.ts with markdown-it by `deno bundle
- * --platform browser`. It is not in git. `deno task webapp` runs this, and the tasks that
- * start, test, compile or package the relay run it first, so a fresh clone and the single
- * binary (which `--include`s the built file) both have it. It builds only when the file is
- * missing or older than its sources, so a start costs a few milliseconds once built.
+ * --platform browser`. The file is committed, so that a relay started any way (the tasks, a
+ * plain `deno run`, a unit file, the single binary) serves a working app with no build step to
+ * forget; `deno task webapp` runs this after a change to markdown.ts or to markdown-it's locked
+ * version, and a test fails while the committed file differs from a fresh build.
  *
  * @module
  */
 
 import { fileURLToPath as fromFileUrl } from "node:url";
 
-/** The bundle's entry, its output, and what a change of makes the output stale. */
+/** The bundle's entry, its output, and the configuration (with its lock) it is built under. */
 const ENTRY = fromFileUrl(new URL("./markdown.ts", import.meta.url));
 const OUTPUT = fromFileUrl(new URL("./markdown.js", import.meta.url));
 const CONFIG = fromFileUrl(new URL("../deno.json", import.meta.url));
-const SOURCES = [
-  ENTRY,
-  CONFIG,
-  fromFileUrl(new URL("../deno.lock", import.meta.url)),
-  // The relay's modules the bundle carries (markdown.ts re-exports them).
-  fromFileUrl(new URL("../src/article_result.ts", import.meta.url)),
-  fromFileUrl(new URL("../src/queue_names.ts", import.meta.url)),
-];
 
 /**
  * Bundles markdown.ts and markdown-it into one ES module at `output`. The file appears whole
@@ -62,23 +54,9 @@ export async function buildWebapp(output: string = OUTPUT): Promise<void> {
   }
 }
 
-/**
- * Builds `webapp/markdown.js` unless it is newer than each of its sources.
- *
- * @returns Whether it built.
- * @throws {Error} When `deno bundle` fails.
- */
-export async function ensureWebapp(): Promise<boolean> {
-  const built = await Deno.stat(OUTPUT).then((s) => s.mtime?.getTime() ?? 0, () => 0);
-  const sources = await Promise.all(SOURCES.map((p) => Deno.stat(p)));
-  if (built > 0 && sources.every((s) => (s.mtime?.getTime() ?? Infinity) <= built)) return false;
-  await buildWebapp();
-  return true;
-}
-
 if (import.meta.main) {
   try {
-    await ensureWebapp();
+    await buildWebapp();
   } catch (error) {
     console.error(error instanceof Error ? error.message : String(error));
     Deno.exit(1);

@@ -16,7 +16,7 @@ import type { BlogStore, Post } from "./blog.ts";
 import { escapeHtml, formatDuration, type SiteUrls } from "./html.ts";
 import type { Episode } from "./podcast.ts";
 import { ARTWORK_PATH } from "./podcast_files.ts";
-import { renderMarkdown } from "./render.ts";
+import { plainTitle, renderMarkdown } from "./render.ts";
 import { chooseVoice } from "./tts.ts";
 
 /** Entries in the Atom feed at most, newest first: a reader wants what is new. */
@@ -191,8 +191,9 @@ function scriptLanguage(episode: Episode): string {
 /**
  * The podcast's RSS 2.0 feed (built with the npm package `feed`): ready episodes, newest
  * first, with the iTunes tags Apple requires (square artwork, owner, category, explicit),
- * each episode's description as rendered HTML (a literal `<b>` in the text stays text), and
- * Podcasting 2.0's `podcast:guid` and `podcast:transcript` (the text that was read).
+ * each episode's title as plain text ({@linkcode plainTitle}) and description as rendered
+ * HTML (a literal `<b>` in the text stays text), and Podcasting 2.0's `podcast:guid` and
+ * `podcast:transcript` (the text that was read).
  *
  * @param options.key For a private podcast: its feed key (`podcast_feed_key.ts`), added to
  *   the feed's own address (`atom:link`) and the enclosures' and transcripts' URLs so that a
@@ -246,7 +247,8 @@ export function podcastRss(
     const text = episode.text.trim();
     const excerpt = text.length > DESCRIPTION_CHARS ? `${text.slice(0, DESCRIPTION_CHARS)}…` : text;
     feed.addItem({
-      title: xmlChars(episode.title),
+      // Plain text: a podcast app shows an item's title as it is, markup and all.
+      title: xmlChars(plainTitle(episode.title)),
       link: site,
       guid: `relay-episode-${episode.id}`,
       date: new Date(episode.created_at),

@@ -8,6 +8,7 @@
  */
 
 import type { Post } from "./blog.ts";
+import { languageOf } from "./language.ts";
 import type { Episode } from "./podcast.ts";
 
 /** Headers of every page: HTML, and a policy under which no script can run. */
@@ -63,19 +64,26 @@ function describe(text: string): string {
   return line.length > DESCRIPTION_CHARS ? `${line.slice(0, DESCRIPTION_CHARS - 1)}…` : line;
 }
 
-/** What every page has: its title, description, the relay's icon, and `head`. */
+/**
+ * What every page has: its title, description, the relay's icon, `head`, and its language
+ * (`lang`, default `en`: the pages' own words are English).
+ */
 interface PageHead {
   readonly title: string;
   readonly description: string;
   readonly urls: SiteUrls;
   readonly head?: string;
+  readonly lang?: string;
 }
 
-function page({ title, description, urls, head = "" }: PageHead, body: string): string {
+function page(
+  { title, description, urls, head = "", lang = "en" }: PageHead,
+  body: string,
+): string {
   // The web app's icon, so that a browser asks for no /favicon.ico, which does not exist.
   const icon = `${urls.origin}/app/icon.svg`;
   return `<!doctype html>
-<html lang="und">
+<html lang="${escapeHtml(lang)}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -111,14 +119,22 @@ const FEED_LINK = (origin: string) =>
     escapeHtml(`${origin}/blog/feed.xml`)
   }">`;
 
-/** The blog's index page: every post, newest first. */
+/**
+ * The language a post is written in ({@linkcode languageOf} of its title and summary): the
+ * `lang` of its page and of its entry in the index.
+ */
+export function postLanguage(post: Post): string {
+  return languageOf(`${post.title}\n${post.content}`);
+}
+
+/** The blog's index page: every post, newest first, each entry in its own language. */
 export function blogIndexPage(posts: readonly Post[], urls: SiteUrls): string {
   const items = posts.map((post) =>
-    `<li><a class="title" href="${escapeHtml(`${urls.origin}/blog/${post.post_id}`)}">${
-      escapeHtml(post.title)
-    }</a><div class="meta"><time datetime="${new Date(post.created_at).toISOString()}">${
-      date(post.created_at)
-    }</time> ${tags(post.tags)}</div></li>`
+    `<li lang="${escapeHtml(postLanguage(post))}"><a class="title" href="${
+      escapeHtml(`${urls.origin}/blog/${post.post_id}`)
+    }">${escapeHtml(post.title)}</a><div class="meta"><time datetime="${
+      new Date(post.created_at).toISOString()
+    }">${date(post.created_at)}</time> ${tags(post.tags)}</div></li>`
   ).join("\n");
   const description = posts.length === 0
     ? "No posts yet."
@@ -153,7 +169,8 @@ function sameHeading(headingHtml: string, title: string): boolean {
  * One post's page: title, date, tags and the body. The post's title is the page's heading;
  * a body that opens with a heading saying the same (`# Title` in the Markdown, often the
  * title itself or the part of it after a series name) loses that one, so that the page
- * does not show its title twice.
+ * does not show its title twice. The page is in the post's language
+ * ({@linkcode postLanguage}); its link back to the blog says it is English.
  *
  * @param body The post's body as the blog rendered it (HTML).
  */
@@ -161,9 +178,10 @@ export function postPage(post: Post, body: string, urls: SiteUrls): string {
   const own = /^\s*<h1[^>]*>([\s\S]*?)<\/h1>\n?/.exec(body);
   const repeats = own !== undefined && own !== null && sameHeading(own[1]!, post.title);
   const rest = repeats ? body.slice(own[0].length) : body;
+  const lang = postLanguage(post);
   return page(
-    { title: post.title, description: post.content, urls, head: FEED_LINK(urls.origin) },
-    `<nav><a href="${escapeHtml(`${urls.origin}/blog/`)}">← Blog</a></nav>
+    { title: post.title, description: post.content, urls, head: FEED_LINK(urls.origin), lang },
+    `<nav lang="en"><a href="${escapeHtml(`${urls.origin}/blog/`)}">← Blog</a></nav>
 <article>
 <h1>${escapeHtml(post.title)}</h1>
 <div class="meta"><time datetime="${new Date(post.created_at).toISOString()}">${

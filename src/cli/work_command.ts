@@ -14,6 +14,7 @@ import { type ExtractSettings, work } from "../client/work.ts";
 import type { Args, Command } from "./command.ts";
 import { durationOption } from "./client_commands.ts";
 import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
+import { type AllowList, parseAllowList } from "../client/address_policy.ts";
 
 /** Default `--attempts`: a passing hiccup gets two more chances, a broken item not many. */
 const DEFAULT_ATTEMPTS = 3;
@@ -59,7 +60,7 @@ function attempts(args: Args): number {
 function extractSettings(args: Args): ExtractSettings | undefined {
   const publish = (args.string("publish") ?? "").split(",").map((t) => t.trim()).filter((t) => t);
   if (!args.flag("extract")) {
-    for (const name of ["publish", "timeout", "max-page", "accept-language"]) {
+    for (const name of ["publish", "timeout", "max-page", "accept-language", "allow-private"]) {
       if (args.string(name) !== undefined) throw args.usage(`--${name} needs --extract`);
     }
     return undefined;
@@ -86,7 +87,21 @@ function extractSettings(args: Args): ExtractSettings | undefined {
     maxBytes,
     acceptLanguage,
     publish,
+    allowPrivate: allowPrivate(args),
   };
+}
+
+/** `--allow-private`: hosts read despite the address policy; none by default. */
+function allowPrivate(args: Args): AllowList {
+  const text = args.string("allow-private");
+  if (text === undefined) return [];
+  try {
+    return parseAllowList(text);
+  } catch (error) {
+    throw args.usage(
+      `invalid --allow-private: ${(error as Error).message}; or "all" to read any address`,
+    );
+  }
 }
 
 const workCommand: Command = {
@@ -109,6 +124,13 @@ const workCommand: Command = {
     "no article) is fetched again after --backoff, up to --attempts times; then one line",
     "saying why (Could not read URL: HTTP 404) is pushed instead and the item deleted.",
     "--publish also sends each article to those targets through the relay's /publish.",
+    "",
+    "The reader refuses links (and redirects) to this machine, the local network and the",
+    "relay itself (loopback, private, link-local addresses, localhost), checked on every",
+    "address the name resolves to: any link in a queue could otherwise make it read and",
+    "publish a router's or NAS's page. --allow-private HOST[:PORT],… reads those hosts;",
+    "--allow-private all turns the check off (a risk: anyone who can submit a link can then",
+    "read the household network's pages through the reader).",
   ].join("\n"),
   options: [
     {
@@ -166,6 +188,13 @@ const workCommand: Command = {
       value: "LANGS",
       help: "with --extract: the Accept-Language header sent",
       default: DEFAULT_ACCEPT_LANGUAGE,
+    },
+    {
+      name: "allow-private",
+      type: "string",
+      value: "HOSTS",
+      help: "with --extract: HOST[:PORT],… on this machine or the local network that may be " +
+        "read (all: any, a risk)",
     },
     ...CLIENT_OPTIONS,
   ],

@@ -12,7 +12,7 @@ import { parseHTML } from "linkedom";
 import { type Article, articleResult, extractArticle, type PageDocument } from "./article.ts";
 import { fetchPage, type FetchPageOptions, PageError } from "./fetch_page.ts";
 
-export { PageError } from "./fetch_page.ts";
+export { PageError, relayAddresses } from "./fetch_page.ts";
 export type { Article } from "./article.ts";
 
 /** What {@linkcode readLink} made of a link. */

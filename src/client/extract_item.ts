@@ -22,6 +22,7 @@ import {
   retrying,
 } from "./client.ts";
 import type { ReadLink } from "./extract.ts";
+import type { AllowList } from "./address_policy.ts";
 
 /** What `--extract` adds to the worker's options. */
 export interface ExtractSettings {
@@ -33,6 +34,12 @@ export interface ExtractSettings {
   acceptLanguage: string;
   /** Targets each article is published to through `POST /publish` (`notes`, `blog`, `podcast`). */
   publish: readonly string[];
+  /**
+   * Hosts read despite the address policy (`--allow-private`): `all`, or hosts with an
+   * optional port; the reader refuses loopback, private, link-local and the relay's own
+   * addresses otherwise (src/client/address_policy.ts).
+   */
+  allowPrivate: AllowList;
 }
 
 /** The worker's options {@linkcode readItem} uses besides the {@linkcode ExtractSettings}. */
@@ -84,7 +91,7 @@ export async function readItem(
     await push(item.content.trim());
     return true;
   }
-  const outcome = await readAttempts(link, item, options);
+  const outcome = await readAttempts(link, item, client, options);
   if (outcome === undefined) return undefined;
   if (typeof outcome === "string") {
     await push(failureResult(link, outcome));
@@ -146,13 +153,15 @@ function cutTo(bytes: Uint8Array, size: number): string {
 async function readAttempts(
   link: string,
   item: LeasedItem,
+  client: RelayClient,
   options: ReadItemOptions,
 ): Promise<ReadLink | string | undefined> {
   const { attempts, log, signal } = options;
-  const { readLink, PageError } = await import("./extract.ts");
+  const { readLink, PageError, relayAddresses } = await import("./extract.ts");
+  const policy = { allow: options.allowPrivate, relay: await relayAddresses(client.url) };
   for (let attempt = 1;; attempt++) {
     try {
-      return await readLink(link, options);
+      return await readLink(link, { ...options, policy });
     } catch (error) {
       if (signal.aborted) return undefined;
       // A page that trips the extractor itself (a stack overflow in a parser) is that page's

@@ -44,7 +44,7 @@ import {
   type Secrets,
   targetRedactor,
 } from "./auth.ts";
-import { corsOrigin, granted, isPreflight, preflightResponse } from "./cors.ts";
+import { corsOrigin, granted, isPreflight, preflightResponse, varyOrigin } from "./cors.ts";
 import { KEEP_ALIVE_MS, StreamLimits } from "./live.ts";
 import { Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
@@ -256,6 +256,11 @@ function registerRoutes(
       if (!methods.includes(method)) {
         const origin = isPreflight(c.req.raw) ? cors(c.req.raw.headers) : undefined;
         if (origin !== undefined) return preflightResponse(origin, methods);
+        // What the path answers (RFC 9110, "OPTIONS"): HAProxy's default health check is
+        // `OPTIONS / HTTP/1.0`, and counts only a 2xx or 3xx as up.
+        if (method === "OPTIONS" && !isPreflight(c.req.raw)) {
+          return new Response(null, { status: 204, headers: { allow } });
+        }
         throw new HttpError(405, `Cannot ${method} ${path}: use ${allow}`, { allow });
       }
       const { url, remoteAddr } = c.env as RequestEnv;
@@ -378,9 +383,10 @@ function cachedReads(
 
 /**
  * Records an answer: `recorded(request, route, info, response, started)` grants it to a
- * CORS origin let in, writes its access log line and counts it in the request metrics
- * under `route` (a route's path, or `other`), `started` being the answer's
- * `performance.now()`. Synchronous unless the body's size has to be measured.
+ * CORS origin let in (and gives every answer `Vary: Origin`), writes its access log line
+ * and counts it in the request metrics under `route` (a route's path, or `other`),
+ * `started` being the answer's `performance.now()`. Synchronous unless the body's size has
+ * to be measured.
  */
 type Recorded = (
   request: Request,
@@ -413,7 +419,7 @@ function recorder(parts: RecorderParts): Recorded {
   ): Response => {
     const method = request.method;
     const origin = cors(request.headers);
-    const response = origin === undefined ? answer : granted(answer, origin);
+    const response = origin === undefined ? varyOrigin(answer) : granted(answer, origin);
     if (logging) {
       logger.access({
         method,

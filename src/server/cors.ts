@@ -75,16 +75,53 @@ export function preflightResponse(origin: string, methods: readonly string[]): R
  * @param origin The granted origin ({@linkcode corsOrigin}).
  */
 export function granted(response: Response, origin: string): Response {
-  if (response.headers.has("access-control-allow-origin")) return response; // a preflight's
-  let answer = response;
+  // A preflight's answer, or a public one granted to every origin (`*`).
+  if (response.headers.has("access-control-allow-origin")) return varyOrigin(response);
+  return varyOrigin(edited(response, (headers) => {
+    headers.set("access-control-allow-origin", origin);
+    headers.set("access-control-expose-headers", EXPOSED_HEADERS);
+  }));
+}
+
+/**
+ * `response` with `Origin` in its `Vary`. Every answer carries it, granted or not: the
+ * relay grants an answer to some origins and not to others (nor to a request without
+ * `Origin`), so a shared cache that kept an answer made for one request must not hand it
+ * to a request from another origin (the Fetch standard, "CORS protocol and HTTP caches").
+ *
+ * @param response The answer; its headers are changed when they may be, else it is copied.
+ * @returns The answer with `Vary: Origin`, added once.
+ */
+export function varyOrigin(response: Response): Response {
+  const vary = response.headers.get("vary");
+  if (vary !== null && /(^|,)\s*(origin|\*)\s*(,|$)/i.test(vary)) return response;
+  return edited(response, (headers) => headers.append("vary", "Origin"));
+}
+
+/**
+ * `response` readable by a page of any origin (`Access-Control-Allow-Origin: *`): for the
+ * public podcast's feed, transcripts and audio and the public blog's feed, which browser
+ * players and web feed readers fetch from their own sites. Only for what anyone may read
+ * without a key; an answer that needed one is never given `*`.
+ *
+ * @param response A public resource's answer; its headers are changed, or it is copied.
+ */
+export function grantedToAll(response: Response): Response {
+  return edited(response, (headers) => {
+    headers.set("access-control-allow-origin", "*");
+    headers.set("access-control-expose-headers", EXPOSED_HEADERS);
+  });
+}
+
+/** `response` with `edit` applied to its headers; a copy when they are immutable. */
+function edited(response: Response, edit: (headers: Headers) => void): Response {
   try {
-    answer.headers.set("access-control-allow-origin", origin);
+    edit(response.headers);
+    return response;
   } catch {
     // The headers of a fetched Response are immutable: copy it.
-    answer = new Response(response.body, response);
-    answer.headers.set("access-control-allow-origin", origin);
+    const copy = new Response(response.body, response);
+    edit(copy.headers);
+    return copy;
   }
-  answer.headers.set("access-control-expose-headers", EXPOSED_HEADERS);
-  answer.headers.append("vary", "Origin");
-  return answer;
 }

@@ -57,12 +57,18 @@ export function headLength(): MiddlewareHandler {
 
 /**
  * Whether a request came without a `Host` header (or with an empty one), which an
- * HTTP/1.1 server must refuse with 400 (RFC 9112, "Request Target"). Deno's request does
- * not say which HTTP version carried it, and an HTTP/2 request has no `Host` header (its
- * host travels as `:authority`, which Deno puts in the URL); without either, Deno makes
- * the URL's host `localhost`. So a request lacks its host when it has no `Host` header
- * and its URL says `localhost` over plain HTTP. An HTTPS request may be HTTP/2 and is let
- * through; a cleartext HTTP/2 client that names `localhost` looks the same and is refused.
+ * HTTP/1.1 server must refuse with 400 (RFC 9112, "Request Target"). An HTTP/2 request has
+ * no `Host` header (its host travels as `:authority`, which Deno puts in the URL); without
+ * either, Deno makes the URL's host `localhost`. So a request lacks its host when it has no
+ * `Host` header and its URL says `localhost` over plain HTTP. An HTTPS request may be
+ * HTTP/2 and is let through; a cleartext HTTP/2 client that names `localhost` looks the
+ * same and is refused.
+ *
+ * HTTP/1.0 has no `Host` requirement, and health checkers use it without one (HAProxy's
+ * default `option httpchk` sends `OPTIONS / HTTP/1.0` and nothing else). Deno's request
+ * does not say which version carried it (an HTTP/1.0 and an HTTP/1.1 request without
+ * headers reach the handler alike), so such a probe is told by its shape
+ * ({@linkcode isProbe}) and answered; any HTTP/1.1 client sends more than that.
  *
  * @param request A request that came over the network (in-process requests have no host).
  * @param url Its URL as parsed.
@@ -72,7 +78,25 @@ export function lacksHost(request: Request, url: URL): boolean {
   if (url.protocol !== "http:") return false;
   const host = request.headers.get("host");
   if (host === "") return true;
-  return host === null && url.hostname === "localhost";
+  return host === null && url.hostname === "localhost" && !isProbe(request);
+}
+
+/** The only headers a health probe without `Host` may send. */
+const PROBE_HEADERS = new Set(["connection", "user-agent"]);
+
+/**
+ * Whether a request without `Host` has the shape of an HTTP/1.0 health check: a `GET`,
+ * `HEAD` or `OPTIONS` with no header but `Connection` and `User-Agent`. Every HTTP/1.1
+ * client (curl, browsers, fetch, HTTP libraries) sends `Host`, and those made to leave it
+ * out still send `Accept` or a key, so they stay refused.
+ *
+ * @param request A request without a `Host` header.
+ */
+export function isProbe(request: Request): boolean {
+  const method = request.method;
+  if (method !== "GET" && method !== "HEAD" && method !== "OPTIONS") return false;
+  for (const name of request.headers.keys()) if (!PROBE_HEADERS.has(name)) return false;
+  return true;
 }
 
 /** Bodies smaller than this, bytes, are sent as they are: compressing saves too little. */
@@ -129,8 +153,12 @@ async function compress(
   return Uint8Array.from(out); // a copy of the (small) result, on an ArrayBuffer of its own
 }
 
-/** `headers` with `Accept-Encoding` added to its `Vary`. */
-function varied(headers: Headers): Headers {
+/**
+ * `headers` with `Accept-Encoding` added to its `Vary` (a copy).
+ *
+ * @param headers The answer's headers; not changed.
+ */
+export function varied(headers: Headers): Headers {
   const out = new Headers(headers);
   const vary = out.get("vary");
   if (vary === null) out.set("vary", "Accept-Encoding");
@@ -161,15 +189,36 @@ export function encoded(request: Request, response: Response): Response | Promis
   if (encoding === undefined) return response;
   const { status } = response;
   if (status < 200 || status > 299 || status === 204 || status === 206) return response;
-  if (response.body === null) return response;
-  const headers = response.headers;
-  const type = headers.get("content-type");
-  if (type === null || !COMPRESSIBLE.test(type) || isStreamed(type)) return response;
-  if (headers.has("content-encoding")) return response;
-  if (/no-transform/i.test(headers.get("cache-control") ?? "")) return response;
-  const declared = sizeOf(response) ?? Number(headers.get("content-length") ?? NaN);
+  // The recorded size before the body: asking a response for its `body` turns a body held
+  // in memory into a stream, which Deno then sends chunked once the headers are read.
+  const recorded = sizeOf(response);
+  if (recorded !== undefined && recorded < COMPRESS_ABOVE_BYTES) return response;
+  if (response.body === null || !compressible(response.headers)) return response;
+  const declared = recorded ?? Number(response.headers.get("content-length") ?? NaN);
   if (declared < COMPRESS_ABOVE_BYTES || declared > COMPRESS_AT_MOST_BYTES) return response;
   return compressedResponse(response, encoding);
+}
+
+/** Whether an answer with these headers may be compressed, whatever its size. */
+function compressible(headers: Headers): boolean {
+  const type = headers.get("content-type");
+  if (type === null || !COMPRESSIBLE.test(type) || isStreamed(type)) return false;
+  if (headers.has("content-encoding")) return false;
+  return !/no-transform/i.test(headers.get("cache-control") ?? "");
+}
+
+/**
+ * Whether the `200` of a body of `bytes` with `headers` goes to the client of `request`
+ * compressed ({@linkcode encoded}), and so with `Vary: Accept-Encoding`: what a `304` that
+ * stands for it must carry too (RFC 9110, "304 Not Modified").
+ *
+ * @param request The request, for its `Accept-Encoding`.
+ * @param headers The `200`'s headers.
+ * @param bytes The `200`'s body size, bytes.
+ */
+export function compressedFor(request: Request, headers: Headers, bytes: number): boolean {
+  return chosenEncoding(request.headers.get("accept-encoding") ?? undefined) !== undefined &&
+    compressible(headers) && bytes >= COMPRESS_ABOVE_BYTES && bytes <= COMPRESS_AT_MOST_BYTES;
 }
 
 /** `response` with its body compressed, when it turns out to be large enough. */

@@ -16,7 +16,7 @@
 import { createHash } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import parseRanges from "range-parser";
-import { isStreamed } from "./representation.ts";
+import { compressedFor, isStreamed, varied } from "./representation.ts";
 import { sizeOf } from "./responses.ts";
 
 /** The validators of one representation. */
@@ -83,6 +83,32 @@ export function notModified(request: Request, validators: Validators): boolean {
   if (since === null || validators.lastModified === undefined) return false;
   const date = Date.parse(since);
   return !Number.isNaN(date) && seconds(validators.lastModified) <= seconds(date);
+}
+
+/**
+ * Whether a `GET` or `HEAD` of a representation must be refused with `412 Precondition
+ * Failed` (RFC 9110, "Evaluation of Preconditions", steps 1 and 2): `If-Match` lists
+ * neither `*` nor the representation's tag, strongly compared (a weak tag never matches);
+ * without `If-Match`, `If-Unmodified-Since` is earlier than its modification time (an
+ * unreadable date is ignored). A client resuming a download sends them to learn that the
+ * file changed.
+ *
+ * @param request The request and its conditional headers.
+ * @param validators The representation's validators.
+ */
+export function preconditionFailed(request: Request, validators: Validators): boolean {
+  const ifMatch = request.headers.get("if-match");
+  if (ifMatch !== null) {
+    const { etag } = validators;
+    const strong = etag !== undefined && !etag.startsWith("W/") ? etag : undefined;
+    return ![...ifMatch.matchAll(/\*|(W\/)?("[^"]*")/g)].some((match) =>
+      match[0] === "*" || (match[1] === undefined && match[2] === strong)
+    );
+  }
+  const since = request.headers.get("if-unmodified-since");
+  if (since === null || validators.lastModified === undefined) return false;
+  const date = Date.parse(since);
+  return !Number.isNaN(date) && seconds(validators.lastModified) > seconds(date);
 }
 
 /** The headers a 304 keeps of the 200 it stands for (RFC 9110, "304 Not Modified"). */
@@ -172,8 +198,10 @@ export function validated(safe: (path: string) => boolean): MiddlewareHandler {
     const method = c.req.method;
     if ((method !== "GET" && method !== "HEAD") || c.res.status !== 200) return;
     const res = c.res;
-    // The API's own answers first, before their headers are read (that costs a few µs).
-    if (res.body === null || sizeOf(res) !== undefined) return;
+    // The API's own answers first, before their headers are read (that costs a few µs), and
+    // by their recorded size before their `body`: asking for that turns a body held in
+    // memory into a stream, which Deno then sends chunked once the headers are read.
+    if (sizeOf(res) !== undefined || res.body === null) return;
     const headers = res.headers;
     if (headers.has("etag") || headers.has("content-encoding")) return;
     if (isStreamed(headers.get("content-type"))) return;
@@ -190,8 +218,11 @@ export function validated(safe: (path: string) => boolean): MiddlewareHandler {
       lastModified: Number.isNaN(lastModified) ? undefined : lastModified,
     };
     c.res = undefined;
+    // A 304 carries the Vary its 200 would: that one is compressed for this client.
     c.res = notModified(c.req.raw, validators)
-      ? notModifiedResponse(tagged)
+      ? notModifiedResponse(
+        compressedFor(c.req.raw, tagged, body.byteLength) ? varied(tagged) : tagged,
+      )
       : new Response(body, { status: 200, statusText: res.statusText, headers: tagged });
   };
 }

@@ -1,7 +1,7 @@
 /**
- * The phone web app's static files, served under `/app/` from the `webapp/` folder;
- * `markdown.js` among them is built by `deno task webapp` (which the start, test and compile
- * tasks run first). The compile tasks embed each of them with `--include webapp/<file>`, so the
+ * The phone web app's static files, served under `/app/` from the `webapp/` folder as
+ * committed (`markdown.js` among them is a bundle made by `deno task webapp` and committed too,
+ * so that no way of starting the relay depends on a build step). The compile tasks embed each of them with `--include webapp/<file>`, so the
  * single binary carries them; {@linkcode WEBAPP_FILES} is the list, and a test checks that
  * each file is served and that both compile tasks include it.
  *
@@ -66,13 +66,7 @@ export async function webappFile(name: string): Promise<Response> {
   if (type === undefined) throw new Error(`not a web app file: ${name}`);
   let bytes = cache.get(name);
   if (bytes === undefined) {
-    bytes = Deno.readFile(new URL(`../../webapp/${name}`, import.meta.url)).catch((error) => {
-      // markdown.js is built, not in git: say how to make it.
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-      throw new Deno.errors.NotFound(
-        `The web app's ${name} is missing: build it with \`deno task webapp\``,
-      );
-    });
+    bytes = Deno.readFile(new URL(`../../webapp/${name}`, import.meta.url));
     cache.set(name, bytes);
     bytes.catch(() => cache.delete(name));
   }

@@ -14,6 +14,7 @@ import {
   type BuiltinServices,
   createBuiltinServices,
 } from "../../src/builtin/services.ts";
+import type { Pcm, TtsEngine } from "../../src/builtin/tts.ts";
 import { createApp, type RelayApp } from "../../src/server/app.ts";
 import { Logger } from "../../src/server/log.ts";
 import type { BuiltinPublishing } from "../../src/server/route.ts";
@@ -111,5 +112,20 @@ export async function eventually<T>(
     if (value !== undefined) return value;
     if (Date.now() > end) throw new Error("gave up waiting");
     await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A real engine that is fast: a 440 Hz tone of `seconds` for every chunk, at 22 050 Hz. */
+export class ToneEngine implements TtsEngine {
+  readonly name = "tone";
+  chunks = 0;
+  constructor(readonly seconds = 0.3) {}
+  synthesize(): Promise<Pcm> {
+    this.chunks++;
+    const samples = new Int16Array(Math.round(22050 * this.seconds));
+    for (let i = 0; i < samples.length; i++) {
+      samples[i] = Math.round(Math.sin((2 * Math.PI * 440 * i) / 22050) * 8000);
+    }
+    return Promise.resolve({ samples, sampleRate: 22050 });
   }
 }

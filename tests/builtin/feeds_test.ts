@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { XMLParser } from "fast-xml-parser";
 import { podcastGuid, podcastRss } from "../../src/builtin/feeds.ts";
+import type { Episode } from "../../src/builtin/podcast.ts";
 import { loadConfig } from "../../src/config/config.ts";
 import { postJson, serveServices } from "./_services.ts";
 import { walkMp3 } from "./_mp3.ts";
@@ -144,4 +145,32 @@ Deno.test("--podcast-language and --podcast-email: a language tag and an address
     /--podcast-language "Mandarin Chinese": must be a language tag/,
   );
   assert.throws(() => loadConfig({ "podcast-email": "owner" }, none), /--podcast-email "owner"/);
+});
+
+Deno.test("podcast feed: item titles are plain text, without HTML or Markdown marks", () => {
+  const episode = (id: string, title: string): Episode => ({
+    id,
+    title,
+    text: "Some text that was read aloud.",
+    created_at: 1_700_000_000_000,
+    state: "ready",
+    chunks_total: 1,
+    chunks_done: 1,
+    bytes: 1000,
+    duration_s: 3,
+  });
+  const rss = podcastRss([
+    episode("a", "**Why** <b>WAL</b> _needs_ `fsync`"),
+    episode("b", "# [Links](https://example.com) & <i>more</i>"),
+    episode("c", "Plain: 1 < 2 & 3 > 2"),
+    episode("d", "Read <listen> aloud"),
+  ], { origin: "https://relay.example.org" });
+  const items = [xml.parse(rss).rss.channel.item].flat();
+  assert.deepEqual(items.map((item: { title: string }) => item.title), [
+    "Why WAL needs fsync",
+    "Links & more",
+    "Plain: 1 < 2 & 3 > 2",
+    "Read <listen> aloud", // not HTML: text
+  ]);
+  assert.doesNotMatch(rss, /<title><!\[CDATA\[[^\]]*(<\/?[bi]>|[*`_])/);
 });

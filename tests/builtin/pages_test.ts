@@ -75,3 +75,39 @@ Deno.test("the web app's page has no image without a source", async () => {
   assert.ok(images.length > 0);
   for (const img of images) assert.match(img, /\ssrc="[^"]+"/, img);
 });
+
+Deno.test("blog pages and their entries in the index say the language each post is written in", async () => {
+  await using relay = await serveServices();
+  const publish = async (title: string, content: string) =>
+    (await (await postJson(`${relay.url}/downstream/api/publish`, {
+      targets: ["blog"],
+      title,
+      content,
+    })).json()).blog.redirect_url;
+  const chinese = await publish(
+    "读书笔记",
+    "这是一篇关于数据库持久性的文章，讨论了预写日志和同步写入。",
+  );
+  const english = await publish(
+    "Why WAL needs fsync",
+    "A write-ahead log is only durable once the disk has been told to keep it.",
+  );
+  const german = await publish(
+    "Warum das Protokoll zählt",
+    "Ein Protokoll ist erst dann sicher, wenn die Festplatte es wirklich geschrieben hat.",
+  );
+  const langOf = (html: string) => /<html lang="([^"]*)">/.exec(html)?.[1];
+  assert.equal(langOf(await (await fetch(chinese)).text()), "zh");
+  assert.equal(langOf(await (await fetch(english)).text()), "en");
+  assert.equal(langOf(await (await fetch(german)).text()), "de");
+  const index = await (await fetch(`${relay.url}/blog/`)).text();
+  assert.equal(langOf(index), "en"); // the index's own words
+  const entries = [...index.matchAll(/<li lang="([^"]*)"><a class="title"[^>]*>([^<]*)</g)]
+    .map((match) => [match[2], match[1]]);
+  assert.deepEqual(entries, [
+    ["Warum das Protokoll zählt", "de"],
+    ["Why WAL needs fsync", "en"],
+    ["读书笔记", "zh"],
+  ]);
+  assert.doesNotMatch(index, /lang="und"/);
+});

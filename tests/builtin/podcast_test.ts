@@ -10,23 +10,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type Episode, Podcast } from "../../src/builtin/podcast.ts";
-import type { Pcm, TtsEngine } from "../../src/builtin/tts.ts";
+import type { TtsEngine } from "../../src/builtin/tts.ts";
 import { walkMp3 } from "./_mp3.ts";
-
-/** A real engine that is fast: a 440 Hz tone of `seconds` for every chunk, at 22 050 Hz. */
-class ToneEngine implements TtsEngine {
-  readonly name = "tone";
-  chunks = 0;
-  constructor(readonly seconds = 0.3) {}
-  synthesize(): Promise<Pcm> {
-    this.chunks++;
-    const samples = new Int16Array(Math.round(22050 * this.seconds));
-    for (let i = 0; i < samples.length; i++) {
-      samples[i] = Math.round(Math.sin((2 * Math.PI * 440 * i) / 22050) * 8000);
-    }
-    return Promise.resolve({ samples, sampleRate: 22050 });
-  }
-}
+import { ToneEngine } from "./_services.ts";
+import { pathOf, PROGRAMS, testGroup } from "../_optional.ts";
 
 function sentences(count: number): string {
   return Array.from({ length: count }, (_, i) => `This is sentence ${i} of the article.`)
@@ -142,13 +129,11 @@ Deno.test("Podcast writes each chunk's audio and a small progress record, not th
   }
 });
 
-/** Whether ffprobe (FFmpeg) is installed: the duration check needs it. */
-const ffprobe = await new Deno.Command("ffprobe", { args: ["-version"], stdout: "null" })
-  .output().then((out) => out.success, () => false);
+/** The duration check reads the MP3 with FFmpeg's ffprobe. */
+const ffprobeTest = testGroup("the MP3's duration read by ffprobe", PROGRAMS.ffprobe);
 
-Deno.test({
+ffprobeTest({
   name: "Podcast writes an Info frame, so ffprobe reads the exact duration, not an estimate",
-  ignore: !ffprobe,
   fn: async () => {
     await withReadyEpisode(40, async (dataDir, episode) => {
       const path = join(dataDir, "podcast", `${episode.id}.mp3`);
@@ -156,7 +141,7 @@ Deno.test({
       // The Info frame is a frame too, but silent: the audio is every frame after it.
       const exact = ((walk.frames - 1) * 576) / 22050;
       assert.ok(Math.abs(episode.duration_s - exact) < 1e-6, `${episode.duration_s} vs ${exact}`);
-      const out = await new Deno.Command("ffprobe", {
+      const out = await new Deno.Command(pathOf(PROGRAMS.ffprobe), {
         args: ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path],
         stdout: "piped",
       }).output();

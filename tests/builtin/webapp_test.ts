@@ -11,12 +11,11 @@
 
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
-import { ensureWebapp } from "../../webapp/build.ts";
 import { KEY, startRelayProcess } from "../_helpers.ts";
 import { CHROMIUM, CHROMIUM_ARGS, PHONE, screenshot } from "../_chromium.ts";
+import { PROGRAMS, testGroup } from "../_optional.ts";
 
-// The app loads webapp/markdown.js, which is built, not in git: this file may run alone.
-await ensureWebapp();
+const test = testGroup("the Library screen in Chromium", PROGRAMS.chromium);
 
 declare const document: {
   documentElement: { scrollWidth: number; scrollTop: number };
@@ -24,8 +23,7 @@ declare const document: {
   querySelector(selector: string): { naturalWidth?: number } | null;
 };
 
-Deno.test("the Library screen shows the podcast, the blog and the notes; the blog post reads well on a phone", async () => {
-  await Deno.stat(CHROMIUM);
+test("the Library screen shows the podcast, the blog and the notes; the blog post reads well on a phone", async () => {
   const dir = await Deno.makeTempDir({ prefix: "relay-webapp-" });
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const res = await fetch(`${relay.url}/publish`, {
@@ -99,8 +97,7 @@ Deno.test("the Library screen shows the podcast, the blog and the notes; the blo
   }
 });
 
-Deno.test("the Library screen of a private podcast shows and loads the feed key's addresses, never the app's key", async () => {
-  await Deno.stat(CHROMIUM);
+test("the Library screen of a private podcast shows and loads the feed key's addresses, never the app's key", async () => {
   const dir = await Deno.makeTempDir({ prefix: "relay-webapp-" });
   await using relay = await startRelayProcess(dir, {
     args: ["--private-podcast", "yes"],

@@ -196,3 +196,29 @@ export function servePages(): Pages {
     },
   };
 }
+
+/**
+ * A loopback "router admin" page that counts the requests it receives (`seen`: the `Host` and
+ * path of each), and redirects to its `?to=` parameter: the private server of the address
+ * policy's tests, which must receive nothing.
+ */
+export function countingServer() {
+  const seen: string[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    seen.push(`${req.headers.get("host")} ${new URL(req.url).pathname}`);
+    const to = new URL(req.url).searchParams.get("to");
+    if (to !== null) return new Response(null, { status: 302, headers: { location: to } });
+    return new Response(
+      "<html><head><title>Router admin</title></head><body><article><h1>Router admin</h1>" +
+        "<p>The admin password is hunter2. ".repeat(20) + "</p></article></body></html>",
+      { headers: { "content-type": "text/html; charset=utf-8" } },
+    );
+  });
+  return {
+    port: server.addr.port,
+    seen,
+    async [Symbol.asyncDispose]() {
+      await server.shutdown();
+    },
+  };
+}

@@ -11,7 +11,13 @@ import { checkShape, PageError, readLink, withoutScripts } from "../../src/clien
 import { checkedUrl, fetchPage } from "../../src/client/fetch_page.ts";
 import { CJK_TEXT, CJK_TITLE, servePages } from "./_pages.ts";
 
-const OPTIONS = { timeoutMs: 10_000, maxBytes: 5 * 1024 * 1024, acceptLanguage: "en" };
+/** The test pages are on 127.0.0.1, which the reader refuses unless allowed. */
+const OPTIONS = {
+  timeoutMs: 10_000,
+  maxBytes: 5 * 1024 * 1024,
+  acceptLanguage: "en",
+  policy: { allow: [{ host: "127.0.0.1", port: undefined }], relay: [] },
+};
 
 /** The reason `readLink` gives for `url`. */
 async function reason(url: string, options = OPTIONS): Promise<PageError> {

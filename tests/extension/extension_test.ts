@@ -28,6 +28,9 @@ import {
 } from "../_helpers.ts";
 import { type PageServer, startPages } from "./pages.ts";
 import { CHROMIUM, CHROMIUM_ARGS } from "../_chromium.ts";
+import { PROGRAMS, testGroup } from "../_optional.ts";
+
+const test = testGroup("the extension in Chromium", PROGRAMS.chromium);
 
 /** Upper bound for anything the browser waits for; a fast machine never gets near it. */
 const WAIT_MS = 30_000;
@@ -56,9 +59,6 @@ async function withExtension(
   job: (session: Session) => Promise<void>,
   options: { relayArgs?: string[] } = {},
 ): Promise<void> {
-  await Deno.stat(CHROMIUM).catch(() => {
-    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)`);
-  });
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(dir, {
       env: { RELAY_API_KEY: KEY },
@@ -158,7 +158,7 @@ async function resultStarting(call: Session["call"], prefix: string): Promise<st
   return found!;
 }
 
-Deno.test("the extension sends the open page and reads the qa queue in background tabs", async () => {
+test("the extension sends the open page and reads the qa queue in background tabs", async () => {
   await withExtension(async (session) => {
     const { call, pages, context, worker, relay } = session;
 
@@ -272,7 +272,7 @@ Deno.test("the extension sends the open page and reads the qa queue in backgroun
   });
 });
 
-Deno.test("the extension's popup shows the queue and last results, and pauses the reader", async () => {
+test("the extension's popup shows the queue and last results, and pauses the reader", async () => {
   await withExtension(async (session) => {
     const { call, pages, context, relay } = session;
     await textOf(await pair(session, `${relay.url}/app/#key=${KEY}`), "#notice", /Connected/);
@@ -305,7 +305,7 @@ Deno.test("the extension's popup shows the queue and last results, and pauses th
   });
 });
 
-Deno.test("the extension refuses what would send its key elsewhere", async () => {
+test("the extension refuses what would send its key elsewhere", async () => {
   await withExtension(async (session) => {
     const { pages, relay } = session;
     // A wrong key: saved, and the relay's reason shown.
@@ -336,7 +336,7 @@ Deno.test("the extension refuses what would send its key elsewhere", async () =>
   });
 });
 
-Deno.test("the extension's reader gives up on pages that never finish loading, and goes on", async () => {
+test("the extension's reader gives up on pages that never finish loading, and goes on", async () => {
   await withExtension(async (session) => {
     const { call, pages, relay } = session;
     const options = await optionsPage(session);
@@ -360,7 +360,7 @@ Deno.test("the extension's reader gives up on pages that never finish loading, a
   });
 });
 
-Deno.test("the extension reports an article larger than the relay takes, once", async () => {
+test("the extension reports an article larger than the relay takes, once", async () => {
   await withExtension(async (session) => {
     const { call, pages, relay } = session;
     await textOf(await pair(session, `${relay.url}/app/#key=${KEY}`), "#notice", /Connected/);

@@ -9,6 +9,7 @@ import { createApp } from "../../src/server/app.ts";
 import { Logger } from "../../src/server/log.ts";
 import { type BuiltinServices, createBuiltinServices } from "../../src/builtin/services.ts";
 import { eventually, KEY, makeStore } from "../_helpers.ts";
+import { rawRequest } from "./_raw_http.ts";
 
 const APP_ID = "app-id-0123456789abcdef";
 
@@ -90,16 +91,6 @@ Deno.test("HEAD answers with the headers of GET on every GET route", async () =>
   assert.deepEqual(wrong, []);
   assert.ok(checked >= 25, `checked ${checked} GET routes`);
 });
-
-/** Sends `request` as raw bytes on a new connection; the answer's status line and body. */
-async function rawRequest(url: string, request: string): Promise<{ status: string; body: string }> {
-  const { hostname, port } = new URL(url);
-  const conn = await Deno.connect({ hostname, port: Number(port) });
-  await conn.write(new TextEncoder().encode(request));
-  const answer = await new Response(conn.readable).text();
-  const [head = "", body = ""] = answer.split("\r\n\r\n");
-  return { status: head.split("\r\n")[0] ?? "", body };
-}
 
 Deno.test("a request without Host gets 400", async (t) => {
   await using relay = await serveRelay();

@@ -14,8 +14,15 @@ import type { SiteUrls } from "../../builtin/html.ts";
 import { ARTWORK_PATH, artworkResponse, transcriptResponse } from "../../builtin/podcast_files.ts";
 import { robotsResponse } from "../../builtin/site.ts";
 import { podcastFeedKey } from "../../access/podcast_feed_key.ts";
+import { grantedToAll } from "../cors.ts";
 import { json } from "../responses.ts";
-import { byteRange, fileTag, notModified, notModifiedResponse } from "../validators.ts";
+import {
+  byteRange,
+  fileTag,
+  notModified,
+  notModifiedResponse,
+  preconditionFailed,
+} from "../validators.ts";
 import type { BuiltinPublishing, Handler, Route, Routes } from "../route.ts";
 import { siteOrigin } from "./downstream.ts";
 
@@ -46,6 +53,15 @@ async function serveFile(c: Context, path: string, type: string): Promise<Respon
     etag: validators.etag,
     ...(mtime ? { "last-modified": mtime.toUTCString() } : {}),
   };
+  if (preconditionFailed(c.req.raw, validators)) {
+    file.close();
+    return problemResponse(
+      412,
+      "The episode's audio is not the version the request names (If-Match, " +
+        "If-Unmodified-Since): fetch it again without them",
+      { etag: validators.etag, ...(mtime ? { "last-modified": mtime.toUTCString() } : {}) },
+    );
+  }
   if (notModified(c.req.raw, validators)) {
     file.close();
     return notModifiedResponse(new Headers(headers));
@@ -66,6 +82,21 @@ async function serveFile(c: Context, path: string, type: string): Promise<Respon
       headers: { ...headers, "content-length": String(size) },
     });
   }
+  return new Response(await rangeStream(file, range), {
+    status: 206,
+    headers: {
+      ...headers,
+      "content-length": String(range.end - range.start + 1),
+      "content-range": `bytes ${range.start}-${range.end}/${size}`,
+    },
+  });
+}
+
+/** The bytes `range.start` to `range.end` of `file`, read as they are sent; closes `file`. */
+async function rangeStream(
+  file: Deno.FsFile,
+  range: { start: number; end: number },
+): Promise<ReadableStream<Uint8Array>> {
   await file.seek(range.start, Deno.SeekMode.Start);
   let left = range.end - range.start + 1;
   let open = true;
@@ -73,7 +104,7 @@ async function serveFile(c: Context, path: string, type: string): Promise<Respon
     if (open) file.close();
     open = false;
   };
-  const body = new ReadableStream<Uint8Array>({
+  return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         const buffer = new Uint8Array(Math.min(64 * 1024, left));
@@ -95,14 +126,6 @@ async function serveFile(c: Context, path: string, type: string): Promise<Respon
       }
     },
     cancel: close,
-  });
-  return new Response(body, {
-    status: 206,
-    headers: {
-      ...headers,
-      "content-length": String(range.end - range.start + 1),
-      "content-range": `bytes ${range.start}-${range.end}/${size}`,
-    },
   });
 }
 
@@ -145,9 +168,10 @@ function blogRoutes(builtin: BuiltinPublishing): Routes {
     "/blog/": reading(closed, index),
     "/blog/feed.xml": reading(closed, async () => {
       const { blogFeed } = await loadFeeds();
-      return new Response(await blogFeed(blog, urls()), {
+      const feed = new Response(await blogFeed(blog, urls()), {
         headers: { "content-type": "application/atom+xml; charset=utf-8" },
       });
+      return closed ? feed : grantedToAll(feed);
     }),
     "/blog/posts": reading(closed, async () => {
       const origin = urls().origin;
@@ -206,9 +230,10 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
     "/podcast/feed.xml": podcastReading(async () => {
       const { podcastRss } = await loadFeeds();
       const settings = builtin.podcastFeed;
-      return new Response(podcastRss(await podcast.list(), urls(), { key, settings }), {
+      const feed = new Response(podcastRss(await podcast.list(), urls(), { key, settings }), {
         headers: { "content-type": "application/rss+xml; charset=utf-8" },
       });
+      return closed ? feed : grantedToAll(feed);
     }),
     // The feed's address as a QR code, for subscribing from a phone's podcast app.
     "/podcast/qr.svg": podcastReading(async () => {
@@ -231,11 +256,16 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
       if (episode === undefined || episode.state !== "ready") {
         throw new HttpError(404, "No such episode audio");
       }
-      if (match?.[2] === "txt") return transcriptResponse(episode);
+      // A public podcast's files may be read by a web player on any site.
+      if (match?.[2] === "txt") {
+        const transcript = transcriptResponse(episode);
+        return closed ? transcript : grantedToAll(transcript);
+      }
       const audio = await serveFile(c, podcast.audioPath(episode.id), "audio/mpeg");
+      if (!closed) return grantedToAll(audio);
       // Kept by the app that asked, not by a shared cache in between: such a cache keys on
       // the address, and a key sent in a header is not part of it.
-      if (closed) audio.headers.set("cache-control", "private, max-age=86400");
+      audio.headers.set("cache-control", "private, max-age=86400");
       return audio;
     }),
   };

@@ -39,6 +39,7 @@ import { checkDatabase, keepCounters } from "../store/integrity.ts";
 import { createStore, type Store } from "../store/store.ts";
 import { type AppId, resolveAppId } from "../access/app_id.ts";
 import { type BuiltinServices, createBuiltinServices } from "../builtin/services.ts";
+import type { PodcastStep } from "../builtin/podcast.ts";
 import { IdleMemory } from "./idle_memory.ts";
 import { writePrivateFile } from "../util/files.ts";
 
@@ -147,6 +148,12 @@ export interface StartOptions {
    * so that the server needs to know nothing of the backup format.
    */
   jobs?: readonly ((store: Store, logger: Logger) => BackgroundJob)[];
+  /**
+   * For crash tests only (tests/reliability/_paused_relay.ts): the step where the podcast's
+   * worker stops for good, so that a test can kill the relay exactly there. The command line
+   * never sets it.
+   */
+  podcastPauseAt?: PodcastStep | undefined;
 }
 
 /** What a relay is made of once built, before it listens ({@linkcode buildRelay}). */
@@ -217,6 +224,7 @@ async function buildRelay(
   config: Config,
   database: { path: string; kv: Deno.Kv },
   logger: Logger,
+  podcastPauseAt: PodcastStep | undefined,
 ): Promise<RelayParts> {
   const db = database.path;
   const dataDir = dirname(db);
@@ -249,6 +257,7 @@ async function buildRelay(
     ttsCommand: config.ttsCommand,
     retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
     publicUrl: config.publicUrl,
+    podcastPauseAt,
   });
   const closing = new AbortController();
   const app = createApp({
@@ -548,7 +557,7 @@ export async function startRelay(
   const { logger, flushLog } = relayLogging(config, options.log, LOG_FLUSH_GRACE_MS);
   const database = await openLockedDatabase(config.db);
   try {
-    const parts = await buildRelay(config, database, logger);
+    const parts = await buildRelay(config, database, logger, options.podcastPauseAt);
     const lines = startupLines({
       ...parts,
       engineName: parts.builtin.podcast.engineName,

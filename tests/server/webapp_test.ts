@@ -567,7 +567,10 @@ browserTest(
       assert.equal(podcast?.content_md, markdown);
       assert.equal(podcast?.transform, "read");
       // The podcast reads the article's text: no title again, no Source line, no marks.
-      assert.match(String(podcast?.content), /^Tomato March\n\nWater at the root/);
+      assert.match(
+        String(podcast?.content),
+        /^Vegetable Indoors\n\nTomato March\n\nWater at the root/,
+      );
       assert.doesNotMatch(String(podcast?.content), /Source|garden\.example\/sowing/);
       assert.doesNotMatch(String(podcast?.content), /\||\*\*|^#/m);
       assert.deepEqual(downstream.requests.map((r) => r.service).sort(), ["blog", "podcast"]);

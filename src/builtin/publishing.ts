@@ -7,8 +7,9 @@
  * - the note keeps the whole result (title, byline, source, summary, body): it is the record;
  * - the post is the article's body under the request's title, without the result's header
  *   (the blog's page shows the title itself);
- * - the episode is given the whole result, which the speech text reads as a person would (the
- *   title, then where it is from and who wrote it, never the address), rather than `content`.
+ * - the episode is given the Markdown (for an article, the whole result, which the speech text
+ *   reads as a person would: the title, then where it is from and who wrote it, never the
+ *   address), rather than `content`.
  *
  * Anything else (a note typed in, Markdown from the command line) is published as it came.
  *
@@ -64,8 +65,8 @@ export function builtinTargets(services: BuiltinServices): {
       return { post_id: saved.post_id, url: `${services.site.origin}/blog/${saved.post_id}` };
     },
     async queueEpisode(article) {
-      const isArticle = readArticleResult(article.content_md ?? "") !== undefined;
-      const text = isArticle ? article.content_md! : article.content;
+      // The Markdown when there is one: the speech text reads an article result as such.
+      const text = article.content_md?.trim() ? article.content_md : article.content;
       const episode = await services.podcast.enqueue(article.title.trim(), text);
       return { id: episode.id, message: `queued for reading aloud as episode ${episode.id}` };
     },

@@ -24,8 +24,12 @@ const MAX_ATTEMPTS = 100;
 const DEFAULT_BACKOFF_MS = 2000;
 /** Default `--lease`, ms: five minutes. */
 const DEFAULT_LEASE_MS = 5 * 60_000;
-/** Default `--timeout`, ms: a slow site on a slow link still answers within 20 s. */
-const DEFAULT_PAGE_TIMEOUT_MS = 20_000;
+/**
+ * Default `--timeout`, ms: the deadline of reading one page, fetch and extraction together. A
+ * slow site on a slow link answers within 20 s, and a long documentation page takes the
+ * extractor several seconds more on a small machine.
+ */
+const DEFAULT_PAGE_TIMEOUT_MS = 30_000;
 /** Default `--max-page`, bytes: 5 MiB, far above a real article, well below the Pi's memory. */
 const DEFAULT_MAX_PAGE_BYTES = 5 * 1024 * 1024;
 /** Default `--accept-language`: English, as a browser set to English sends it. */
@@ -172,8 +176,8 @@ const workCommand: Command = {
       name: "timeout",
       type: "string",
       value: "D",
-      help: "with --extract: time limit of fetching one page, redirects and body included",
-      default: "20s",
+      help: "with --extract: deadline of reading one page: fetch, parse, extraction, Markdown",
+      default: "30s",
     },
     {
       name: "max-page",

@@ -135,6 +135,45 @@ Deno.test("relay work --extract refuses a link to this machine as one result, ac
   });
 });
 
+Deno.test("relay work --extract ends a page that takes longer than --timeout, fetching or reading it, as one result", async () => {
+  await withTempDir(async (dir) => {
+    await using pages = servePages();
+    await using relay = await startRelayProcess(join(dir, "data"), {
+      env: { RELAY_API_KEY: KEY },
+    });
+    const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
+    // A page that drips a byte at a time, and one served at once whose extraction takes
+    // seconds: one deadline covers both, and ends the reading thread wherever it is.
+    const items = [`${pages.url}/slow`, `${pages.url}/heavy`];
+    for (const item of items) {
+      assert.equal((await runRelay(["submit", "--queue", "general", item], { env })).code, 0);
+    }
+    const worker = spawnRelay([
+      "work",
+      "--queue",
+      "general",
+      "--extract",
+      "--attempts",
+      "1",
+      "--timeout",
+      "200ms",
+      "--allow-private",
+      new URL(pages.url).host,
+    ], { env });
+    let feed: string[] = [];
+    await eventually(async () => (feed = await results(relay.url)).length === 2, "2 results");
+    worker.child.kill("SIGTERM");
+    assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+    assert.deepEqual(
+      feed,
+      items.map((url) =>
+        `Could not read ${url}: took longer than 0.2 s (fetching and reading one page; ` +
+        "a larger --timeout gives slow pages more time)"
+      ),
+    );
+  });
+});
+
 Deno.test("relay work --extract --publish blog,nas publishes each article with a key of the reader's scopes; a failed target is kept", async () => {
   await withTempDir(async (dir) => {
     await using pages = servePages();
@@ -189,6 +228,44 @@ Deno.test("relay work --extract --publish blog,nas publishes each article with a
     assert.equal((await results(relay.url)).length, 2, "both articles are results");
     worker.child.kill("SIGTERM");
     assert.equal((await worker.done).code, 0);
+  });
+});
+
+Deno.test("relay work --extract --publish publishes a 400 KB article whole, as Markdown only, when text and Markdown exceed the body limit", async () => {
+  await withTempDir(async (dir) => {
+    await using pages = servePages();
+    await using downstream = startDownstream();
+    await using relay = await startRelayProcess(join(dir, "data"), {
+      args: ["--publish-url", downstream.url],
+      env: { RELAY_API_KEY: KEY, RELAY_APP_ID: downstream.appId },
+    });
+    const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
+    assert.equal((await runRelay(["submit", `${pages.url}/huge`], { env })).code, 0);
+    const worker = spawnRelay([
+      "work",
+      "--queue",
+      "general",
+      "--extract",
+      "--publish",
+      "blog",
+      "--timeout",
+      "5m",
+      "--allow-private",
+      new URL(pages.url).host,
+    ], { env });
+    await eventually(() => downstream.requests.length === 1, "the blog post", 120_000);
+    worker.child.kill("SIGTERM");
+    assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+    const body = downstream.requests[0]!.body as Record<string, unknown>;
+    const markdown = String(body.content_md ?? body.content);
+    assert.ok(markdown.length > 400_000, `${markdown.length} characters`);
+    assert.match(markdown, /^1\\\. Water at the root/m);
+    assert.match(markdown, /^2700\\\. Water at the root/m, "the article's end arrived");
+    assert.doesNotMatch(markdown, /was cut/);
+    assert.match(
+      worker.stderr.join("\n"),
+      /refused to publish "Huge" as too large; sending it as Markdown only\n(.|\n)*published "Huge" to blog/,
+    );
   });
 });
 

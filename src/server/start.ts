@@ -229,8 +229,7 @@ async function buildRelay(
   logger: Logger,
   podcastPauseAt: PodcastStep | undefined,
 ): Promise<RelayParts> {
-  const db = database.path;
-  const dataDir = dirname(db);
+  const [db, dataDir] = [database.path, dirname(database.path)];
   const apiKey = await resolveApiKey({
     fromEnv: config.secrets.apiKey,
     keyFile: config.apiKeyFile,

@@ -167,6 +167,19 @@ function page(path: string, origin: string): Response {
       return html(articlePage("Deep", "<div>".repeat(600) + PARAGRAPH));
     case "/login":
       return html("<html><head><title>Log in</title></head><body><form></form></body></html>");
+    case "/shell": // a JavaScript app: an empty root that its scripts fill
+      return html(
+        '<html><head><title>App</title><script src="/app.js"></script></head><body>' +
+          "<noscript>You need to enable JavaScript to run this app.</noscript>" +
+          '<div id="root"></div></body></html>',
+      );
+    case "/signin": // a sign-in wall in front of the article
+      return html(articlePage(
+        "Members only",
+        '<p>Sign in to read on.</p><form><input type="password" name="p"></form>',
+      ));
+    case "/stub": // near-empty: a few words and no sign of why
+      return html(articlePage("Stub", "<p>More soon.</p>"));
     case "/scripts":
       return html(articlePage("Scripts", SCRIPT.repeat(20) + PARAGRAPH.repeat(4) + SCRIPT));
     case "/malformed":

@@ -77,6 +77,13 @@ Deno.test("readLink() ends each hostile or unreadable page as a reason, within i
     ["/pdf", /^not a web page but application\/pdf$/, true],
     ["/untyped-binary", /^not a web page \(no Content-Type, and the body is not HTML\)$/, true],
     ["/login", /^no article found on the page$/, true],
+    [
+      "/shell",
+      /^the page needs a browser \(JavaScript or sign-in\); send it with the browser extension$/,
+      false,
+    ],
+    ["/signin", /^the page needs a browser \(JavaScript or sign-in\); send it/, false],
+    ["/stub", /^no article found on the page \(only \d+ words of text\)$/, true],
     ["/crowded", /^the page is too large to read: 30\d\d\d elements, the most is 25000$/, false],
     ["/deep", /^the page is nested too deep to read: 6\d\d levels, the most is 500$/, false],
   ];

@@ -8,7 +8,6 @@
  * @module
  */
 
-import type { Context } from "hono";
 import { HttpError, problemResponse } from "../../errors.ts";
 import type { SiteUrls } from "../../builtin/html.ts";
 import {
@@ -28,7 +27,7 @@ import {
   notModifiedResponse,
   preconditionFailed,
 } from "../validators.ts";
-import type { BuiltinPublishing, Handler, Route, Routes } from "../route.ts";
+import type { BuiltinPublishing, Handler, HandlerContext, Route, Routes } from "../route.ts";
 import { siteOrigin } from "./downstream.ts";
 
 // The pages and the feeds (feed, ~14 MB) are loaded when first asked for, not when the
@@ -39,7 +38,7 @@ const loadFeeds = () => import("../../builtin/feeds.ts");
 const GET = ["GET", "HEAD"] as const;
 
 /** Serves a file with `Accept-Ranges`, answering a Range request with 206. */
-async function serveFile(c: Context, path: string, type: string): Promise<Response> {
+async function serveFile(c: HandlerContext, path: string, type: string): Promise<Response> {
   let file: Deno.FsFile;
   try {
     file = await Deno.open(path, { read: true });

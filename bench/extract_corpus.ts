@@ -28,6 +28,7 @@ import MarkdownIt from "markdown-it";
 import { articleResult, extractArticle, type PageDocument } from "../src/client/article.ts";
 import { decodeHtml } from "../src/client/charset.ts";
 import { checkShape, withoutScripts } from "../src/client/extract.ts";
+import { NEAR_EMPTY_WORDS, wordCount } from "../src/client/page_wall.ts";
 
 /** One page of a corpus: its bytes, address and what a good reader makes of it. */
 interface Page {
@@ -182,7 +183,9 @@ function read(page: Page) {
   checkShape(kept);
   const { document } = parseHTML(kept) as unknown as { document: PageDocument };
   const article = extractArticle(document, page.url);
-  return article && { article, result: articleResult(article) };
+  // As the reader does: a near-empty article is not pushed.
+  if (!article || wordCount(article.text ?? article.markdown) < NEAR_EMPTY_WORDS) return null;
+  return { article, result: articleResult(article) };
 }
 
 /** Readability.js with its defaults over the same DOM: its text and title. */

@@ -11,7 +11,8 @@ import { BlogStore } from "./blog.ts";
 import { SiteOrigin } from "./site.ts";
 import { NotesStore } from "./notes.ts";
 import { Podcast, type PodcastStats, type Retention } from "./podcast.ts";
-import { CommandEngine, EspeakWorker, type TtsEngine } from "./tts.ts";
+import { EspeakWorker, type TtsEngine } from "./tts.ts";
+import { CommandEngine } from "./speech_command.ts";
 
 /** Options of {@linkcode createBuiltinServices}. */
 export interface BuiltinOptions {
@@ -21,10 +22,10 @@ export interface BuiltinOptions {
   readonly clock?: () => number;
   /** Where the podcast worker's lines go; default `console.log`. */
   readonly log?: (line: string) => void;
-  /** The speech engine; default {@linkcode EspeakWorker}, or `ttsCommand` when given. */
+  /** The speech engine; default {@linkcode EspeakWorker}, or `speechCommand` when given. */
   readonly engine?: TtsEngine;
-  /** An external speech command (`--tts-command`); see {@linkcode CommandEngine}. */
-  readonly ttsCommand?: string | undefined;
+  /** The household's speech command (`--speech-command`); see {@linkcode CommandEngine}. */
+  readonly speechCommand?: string | undefined;
   /** Podcast retention limits. */
   readonly retention?: Retention;
   /**
@@ -88,10 +89,13 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
   const notes = new NotesStore(options.dataDir, clock);
   const blog = new BlogStore(options.dataDir, clock);
   const engine = options.engine ??
-    (options.ttsCommand ? new CommandEngine(options.ttsCommand) : new EspeakWorker());
+    (options.speechCommand ? new CommandEngine(options.speechCommand) : new EspeakWorker());
   const podcast = new Podcast({
     dataDir: options.dataDir,
     engine,
+    // The built-in engine speaks what the household's command has no voice for (its thread
+    // starts only if it is asked).
+    ...(options.speechCommand && !options.engine ? { fallback: new EspeakWorker() } : {}),
     clock,
     log: options.log ?? ((line: string) => console.log(line)),
     ...(options.retention ? { retention: options.retention } : {}),

@@ -12,6 +12,7 @@ import { parseHTML } from "linkedom";
 import { type Article, articleResult, extractArticle, type PageDocument } from "./article.ts";
 import { fetchPage, type FetchPageOptions, PageError } from "./fetch_page.ts";
 import { checkShape } from "./page_shape.ts";
+import { NEAR_EMPTY_WORDS, NEEDS_BROWSER, needsBrowser, wordCount } from "./page_wall.ts";
 
 export { PageError, relayAddresses } from "./fetch_page.ts";
 export { checkShape } from "./page_shape.ts";
@@ -32,7 +33,8 @@ export interface ReadLink {
  * @param options The fetch's time limit (ms), size cap (bytes) and `Accept-Language`.
  * @returns The article and the Markdown result.
  * @throws {PageError} when the page cannot be fetched (see {@linkcode fetchPage}) or has no
- *   article.
+ *   article, or one of fewer than {@linkcode NEAR_EMPTY_WORDS} words; not retryable, saying
+ *   that the page needs a browser, when it shows it (src/client/page_wall.ts).
  */
 export async function readLink(url: string, options: FetchPageOptions): Promise<ReadLink> {
   const page = await fetchPage(url, options);
@@ -40,7 +42,16 @@ export async function readLink(url: string, options: FetchPageOptions): Promise<
   checkShape(html);
   const { document } = parseHTML(html) as unknown as { document: PageDocument };
   const article = extractArticle(document, page.url);
-  if (article === null) throw new PageError("no article found on the page");
+  const words = article === null ? 0 : wordCount(article.text ?? article.markdown);
+  if (article === null || words < NEAR_EMPTY_WORDS) {
+    // A near-empty article is not one: never pushed, so never published.
+    if (needsBrowser(page.html)) throw new PageError(NEEDS_BROWSER, false);
+    throw new PageError(
+      article === null
+        ? "no article found on the page"
+        : `no article found on the page (only ${words} words of text)`,
+    );
+  }
   let result = articleResult(article);
   if (page.truncated) {
     result += `\n_The page was longer than ${sizeText(options.maxBytes)}: ` +

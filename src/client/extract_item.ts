@@ -196,17 +196,38 @@ async function readAttempts(
  */
 const PUBLISH_TRIES = 3;
 
-/** Publishes an article through `POST /publish`, logging the outcome of each target. */
-async function publish(client: RelayClient, article: Article, options: ReadItemOptions) {
-  const { log } = options;
-  const body = {
+/**
+ * The publish requests of an article, largest first, for a relay that refuses the larger as
+ * over its body limit (413): the article as text and Markdown; then as Markdown only (one
+ * representation, still whole: the blog renders it, the podcast reads it); then its Markdown cut
+ * to a half, a quarter, …, ending with a note that says so. Nothing is left out in silence.
+ */
+function* publishBodies(article: Article, options: ReadItemOptions) {
+  const markdown = `${article.markdown.trim()}\n\nSource: <${article.url}>\n`;
+  const common = {
     title: article.title,
-    content: article.text ?? article.markdown,
-    content_md: `${article.markdown.trim()}\n\nSource: <${article.url}>\n`,
     targets: options.publish,
     // The podcast reads the article aloud only when asked to.
     ...(options.publish.includes("nas") ? { transform: "read" } : {}),
   };
+  if (article.text !== undefined) {
+    yield { how: "whole", body: { ...common, content: article.text, content_md: markdown } };
+  }
+  yield { how: "as Markdown only", body: { ...common, content: markdown } };
+  const bytes = new TextEncoder().encode(markdown);
+  for (let cut = 1; cut <= CUTS; cut++) {
+    const content = `${cutTo(bytes, bytes.length >> cut)}\n\n_The article was cut to ` +
+      `${bytes.length >> cut} of its ${bytes.length} bytes to be published: the relay takes ` +
+      `no longer requests (its body limit). The whole article: <${article.url}>_\n`;
+    yield { how: `cut to ${bytes.length >> cut} bytes`, body: { ...common, content } };
+  }
+}
+
+/** Publishes an article through `POST /publish`, logging the outcome of each target. */
+async function publish(client: RelayClient, article: Article, options: ReadItemOptions) {
+  const { log } = options;
+  const bodies = publishBodies(article, options);
+  let { body } = bodies.next().value!;
   for (let attempt = 1;; attempt++) {
     try {
       const answer = await publishArticle(client, body);
@@ -221,6 +242,18 @@ async function publish(client: RelayClient, article: Article, options: ReadItemO
       );
       return;
     } catch (error) {
+      const smaller = error instanceof RelayError && error.status === 413
+        ? bodies.next()
+        : undefined;
+      if (smaller?.done === false) {
+        log(
+          `relay: the relay refused to publish "${article.title}" as too large; ` +
+            `sending it ${smaller.value.how}`,
+        );
+        body = smaller.value.body;
+        attempt--;
+        continue;
+      }
       const retry = attempt < PUBLISH_TRIES && (error as { retryable?: boolean }).retryable;
       log(
         `relay: could not publish "${article.title}": ${(error as Error).message}` +

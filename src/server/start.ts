@@ -249,7 +249,7 @@ async function buildRelay(
   const builtin = createBuiltinServices({
     dataDir,
     log: logger.info,
-    ttsCommand: config.ttsCommand,
+    speechCommand: config.speechCommand,
     retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
     publicUrl: config.publicUrl,
   });

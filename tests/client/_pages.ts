@@ -115,6 +115,10 @@ function drip(): ReadableStream<Uint8Array> {
   });
 }
 
+/** The body of the 400 KB article: numbered paragraphs, so that its end is seen to arrive. */
+const HUGE_BODY = Array.from({ length: 2_700 }, (_, i) => PARAGRAPH.replace("<p>", `<p>${i + 1}. `))
+  .join("");
+
 const HTML = "text/html";
 const SCRIPT = `<script>while (true) {} /* ${"x".repeat(100_000)} */</script>`;
 
@@ -155,12 +159,27 @@ function page(path: string, origin: string): Response {
       return html(articlePage("Crowded", "<p>x</p>".repeat(25_000)));
     case "/heavy": // within the limits, but seconds of work for the extractor
       return html(articlePage("Heavy", `<p>${PARAGRAPH} <b>bold</b> <i>it</i></p>`.repeat(4_000)));
+    case "/huge": // an article of about 400 KB, its paragraphs numbered
+      return html(articlePage("Huge", HUGE_BODY));
     case "/long": // an article of about 100 KB
       return html(articlePage("Long", PARAGRAPH.repeat(700)));
     case "/deep": // nested deeper than the reader reads
       return html(articlePage("Deep", "<div>".repeat(600) + PARAGRAPH));
     case "/login":
       return html("<html><head><title>Log in</title></head><body><form></form></body></html>");
+    case "/shell": // a JavaScript app: an empty root that its scripts fill
+      return html(
+        '<html><head><title>App</title><script src="/app.js"></script></head><body>' +
+          "<noscript>You need to enable JavaScript to run this app.</noscript>" +
+          '<div id="root"></div></body></html>',
+      );
+    case "/signin": // a sign-in wall in front of the article
+      return html(articlePage(
+        "Members only",
+        '<p>Sign in to read on.</p><form><input type="password" name="p"></form>',
+      ));
+    case "/stub": // near-empty: a few words and no sign of why
+      return html(articlePage("Stub", "<p>More soon.</p>"));
     case "/scripts":
       return html(articlePage("Scripts", SCRIPT.repeat(20) + PARAGRAPH.repeat(4) + SCRIPT));
     case "/malformed":

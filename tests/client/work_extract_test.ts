@@ -228,6 +228,44 @@ Deno.test("relay work --extract --publish blog,nas publishes each article with a
   });
 });
 
+Deno.test("relay work --extract --publish publishes a 400 KB article whole, as Markdown only, when text and Markdown exceed the body limit", async () => {
+  await withTempDir(async (dir) => {
+    await using pages = servePages();
+    await using downstream = startDownstream();
+    await using relay = await startRelayProcess(join(dir, "data"), {
+      args: ["--publish-url", downstream.url],
+      env: { RELAY_API_KEY: KEY, RELAY_APP_ID: downstream.appId },
+    });
+    const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
+    assert.equal((await runRelay(["submit", `${pages.url}/huge`], { env })).code, 0);
+    const worker = spawnRelay([
+      "work",
+      "--queue",
+      "general",
+      "--extract",
+      "--publish",
+      "blog",
+      "--timeout",
+      "5m",
+      "--allow-private",
+      new URL(pages.url).host,
+    ], { env });
+    await eventually(() => downstream.requests.length === 1, "the blog post", 120_000);
+    worker.child.kill("SIGTERM");
+    assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+    const body = downstream.requests[0]!.body as Record<string, unknown>;
+    const markdown = String(body.content_md ?? body.content);
+    assert.ok(markdown.length > 400_000, `${markdown.length} characters`);
+    assert.match(markdown, /^1\\\. Water at the root/m);
+    assert.match(markdown, /^2700\\\. Water at the root/m, "the article's end arrived");
+    assert.doesNotMatch(markdown, /was cut/);
+    assert.match(
+      worker.stderr.join("\n"),
+      /refused to publish "Huge" as too large; sending it as Markdown only\n(.|\n)*published "Huge" to blog/,
+    );
+  });
+});
+
 Deno.test("relay work --extract cuts an article longer than the relay's body limit instead of failing for ever", async () => {
   await withTempDir(async (dir) => {
     await using pages = servePages();

@@ -30,6 +30,7 @@ import { fileFaultProblem, storageProblem } from "./faults.ts";
 import { sizeOf } from "./responses.ts";
 import type { KeyRing } from "../access/named_keys.ts";
 import { podcastFeedKey } from "../access/podcast_feed_key.ts";
+import { feedKeysOf } from "../access/feed_keys.ts";
 import type { PublishConfig } from "../publish/fan_out.ts";
 import type { FailedPublishes } from "../publish/failed.ts";
 import type { BuiltinPublishing } from "./route.ts";
@@ -44,7 +45,7 @@ import {
   type Secrets,
   targetRedactor,
 } from "./auth.ts";
-import { corsOrigin, granted, isPreflight, preflightResponse, varyOrigin } from "./cors.ts";
+import { corsOrigin, granted, optionsAnswer, varyOrigin } from "./cors.ts";
 import { KEEP_ALIVE_MS, StreamLimits } from "./live.ts";
 import { Logger } from "./log.ts";
 import { RelayMetrics } from "./metrics.ts";
@@ -167,7 +168,7 @@ export function appRoutes(relay: RouteContext): Routes {
     ...adminRoutes(relay, () => routes),
     ...pageRoutes(),
     ...(builtin === undefined ? {} : downstreamRoutes({ ...relay, builtin })),
-    ...(builtin === undefined ? {} : siteRoutes(builtin)),
+    ...(builtin === undefined ? {} : siteRoutes(builtin, relay.feedKeys)),
   };
   return routes;
 }
@@ -232,6 +233,7 @@ function routeContext(options: AppOptions, logger: Logger, metrics: RelayMetrics
       total: options.maxStreams ?? DEFAULT_MAX_STREAMS,
       perKey: options.maxStreamsPerKey ?? DEFAULT_MAX_STREAMS_PER_KEY,
     }),
+    feedKeys: feedKeysOf(options.apiKey),
   };
 }
 
@@ -254,13 +256,8 @@ function registerRoutes(
     app.all(path, (c: Context) => {
       const method = c.req.method;
       if (!methods.includes(method)) {
-        const origin = isPreflight(c.req.raw) ? cors(c.req.raw.headers) : undefined;
-        if (origin !== undefined) return preflightResponse(origin, methods);
-        // What the path answers (RFC 9110, "OPTIONS"): HAProxy's default health check is
-        // `OPTIONS / HTTP/1.0`, and counts only a 2xx or 3xx as up.
-        if (method === "OPTIONS" && !isPreflight(c.req.raw)) {
-          return new Response(null, { status: 204, headers: { allow } });
-        }
+        const options = method === "OPTIONS" ? optionsAnswer(c.req.raw, cors, methods) : undefined;
+        if (options !== undefined) return options;
         throw new HttpError(405, `Cannot ${method} ${path}: use ${allow}`, { allow });
       }
       const { url, remoteAddr } = c.env as RequestEnv;
@@ -486,6 +483,7 @@ function authorizeOf(options: AppOptions, feedKey: string | undefined): Authoriz
     ],
     appId: options.builtin?.appId,
     podcastFeedKey: feedKey,
+    feedKeys: feedKeysOf(options.apiKey),
   });
 }
 
@@ -533,6 +531,7 @@ export function createApp(options: AppOptions): RelayApp {
     mainKey: options.apiKey,
     isNamedKey: options.keyRing?.isKey,
     podcastFeedKey: feedKey,
+    feedKeys: [...feedKeysOf(options.apiKey).values()],
   };
   const errorResponse = errorResponder(logger);
   const app = honoApp(routes, { authorize, cors, errorResponse }, options.builtin !== undefined);

@@ -15,6 +15,10 @@
  * Options: `--kb <n>` page size in KB (default 200), `--page news|dense` (default news),
  * `--runs <n>` (default 20).
  *
+ * With `--corpus DIR` it measures the quality of the reader's articles on a folder of real
+ * pages instead (bench/extract_corpus.ts); `--limit <n>` reads only the first pages, `--show`
+ * prints a line per page.
+ *
  * @module
  */
 
@@ -27,6 +31,10 @@ const USAGE: Usage = {
   --kb <n>      page size in KB (default 200)
   --page <p>    news or dense (default news)
   --runs <n>    reads after the first (default 20)
+  --corpus DIR  instead: article quality on real pages with expected outputs
+  --limit <n>   with --corpus: the first n pages only
+  --show        with --corpus: one line per page
+  --reader-only with --corpus: skip Readability.js alone
   --help        this text`,
 };
 
@@ -36,12 +44,29 @@ const { values } = parseOrExit(USAGE, () =>
       kb: { type: "string", default: "200" },
       page: { type: "string", default: "news" },
       runs: { type: "string", default: "20" },
+      corpus: { type: "string" },
+      limit: { type: "string", default: "100000" },
+      show: { type: "boolean", default: false },
+      "reader-only": { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   }));
 if (values.help) {
   console.log(USAGE.text);
   Deno.exit(0);
+}
+if (values.corpus !== undefined) {
+  const { runCorpus } = await import("./extract_corpus.ts");
+  const limit = wholeNumber(USAGE, "limit", values.limit, 1);
+  Deno.exit(
+    await runCorpus(values.corpus, {
+        limit,
+        show: values.show,
+        alone: !values["reader-only"],
+      })
+      ? 0
+      : 1,
+  );
 }
 const kb = wholeNumber(USAGE, "kb", values.kb, 1);
 const runs = wholeNumber(USAGE, "runs", values.runs, 1);
@@ -105,7 +130,13 @@ const server = Deno.serve(
   () => new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } }),
 );
 const url = `http://127.0.0.1:${server.addr.port}/article`;
-const options = { timeoutMs: 20_000, maxBytes: 5 * 1024 * 1024, acceptLanguage: "en" };
+const options = {
+  timeoutMs: 20_000,
+  maxBytes: 5 * 1024 * 1024,
+  acceptLanguage: "en",
+  // The page is served on 127.0.0.1, which the reader refuses unless allowed.
+  policy: { allow: "all" as const, relay: [] },
+};
 
 const before = memory();
 let start = performance.now();

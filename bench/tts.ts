@@ -13,9 +13,15 @@
  *   with no space) of 100, 200 and 400 KB: milliseconds in this thread (the relay runs it on a
  *   worker thread), which grow in proportion to the length.
  *
+ * - per engine (`engines`): the built-in engine and the speech command with Debian's
+ *   `espeak-ng` program, on the same 5,000-word article: real-time factor, seconds from the
+ *   start of the episode to its first chunk's audio, the relay's peak RSS over its RSS before,
+ *   and the command's own peak RSS (its processes' maximum, from GNU time's `%M`).
+ *
  * Run: `deno run -A bench/tts.ts` (prints Markdown tables); `deno run -A bench/tts.ts english`
  * runs only the 5,000-word English article, through the worker (the memory figure);
- * `deno run -A bench/tts.ts text` only the adversarial inputs.
+ * `deno run -A bench/tts.ts text` only the adversarial inputs; `deno run -A bench/tts.ts
+ * engines` the engines side by side (needs `espeak-ng` and `/usr/bin/time`).
  *
  * @module
  */
@@ -26,31 +32,33 @@ import { Logger } from "../src/server/log.ts";
 import { createStore } from "../src/store/store.ts";
 import { Podcast } from "../src/builtin/podcast.ts";
 import { splitForSpeech } from "../src/builtin/speech_text.ts";
-import {
-  EspeakWasm,
-  EspeakWorker,
-  type Pcm,
-  type TtsEngine,
-  type Voice,
-} from "../src/builtin/tts.ts";
+import type { SpeechLang } from "../src/builtin/speech_lang.ts";
+import { EspeakWasm, EspeakWorker, type Pcm, type TtsEngine } from "../src/builtin/tts.ts";
+import { CommandEngine } from "../src/builtin/speech_command.ts";
 
 /** Wraps an engine to add up the time it spends speaking. */
 class Timed implements TtsEngine {
   readonly name: string;
   speakingMs = 0;
+  /** When the first chunk's audio came back, `performance.now()` ms. */
+  firstAudioAt: number | undefined;
   constructor(readonly inner: TtsEngine) {
     this.name = inner.name;
   }
   close(): void {
     this.inner.close?.();
   }
-  async synthesize(text: string, voice: Voice): Promise<Pcm> {
+  async synthesize(text: string, voice: SpeechLang): Promise<Pcm> {
     const started = performance.now();
     try {
       return await this.inner.synthesize(text, voice);
     } finally {
       this.speakingMs += performance.now() - started;
+      this.firstAudioAt ??= performance.now();
     }
+  }
+  speaks(lang: SpeechLang): boolean {
+    return this.inner.speaks?.(lang) ?? true;
   }
 }
 
@@ -211,6 +219,58 @@ function adversarialText(): string[] {
     rows.push(`| ${name} | ${cells.join(" | ")} |`);
   }
   return rows;
+}
+
+/**
+ * One engine's row: the 5,000-word article through the podcast worker. `childLog` is the file
+ * GNU time appends each run's peak RSS (KiB) to, for a speech command.
+ */
+async function engineRow(label: string, inner: TtsEngine, childLog?: string): Promise<string> {
+  const dataDir = await Deno.makeTempDir({ prefix: "relay-bench-tts-" });
+  const engine = new Timed(inner);
+  const podcast = new Podcast({ dataDir, engine, clock: Date.now, log: () => {} });
+  const episode = await podcast.enqueue(label, englishArticle(5000));
+  const before = Deno.memoryUsage().rss;
+  const started = performance.now();
+  const { peak } = await sample(async () => {
+    podcast.start();
+    await podcast.idle(3_600_000);
+    await podcast.stop();
+  });
+  const totalS = (performance.now() - started) / 1000;
+  const done = (await podcast.get(episode.id))!;
+  if (done.state !== "ready") throw new Error(`${label}: ${done.state} ${done.error ?? ""}`);
+  await Deno.remove(dataDir, { recursive: true });
+  const firstS = ((engine.firstAudioAt ?? started) - started) / 1000;
+  const child = childLog === undefined ? "—" : `${
+    Math.round(
+      Math.max(...(await Deno.readTextFile(childLog)).trim().split("\n").map(Number)) / 1024,
+    )
+  } MiB`;
+  return `| ${label} | ${done.chunks_total} | ${(done.duration_s / 60).toFixed(1)} min | ${
+    totalS.toFixed(1)
+  } s | ${(totalS / done.duration_s).toFixed(3)} | ${firstS.toFixed(2)} s | +${
+    Math.round((peak - before) / 2 ** 20)
+  } MiB | ${child} |`;
+}
+
+if (Deno.args.includes("engines")) {
+  const log = await Deno.makeTempFile({ prefix: "relay-bench-rss-" });
+  console.log(
+    `Deno ${Deno.version.deno}, ${Deno.build.target}, ${navigator.hardwareConcurrency} cores`,
+  );
+  console.log("");
+  console.log(
+    "| engine, 5,000 words | chunks | audio | wall time | RTF | to first audio | relay peak RSS over before | command's peak RSS |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|");
+  console.log(await engineRow("built in (eSpeak NG, WebAssembly)", new EspeakWorker()));
+  const command = new CommandEngine(
+    `/usr/bin/time -a -o ${log} -f %M espeak-ng --stdin --stdout -v {lang}`,
+  );
+  console.log(await engineRow("speech command: espeak-ng program", command, log));
+  await Deno.remove(log);
+  Deno.exit(0);
 }
 
 if (Deno.args.includes("text")) {

@@ -27,6 +27,7 @@ const FORBIDDEN: Record<string, readonly string[]> = {
   builtin: ["server", "client", "cli", "store", "publish", "access"],
   access: ["server", "client", "cli", "store", "publish", "builtin"],
   server: ["cli", "client"],
+  search: ["server", "client", "cli", "store", "publish", "builtin", "access"],
 };
 
 async function sourceFiles(dir: string): Promise<string[]> {

@@ -58,6 +58,8 @@ const RENDERS_AT_ONCE = 1;
 export class BlogStore {
   /** The folder holding the post files. */
   readonly dir: string;
+  /** Told of each post published, restored or deleted, once its files are (the search index). */
+  onChange: ((postId: string, removed: boolean) => void) | undefined;
   readonly #clock: () => number;
   #posts: Promise<Map<string, Post>> | undefined;
   readonly #renderLimit = pLimit(RENDERS_AT_ONCE);
@@ -92,6 +94,7 @@ export class BlogStore {
     await this.#write(post);
     posts.set(post.post_id, post);
     this.#generation++;
+    this.onChange?.(post.post_id, false);
     return post;
   }
 
@@ -141,6 +144,7 @@ export class BlogStore {
     await this.#write(post);
     posts.set(post.post_id, post);
     this.#generation++;
+    this.onChange?.(post.post_id, false);
   }
 
   /** A post, or `undefined` when there is none with that id. */
@@ -166,6 +170,7 @@ export class BlogStore {
     await removeIfExists(join(this.dir, `${postId}.json`));
     posts.delete(postId);
     this.#generation++;
+    this.onChange?.(postId, true);
     await removeIfExists(this.#htmlPath(postId, RENDERER_VERSION));
     return true;
   }

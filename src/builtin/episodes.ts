@@ -1,8 +1,9 @@
 /**
  * The podcast's episodes on disk, in `<data>/podcast/`: per episode its text (`<id>.txt`,
  * written once), its record (`<id>.json`: title, state, progress; a few hundred bytes,
- * rewritten as the episode moves on), and its audio (`<id>.mp3.part` while it is spoken,
- * then `<id>.mp3`). Earlier relays kept the text inside the record; such a record is
+ * rewritten as the episode moves on, with the chapters and the languages left out so far), its
+ * audio (`<id>.mp3.part` while it is spoken, then `<id>.mp3`) and its transcript, the words as
+ * spoken (`<id>.transcript.txt`, written whole before the audio is renamed). Earlier relays kept the text inside the record; such a record is
  * rewritten in this layout when it is first read.
  *
  * @module
@@ -16,6 +17,14 @@ import {
   removeIfExists,
   writeAtomically,
 } from "../util/files.ts";
+
+/** A chapter of an episode: where it starts in the audio, and its title (a heading's words). */
+export interface Chapter {
+  /** Seconds from the start of the audio: the audio of every chunk spoken before it. */
+  readonly start_s: number;
+  /** The heading's words, or the article's title. */
+  readonly title: string;
+}
 
 /** Where an episode is: queued, being spoken, ready to play, or failed (with why). */
 export type EpisodeState = "queued" | "synthesising" | "ready" | "failed";
@@ -40,6 +49,10 @@ export interface Episode {
   readonly bytes: number;
   /** Seconds of audio for the chunks done. */
   readonly duration_s: number;
+  /** The chapters started by the chunks done, in order (none for an episode without headings). */
+  readonly chapters?: readonly Chapter[];
+  /** Languages of passages left out for want of a voice (`speech_lang.ts` tags). */
+  readonly skipped?: readonly string[];
   /** When it became ready or failed, epoch ms. */
   readonly finished_at?: number;
   /** Why it failed: one sentence. */
@@ -60,6 +73,36 @@ export function isRecord(value: unknown): value is EpisodeRecord & { text?: unkn
 export function recordOf(episode: Episode): EpisodeRecord {
   const { text: _text, ...record } = episode;
   return record;
+}
+
+/**
+ * The episode after one more chunk: its bytes and seconds of audio added, the chapter the chunk
+ * starts (at the audio's length before it) and the language it left out, if any, noted.
+ *
+ * @param bytes Bytes appended to the audio for the chunk.
+ * @param seconds Seconds of audio in them.
+ */
+export function progressed(
+  episode: Episode,
+  chunk: { readonly chapter?: string; readonly skipped?: string },
+  bytes: number,
+  seconds: number,
+): Episode {
+  const chapters = chunk.chapter === undefined ? episode.chapters : [
+    ...(episode.chapters ?? []),
+    { start_s: episode.duration_s, title: chunk.chapter },
+  ];
+  const skipped = chunk.skipped === undefined || episode.skipped?.includes(chunk.skipped)
+    ? episode.skipped
+    : [...(episode.skipped ?? []), chunk.skipped];
+  return {
+    ...episode,
+    chunks_done: episode.chunks_done + 1,
+    bytes: episode.bytes + bytes,
+    duration_s: episode.duration_s + seconds,
+    ...(chapters === undefined ? {} : { chapters }),
+    ...(skipped === undefined ? {} : { skipped }),
+  };
 }
 
 /** Appends `parts` to the file at `path` and syncs it to the disk. */
@@ -134,11 +177,17 @@ export class EpisodeFiles {
     await this.removeFiles(id);
   }
 
-  /** Removes an episode's files but its record: audio, part file, text. */
+  /** Removes an episode's files but its record: audio, part file, text, transcript. */
   async removeFiles(id: string): Promise<void> {
     await removeIfExists(this.audioPath(id));
     await removeIfExists(this.partPath(id));
     await removeIfExists(this.textPath(id));
+    await removeIfExists(this.transcriptPath(id));
+  }
+
+  /** The file of an episode's transcript: the words as spoken, once its audio is complete. */
+  transcriptPath(id: string): string {
+    return join(this.dir, `${id}.transcript.txt`);
   }
 
   /** The part file an episode's audio is written to while it is spoken. */
@@ -160,7 +209,8 @@ export class EpisodeFiles {
     const others = new Set<string>();
     for await (const entry of readDirIfExists(this.dir)) {
       if (!entry.isFile) continue;
-      const [, id, kind] = /^(.+?)\.(json|txt|mp3|mp3\.part)$/.exec(entry.name) ?? [];
+      const [, id, kind] = /^(.+?)\.(json|txt|transcript\.txt|mp3|mp3\.part)$/.exec(entry.name) ??
+        [];
       if (id === undefined || !isId(id)) continue;
       if (kind !== "json") {
         others.add(id);

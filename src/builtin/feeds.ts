@@ -17,7 +17,7 @@ import { escapeHtml, formatDuration, type SiteUrls } from "./html.ts";
 import type { Episode } from "./podcast.ts";
 import { ARTWORK_PATH } from "./podcast_files.ts";
 import { plainTitle, renderMarkdown } from "./render.ts";
-import { chooseVoice } from "./tts.ts";
+import { detectLanguage, languageName, SPEECH_LANGS, type SpeechLang } from "./speech_lang.ts";
 
 /** Entries in the Atom feed at most, newest first: a reader wants what is new. */
 const FEED_ENTRIES = 20;
@@ -183,17 +183,55 @@ export function podcastGuid(feedUrl: string): string {
   return uuidV5(feedUrl.replace(/^[a-z]+:\/\//i, "").replace(/\/+$/, ""), PODCAST_GUID_NAMESPACE);
 }
 
-/** The language of an episode's script: `zh-cn` when it is read in Mandarin, else `en`. */
+/** The language of an episode's script: `zh-cn` when it is read in Mandarin, else its tag (`en`, `ja`, …). */
 function scriptLanguage(episode: Episode): string {
-  return chooseVoice(episode.text.slice(0, 2000)) === "cmn" ? "zh-cn" : "en";
+  const lang = detectLanguage(episode.text.slice(0, 2000));
+  return lang === "zh" ? "zh-cn" : lang;
+}
+
+/**
+ * An item's Podcasting 2.0 tags: `podcast:transcript` (the words as spoken) and, for an episode
+ * with chapters, `podcast:chapters`; `query` carries a private podcast's feed key.
+ */
+function podcastItemTags(episode: Episode, urls: SiteUrls, query: string) {
+  const file = `${urls.origin}/podcast/${episode.id}`;
+  const transcript = {
+    name: "podcast:transcript",
+    objects: {
+      _attributes: {
+        url: `${file}.txt${query}`,
+        type: "text/plain",
+        language: scriptLanguage(episode),
+      },
+    },
+  };
+  if (!episode.chapters?.length) return [transcript];
+  const chapters = {
+    name: "podcast:chapters",
+    objects: {
+      _attributes: { url: `${file}.chapters.json${query}`, type: "application/json+chapters" },
+    },
+  };
+  return [transcript, chapters];
+}
+
+/** The note that passages were left out for want of a voice ("Not read aloud: …"), if any were. */
+export function skippedNote(episode: Episode): string | undefined {
+  const langs = (episode.skipped ?? []).filter((lang): lang is SpeechLang =>
+    (SPEECH_LANGS as readonly string[]).includes(lang)
+  );
+  if (langs.length === 0) return undefined;
+  return `Not read aloud: the passages in ${langs.map(languageName).join(", ")}, ` +
+    `for which the speech engine has no voice.`;
 }
 
 /**
  * The podcast's RSS 2.0 feed (built with the npm package `feed`): ready episodes, newest
  * first, with the iTunes tags Apple requires (square artwork, owner, category, explicit),
  * each episode's title as plain text ({@linkcode plainTitle}) and description as rendered
- * HTML (a literal `<b>` in the text stays text), and Podcasting 2.0's `podcast:guid` and
- * `podcast:transcript` (the text that was read).
+ * HTML (a literal `<b>` in the text stays text, passages left out for want of a voice are named
+ * first), and Podcasting 2.0's `podcast:guid`, `podcast:transcript` (the words as spoken) and
+ * `podcast:chapters` (for an episode with headings).
  *
  * @param options.key For a private podcast: its feed key (`podcast_feed_key.ts`), added to
  *   the feed's own address (`atom:link`) and the enclosures' and transcripts' URLs so that a
@@ -246,13 +284,14 @@ export function podcastRss(
   for (const episode of ready) {
     const text = episode.text.trim();
     const excerpt = text.length > DESCRIPTION_CHARS ? `${text.slice(0, DESCRIPTION_CHARS)}…` : text;
+    const skipped = skippedNote(episode);
     feed.addItem({
       // Plain text: a podcast app shows an item's title as it is, markup and all.
       title: xmlChars(plainTitle(episode.title)),
       link: site,
       guid: `relay-episode-${episode.id}`,
       date: new Date(episode.created_at),
-      description: xmlChars(renderMarkdown(excerpt)),
+      description: xmlChars(renderMarkdown(skipped ? `_${skipped}_\n\n${excerpt}` : excerpt)),
       audio: {
         url: `${urls.origin}/podcast/${episode.id}.mp3${query}`,
         length: episode.bytes,
@@ -261,16 +300,7 @@ export function podcastRss(
       extensions: [
         { name: "itunes:duration", objects: { _text: formatDuration(episode.duration_s) } },
         { name: "itunes:explicit", objects: { _text: "false" } },
-        {
-          name: "podcast:transcript",
-          objects: {
-            _attributes: {
-              url: `${urls.origin}/podcast/${episode.id}.txt${query}`,
-              type: "text/plain",
-              language: scriptLanguage(episode),
-            },
-          },
-        },
+        ...podcastItemTags(episode, urls, query),
       ],
     });
   }

@@ -220,3 +220,24 @@ function readTag(bytes: Uint8Array, at: number): Mp3Summary["info"] {
   const bytesCount = flags & 2 ? view.getUint32(field) : 0;
   return { frames, bytes: bytesCount };
 }
+
+/**
+ * Seconds of audio in an MP3 segment held in memory: its frames × samples per frame ÷ rate,
+ * which is what a player plays, encoder padding included (not the PCM's length).
+ *
+ * @throws {Error} naming the byte offset of the first thing that is not a whole frame.
+ */
+export function segmentSeconds(segment: Uint8Array): number {
+  let samples = 0;
+  let rate = 1;
+  for (let at = 0; at < segment.length;) {
+    const header = frameHeader(segment, at);
+    if (header === undefined || at + header.length > segment.length) {
+      throw new Error(`no whole MP3 frame at byte ${at} of a segment`);
+    }
+    samples += header.samplesPerFrame;
+    rate = header.sampleRate;
+    at += header.length;
+  }
+  return samples / rate;
+}

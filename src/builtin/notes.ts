@@ -83,6 +83,8 @@ export function parseNoteFile(text: string): NoteSummary | undefined {
 export class NotesStore {
   /** The folder holding the note files. */
   readonly dir: string;
+  /** Told of each note saved or restored, after its file is written (the search index). */
+  onChange: ((docId: string, removed: boolean) => void) | undefined;
   readonly #clock: () => number;
 
   /**
@@ -113,6 +115,7 @@ export class NotesStore {
       created: new Date(now).toISOString(),
     };
     await writeAtomically(this.#path(summary.doc_id), noteFileText(summary, note.markdown));
+    this.onChange?.(summary.doc_id, false);
     return summary;
   }
 
@@ -154,6 +157,7 @@ export class NotesStore {
   async restore(docId: string, text: string): Promise<void> {
     if (!isId(docId)) throw new Error(`"${docId}" is not a note id`);
     await writeAtomically(this.#path(docId), text);
+    this.onChange?.(docId, false);
   }
 
   #path(docId: string): string {

@@ -290,7 +290,8 @@ function podcastPaths(): Record<string, ZodOpenApiOperationObject> {
       responses: { "200": { description: "robots.txt", content: { "text/plain": {} } } },
     },
     "/podcast/{file}": {
-      summary: "An episode's MP3 (`{id}.mp3`, honours Range) or transcript (`{id}.txt`)",
+      summary: "An episode's MP3 (`{id}.mp3`, honours Range), transcript as spoken " +
+        "(`{id}.txt`) or Podcasting 2.0 chapters (`{id}.chapters.json`)",
       parameters: [
         z.string().meta({
           param: { in: "path", name: "file", example: "20261123-114218-p2c7w4ne.mp3" },
@@ -300,9 +301,12 @@ function podcastPaths(): Record<string, ZodOpenApiOperationObject> {
         }),
       ],
       responses: {
-        "200": { description: "The whole file", content: { "audio/mpeg": {} } },
+        "200": {
+          description: "The whole file",
+          content: { "audio/mpeg": {}, "text/plain": {}, "application/json+chapters": {} },
+        },
         "206": { description: "The range asked for", content: { "audio/mpeg": {} } },
-        ...problems([404, "No such episode, or not ready"], [
+        ...problems([404, "No such episode, not ready, or without chapters"], [
           416,
           "A range past the end",
         ]),

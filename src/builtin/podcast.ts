@@ -31,20 +31,24 @@
  */
 
 import { join } from "node:path";
-import { infoFrame, Mp3SegmentEncoder, walkMp3File } from "./mp3.ts";
-import { newId, PRIVATE_FILE_MODE, removeIfExists } from "../util/files.ts";
+import { infoFrame, Mp3SegmentEncoder, segmentSeconds, walkMp3File } from "./mp3.ts";
+import { newId, PRIVATE_FILE_MODE, removeIfExists, writeAtomically } from "../util/files.ts";
 import {
   appendSynced,
   type Episode,
   EpisodeFiles,
   type EpisodeState,
   isRecord,
+  progressed,
   sizeOf,
   syncDirectory,
 } from "./episodes.ts";
-import { chooseVoice, splitOffThread, type TtsEngine } from "./tts.ts";
+import { splitOffThread, type TtsEngine } from "./tts.ts";
+import { NoVoiceError } from "./speech_command.ts";
+import type { SpeechLang } from "./speech_lang.ts";
+import { type Spoken, spokenChunks } from "./speech_chunks.ts";
 
-export type { Episode, EpisodeState } from "./episodes.ts";
+export type { Chapter, Episode, EpisodeState } from "./episodes.ts";
 
 /** Retention limits: the oldest finished episodes beyond them are deleted. */
 export interface Retention {
@@ -108,7 +112,10 @@ function pauseFromEnvironment(): PodcastStep | undefined {
 export class Podcast {
   /** The folder of episode records and audio. */
   readonly dir: string;
+  /** Told of each episode queued, restored or deleted by retention (the search index). */
+  onChange: ((id: string, removed: boolean) => void) | undefined;
   readonly #engine: TtsEngine;
+  readonly #fallback: TtsEngine | undefined;
   readonly #clock: () => number;
   readonly #log: (line: string) => void;
   readonly #retention: Retention;
@@ -132,6 +139,8 @@ export class Podcast {
    *
    * @param options.dataDir The relay's data directory; episodes go in `podcast/`.
    * @param options.engine What speaks.
+   * @param options.fallback What speaks a chunk in a language `engine` says it has no voice for
+   *   ({@linkcode NoVoiceError}); without it, or when it has none either, the passage is left out.
    * @param options.clock Source of time, epoch ms.
    * @param options.log Where one line per finished or failed episode goes.
    * @param options.retention Limits; default {@linkcode DEFAULT_RETENTION}.
@@ -141,6 +150,7 @@ export class Podcast {
   constructor(options: {
     dataDir: string;
     engine: TtsEngine;
+    fallback?: TtsEngine | undefined;
     clock: () => number;
     log: (line: string) => void;
     retention?: Retention;
@@ -149,6 +159,7 @@ export class Podcast {
     this.dir = join(options.dataDir, "podcast");
     this.#files = new EpisodeFiles(this.dir);
     this.#engine = options.engine;
+    this.#fallback = options.fallback;
     this.#clock = options.clock;
     this.#log = options.log;
     this.#retention = options.retention ?? DEFAULT_RETENTION;
@@ -183,6 +194,7 @@ export class Podcast {
     // The text first: a record is never without its text.
     await this.#files.writeText(episode.id, text);
     await this.#save(episode, episodes);
+    this.onChange?.(episode.id, false);
     this.#kick();
     return episode;
   }
@@ -203,6 +215,7 @@ export class Podcast {
       bytes: 0,
       duration_s: 0,
     }, episodes);
+    this.onChange?.(episode.id, false);
     this.#kick();
   }
 
@@ -221,6 +234,11 @@ export class Podcast {
   /** The path of a ready episode's MP3 file. */
   audioPath(id: string): string {
     return this.#files.audioPath(id);
+  }
+
+  /** The path of a ready episode's transcript (missing for an episode spoken before they were kept). */
+  transcriptPath(id: string): string {
+    return this.#files.transcriptPath(id);
   }
 
   /** Figures for `/stats` and `/metrics`. */
@@ -260,6 +278,7 @@ export class Podcast {
     await this.#running;
     this.#running = undefined;
     this.#engine.close?.();
+    this.#fallback?.close?.();
   }
 
   /**
@@ -276,6 +295,9 @@ export class Podcast {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
+
+  /** Whether the engine has a voice for `lang` (an engine that cannot tell has every one). */
+  readonly #speaks = (lang: SpeechLang) => this.#engine.speaks?.(lang) ?? true;
 
   #kick(): void {
     this.#kicked = true;
@@ -294,6 +316,7 @@ export class Podcast {
         // memory) goes with it, until next time.
         if (this.#spoke) {
           this.#engine.close?.();
+          this.#fallback?.close?.();
           this.#encoder = new Mp3SegmentEncoder();
         }
         this.#spoke = false;
@@ -326,14 +349,28 @@ export class Podcast {
     let episode = start;
     try {
       if (await this.#finishedBefore(episode, episodes)) return;
-      const chunks = await splitOffThread(episode.text);
-      if (chunks.length === 0) throw new Error("the text has nothing to read aloud");
-      episode = await this.#resume(episode, chunks.length, episodes);
+      const split = await splitOffThread(episode.text);
+      if (split.length === 0) throw new Error("the text has nothing to read aloud");
+      episode = await this.#resume(episode, split.length, episodes);
+      let chunks = spokenChunks(split, this.#speaks, episode.skipped);
       await this.#reached("started", episode);
       for (let i = episode.chunks_done; i < chunks.length; i++) {
         if (this.#stopping) return;
-        episode = await this.#speakChunk(episode, chunks[i]!, episodes);
+        try {
+          episode = await this.#speakChunk(episode, chunks[i]!, episodes);
+        } catch (error) {
+          // No voice for this language anywhere: its passages are left out from here on (the
+          // record notes it with the next chunk's progress), and this chunk says so instead.
+          if (!(error instanceof NoVoiceError) || episode.skipped?.includes(error.lang)) {
+            throw error;
+          }
+          episode = { ...episode, skipped: [...(episode.skipped ?? []), error.lang] };
+          chunks = spokenChunks(split, this.#speaks, episode.skipped);
+          i--;
+        }
       }
+      const transcript = chunks.map((chunk) => chunk.text).filter((text) => text !== "");
+      await writeAtomically(this.transcriptPath(episode.id), `${transcript.join("\n")}\n`);
       episode = await this.#finish(episode, episodes);
       await this.#reached("ready", episode);
       await this.#enforceRetention(episodes);
@@ -403,8 +440,9 @@ export class Podcast {
       await Deno.chmod(part, PRIVATE_FILE_MODE);
       await file.truncate(resumable ? episode.bytes : 0);
     }
+    const { chapters: _c, skipped: _s, ...anew } = episode;
     const next: Episode = resumable ? { ...episode, state: "synthesising", chunks_total: total } : {
-      ...episode,
+      ...anew,
       state: "synthesising",
       chunks_total: total,
       chunks_done: 0,
@@ -417,35 +455,45 @@ export class Podcast {
 
   /**
    * Speaks the next chunk, appends its MP3 segment to the part file (behind a placeholder
-   * Info frame, for the first) and syncs it, then records the progress: the record is a few
-   * hundred bytes, whatever the text's length.
+   * Info frame, for the first) and syncs it, then records the progress, with the chapter the
+   * chunk starts at the audio's length so far: the record is a few hundred bytes, whatever the
+   * text's length.
    */
   async #speakChunk(
     episode: Episode,
-    text: string,
+    chunk: Spoken,
     episodes: Map<string, Episode>,
   ): Promise<Episode> {
-    const pcm = await this.#engine.synthesize(text, chooseVoice(text));
-    const seconds = pcm.samples.length / pcm.sampleRate;
+    const segment = chunk.text === "" ? new Uint8Array(0) : await this.#segment(chunk);
+    const head = episode.bytes === 0 && segment.length >= 4
+      ? infoFrame(segment.subarray(0, 4))
+      : new Uint8Array(0);
+    if (segment.length > 0) await appendSynced(this.#files.partPath(episode.id), [head, segment]);
+    const second = episode.chunks_done >= 1;
+    if (second) await this.#reached("appended", episode);
+    // The audio as it plays, frame by frame: the chapters start exactly where it says.
+    const next = progressed(episode, chunk, head.length + segment.length, segmentSeconds(segment));
+    await this.#save(next, episodes);
+    if (second) await this.#reached("recorded", next);
+    return next;
+  }
+
+  /**
+   * One chunk spoken and encoded as an MP3 segment; by the fallback engine when the engine has no
+   * voice for its language and the fallback has one.
+   *
+   * @throws {NoVoiceError} when neither has a voice for it.
+   */
+  async #segment(chunk: Spoken): Promise<Uint8Array> {
+    const pcm = await this.#engine.synthesize(chunk.text, chunk.lang).catch((error) => {
+      if (!(error instanceof NoVoiceError) || !this.#fallback?.speaks?.(chunk.lang)) throw error;
+      return this.#fallback.synthesize(chunk.text, chunk.lang);
+    });
     const segment = await this.#encoder.encode(pcm);
     // Half a minute of samples (about 1 MB) given back now, not at the garbage collector's
     // next pass: the main thread allocates little, so that pass can be many chunks away.
     if (pcm.samples.buffer instanceof ArrayBuffer) pcm.samples.buffer.transfer(0);
-    const head = episode.bytes === 0 && segment.length >= 4
-      ? infoFrame(segment.subarray(0, 4))
-      : new Uint8Array(0);
-    await appendSynced(this.#files.partPath(episode.id), [head, segment]);
-    const second = episode.chunks_done >= 1;
-    if (second) await this.#reached("appended", episode);
-    const next: Episode = {
-      ...episode,
-      chunks_done: episode.chunks_done + 1,
-      bytes: episode.bytes + head.length + segment.length,
-      duration_s: episode.duration_s + seconds,
-    };
-    await this.#save(next, episodes);
-    if (second) await this.#reached("recorded", next);
-    return next;
+    return segment;
   }
 
   /**
@@ -520,6 +568,7 @@ export class Podcast {
           await this.#files.remove(episode.id);
           episodes.delete(episode.id);
           this.#evicted++;
+          this.onChange?.(episode.id, true);
           continue;
         }
         kept++;

@@ -11,7 +11,8 @@ import { BlogStore } from "./blog.ts";
 import { SiteOrigin } from "./site.ts";
 import { NotesStore } from "./notes.ts";
 import { Podcast, type PodcastStats, type Retention } from "./podcast.ts";
-import { CommandEngine, EspeakWorker, type TtsEngine } from "./tts.ts";
+import { EspeakWorker, type TtsEngine } from "./tts.ts";
+import { CommandEngine } from "./speech_command.ts";
 
 /** Options of {@linkcode createBuiltinServices}. */
 export interface BuiltinOptions {
@@ -21,10 +22,10 @@ export interface BuiltinOptions {
   readonly clock?: () => number;
   /** Where the podcast worker's lines go; default `console.log`. */
   readonly log?: (line: string) => void;
-  /** The speech engine; default {@linkcode EspeakWorker}, or `ttsCommand` when given. */
+  /** The speech engine; default {@linkcode EspeakWorker}, or `speechCommand` when given. */
   readonly engine?: TtsEngine;
-  /** An external speech command (`--tts-command`); see {@linkcode CommandEngine}. */
-  readonly ttsCommand?: string | undefined;
+  /** The household's speech command (`--speech-command`); see {@linkcode CommandEngine}. */
+  readonly speechCommand?: string | undefined;
   /** Podcast retention limits. */
   readonly retention?: Retention;
   /**
@@ -32,6 +33,16 @@ export interface BuiltinOptions {
    * `https://relay.example.org` (`--public-url`); default where the relay listens.
    */
   readonly publicUrl?: string | undefined;
+}
+
+/** A note, post or episode that was added (published, saved, restored) or removed. */
+export interface BuiltinChange {
+  /** Which service's. */
+  readonly kind: "note" | "post" | "episode";
+  /** Its id: the note's `doc_id`, the post's `post_id`, the episode's `id`. */
+  readonly id: string;
+  /** `true` when it was deleted (a post deleted, an episode past the podcast's retention). */
+  readonly removed: boolean;
 }
 
 /** The built-in services: their stores and the podcast's background worker. */
@@ -49,6 +60,12 @@ export interface BuiltinServices {
    * there is no public URL. A request's `Host` never is.
    */
   listening(url: string): void;
+  /**
+   * Tells `listener` of every note, post and episode added or removed from now on, once its
+   * files are written (the search index keeps itself current this way). One listener: a
+   * second call replaces the first.
+   */
+  watch(listener: (change: BuiltinChange) => void): void;
   /** Starts the podcast worker (resumes unfinished episodes). */
   start(): void;
   /** Stops the podcast worker after the chunk being spoken. */
@@ -72,10 +89,13 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
   const notes = new NotesStore(options.dataDir, clock);
   const blog = new BlogStore(options.dataDir, clock);
   const engine = options.engine ??
-    (options.ttsCommand ? new CommandEngine(options.ttsCommand) : new EspeakWorker());
+    (options.speechCommand ? new CommandEngine(options.speechCommand) : new EspeakWorker());
   const podcast = new Podcast({
     dataDir: options.dataDir,
     engine,
+    // The built-in engine speaks what the household's command has no voice for (its thread
+    // starts only if it is asked).
+    ...(options.speechCommand && !options.engine ? { fallback: new EspeakWorker() } : {}),
     clock,
     log: options.log ?? ((line: string) => console.log(line)),
     ...(options.retention ? { retention: options.retention } : {}),
@@ -87,6 +107,11 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     site,
     listening: (url) => site.listening(url),
     podcast,
+    watch(listener) {
+      notes.onChange = (id, removed) => listener({ kind: "note", id, removed });
+      blog.onChange = (id, removed) => listener({ kind: "post", id, removed });
+      podcast.onChange = (id, removed) => listener({ kind: "episode", id, removed });
+    },
     start: () => podcast.start(),
     stop: () => podcast.stop(),
     async stats() {

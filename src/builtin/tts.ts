@@ -1,13 +1,12 @@
 /**
- * Text to speech for the podcast: the text is cut into chunks of whole sentences
- * (`speech_text.ts`, on a worker thread: {@linkcode splitOffThread}), each chunk gets a
- * voice chosen from its script (Mandarin for Chinese, English otherwise), and an engine
- * turns one chunk at a time into 16-bit PCM, so memory stays bounded whatever the article's
- * length.
+ * Text to speech for the podcast: the text is cut into chunks of whole sentences of one
+ * language each (`speech_text.ts`, on a worker thread: {@linkcode splitOffThread}), and an
+ * engine turns one chunk at a time into 16-bit PCM in a voice for the chunk's language, so
+ * memory stays bounded whatever the article's length.
  *
  * The built-in engine is eSpeak NG compiled to WebAssembly (the npm package `espeak-ng`),
- * which ships inside the relay's binary and needs no program and no network; an external
- * engine can be run instead (`--tts-command`, see docs/publishing-builtin.md).
+ * which ships inside the relay's binary and needs no program and no network; the household's
+ * own engine can be run instead (`--speech-command`, `speech_command.ts`).
  *
  * @module
  */
@@ -20,88 +19,63 @@ import {
   packagedEspeak,
   PlainEspeak,
 } from "./espeak_instance.ts";
+import type { SpeechLang } from "./speech_lang.ts";
+import type { SpeechChunk } from "./speech_chunks.ts";
+import { parseWav, type Pcm, resample } from "./wav.ts";
 
-/** Mono 16-bit PCM audio. */
-export interface Pcm {
-  /** Samples, one channel. */
-  readonly samples: Int16Array;
-  /** Samples per second, e.g. 22050. */
-  readonly sampleRate: number;
+export type { Pcm } from "./wav.ts";
+
+/**
+ * The eSpeak NG voice for each language the built-in engine speaks. Japanese has none: the
+ * build's Japanese voice reads kana only, and every kanji as the English words "Chinese
+ * letter".
+ */
+const ESPEAK_VOICES: Readonly<Partial<Record<SpeechLang, string>>> = {
+  en: "en-us",
+  zh: "cmn",
+  ko: "ko",
+  ru: "ru",
+  el: "el",
+  ar: "ar",
+  he: "he",
+  hi: "hi",
+  th: "th",
+};
+
+/** eSpeak NG's WAVE output as the episode takes it (its rate is the episodes' already). */
+function readWav(bytes: Uint8Array): Pcm {
+  return resample(parseWav(bytes));
 }
 
-/** A voice the relay chooses: Mandarin Chinese or English. */
-export type Voice = "cmn" | "en-us";
+/** Whether the built-in engine has a voice for `lang`. */
+export function builtInSpeaks(lang: SpeechLang): boolean {
+  return ESPEAK_VOICES[lang] !== undefined;
+}
+
+/** The eSpeak NG voice of `lang`; any other name is taken as a voice name as it is. */
+function espeakVoice(lang: string): string {
+  return ESPEAK_VOICES[lang as SpeechLang] ?? lang;
+}
 
 /** Something that turns one chunk of text into speech. */
 export interface TtsEngine {
   /** A short name for logs and docs, e.g. `espeak-ng (built in)`. */
   readonly name: string;
   /**
-   * Speaks `text` with `voice`. The samples returned belong to the caller, who may free
-   * them (the podcast detaches their buffer once the chunk is encoded).
+   * Whether it has a voice for `lang`: a chunk in a language it has none for is not spoken.
+   * Without it, every language is taken to have one.
+   */
+  speaks?(lang: SpeechLang): boolean;
+  /**
+   * Speaks `text` in a voice for `lang`, at the episodes' rate (`EPISODE_RATE` of `wav.ts`). The samples returned
+   * belong to the caller, who may free them (the podcast detaches their buffer once the chunk
+   * is encoded).
    *
    * @throws {Error} with one sentence when the engine fails.
    */
-  synthesize(text: string, voice: Voice): Promise<Pcm>;
+  synthesize(text: string, lang: SpeechLang): Promise<Pcm>;
   /** Frees what the engine holds (a worker thread); it may be used again after. */
   close?(): void;
-}
-
-/**
- * The voice for `text`: Mandarin when it has at least as many Chinese characters as Latin
- * words (Mandarin's voice reads Latin words as English), English otherwise.
- */
-export function chooseVoice(text: string): Voice {
-  const han = text.match(/\p{Script=Han}/gu)?.length ?? 0;
-  const latinWords = text.match(/[A-Za-z]+/g)?.length ?? 0;
-  return han > 0 && han >= latinWords ? "cmn" : "en-us";
-}
-
-/**
- * Reads a RIFF/WAVE file of 16-bit PCM, any channel count (mixed down to mono).
- *
- * @throws {Error} when it is not 16-bit PCM WAVE.
- */
-export function parseWav(bytes: Uint8Array): Pcm {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const tag = (at: number) => String.fromCharCode(...bytes.subarray(at, at + 4));
-  if (bytes.length < 12 || tag(0) !== "RIFF" || tag(8) !== "WAVE") {
-    throw new Error("the engine's output is not a WAVE file");
-  }
-  let offset = 12;
-  let channels = 0;
-  let sampleRate = 0;
-  let bits = 0;
-  while (offset + 8 <= bytes.length) {
-    const id = tag(offset);
-    // Engines writing to a pipe cannot seek back: their data size is 0 or 0xFFFFFFFF.
-    let size = view.getUint32(offset + 4, true);
-    const body = offset + 8;
-    if (id === "fmt ") {
-      const format = view.getUint16(body, true);
-      channels = view.getUint16(body + 2, true);
-      sampleRate = view.getUint32(body + 4, true);
-      bits = view.getUint16(body + 14, true);
-      if ((format !== 1 && format !== 0xfffe) || bits !== 16 || channels < 1) {
-        throw new Error("the engine's output is not 16-bit PCM");
-      }
-    } else if (id === "data") {
-      if (channels === 0) throw new Error("the engine's WAVE file has no format before its data");
-      if (size === 0 || body + size > bytes.length) size = bytes.length - body;
-      const frames = Math.floor(size / (2 * channels));
-      const samples = new Int16Array(frames);
-      for (let i = 0; i < frames; i++) {
-        let sum = 0;
-        for (let c = 0; c < channels; c++) {
-          sum += view.getInt16(body + (i * channels + c) * 2, true);
-        }
-        samples[i] = Math.round(sum / channels);
-      }
-      return { samples, sampleRate };
-    }
-    offset = body + size + (size % 2);
-  }
-  throw new Error("the engine's WAVE file has no data");
 }
 
 /**
@@ -123,21 +97,30 @@ export class EspeakWasm implements TtsEngine {
     this.#given = compiled;
   }
 
-  /** Speaks `text` with `voice`; rejects with one sentence when the engine fails. */
-  async synthesize(text: string, voice: Voice): Promise<Pcm> {
-    if (this.#plain) return parseWav(await this.#plain.speak(text, voice));
+  /** Whether eSpeak NG has a voice for `lang` (all but Japanese). */
+  speaks(lang: SpeechLang): boolean {
+    return builtInSpeaks(lang);
+  }
+
+  /**
+   * Speaks `text` in eSpeak NG's voice for `lang` (any other string is taken as a voice's
+   * name); rejects with one sentence when the engine fails.
+   */
+  async synthesize(text: string, lang: SpeechLang): Promise<Pcm> {
+    const voice = espeakVoice(lang);
+    if (this.#plain) return readWav(await this.#plain.speak(text, voice));
     this.#instance ??=
       (async () => await EspeakInstance.create(this.#given ?? await compileEspeak()))();
     const instance = this.#instance;
     try {
-      return parseWav((await instance).speak(text, voice));
+      return readWav((await instance).speak(text, voice));
     } catch (error) {
       // A failed run may leave the instance in a state its reset does not cover: the next
       // chunk gets a new one.
       if (this.#instance === instance) this.#instance = undefined;
       if (!(error instanceof EspeakLayoutError)) throw error;
       this.#plain ??= new PlainEspeak(this.#given?.leftOut.url ?? packagedEspeak());
-      return parseWav(await this.#plain.speak(text, voice));
+      return readWav(await this.#plain.speak(text, voice));
     }
   }
 
@@ -149,67 +132,16 @@ export class EspeakWasm implements TtsEngine {
 }
 
 /**
- * An external engine (`--tts-command`): a program that reads the text on standard input
- * and writes a 16-bit PCM WAVE file to standard output. The command is split at spaces
- * (no shell); `{voice}` in it becomes `cmn` or `en-us`. Example:
- * `espeak-ng -v {voice} --stdin --stdout`.
- */
-export class CommandEngine implements TtsEngine {
-  /** The program's name and "(external)". */
-  readonly name: string;
-  readonly #argv: readonly string[];
-  readonly #timeoutMs: number;
-
-  /**
-   * An engine that runs `command` for each chunk.
-   *
-   * @param command The command line, e.g. `espeak-ng -v {voice} --stdin --stdout`.
-   * @param timeoutMs How long one chunk may take, ms.
-   * @throws {Error} when the command is empty.
-   */
-  constructor(command: string, timeoutMs = 120_000) {
-    this.#argv = command.trim().split(/\s+/).filter((part) => part !== "");
-    if (this.#argv.length === 0) throw new Error("the TTS command is empty");
-    this.name = `${this.#argv[0]} (external)`;
-    this.#timeoutMs = timeoutMs;
-  }
-
-  /** Speaks `text` with `voice`; rejects with one sentence when the engine fails. */
-  async synthesize(text: string, voice: Voice): Promise<Pcm> {
-    const [program, ...args] = this.#argv.map((part) => part.replaceAll("{voice}", voice));
-    let child: Deno.ChildProcess;
-    try {
-      child = new Deno.Command(program!, {
-        args,
-        stdin: "piped",
-        stdout: "piped",
-        stderr: "piped",
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      }).spawn();
-    } catch (error) {
-      throw new Error(`cannot run ${program}: ${error instanceof Error ? error.message : error}`);
-    }
-    const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(text)).catch(() => {});
-    await writer.close().catch(() => {});
-    const output = await child.output();
-    if (!output.success) {
-      const reason = new TextDecoder().decode(output.stderr).trim().split("\n")[0] ?? "";
-      throw new Error(
-        `${program} failed (exit ${output.code}${output.signal ? `, ${output.signal}` : ""})` +
-          (reason ? `: ${reason.slice(0, 200)}` : ""),
-      );
-    }
-    return parseWav(output.stdout);
-  }
-}
-
-/**
  * What `tts_worker.ts` is asked: speak a chunk (`id` numbers it, for its answer), or cut a
  * text into chunks.
  */
 export type WorkerRequest =
-  | { readonly kind: "speak"; readonly id: number; readonly text: string; readonly voice: Voice }
+  | {
+    readonly kind: "speak";
+    readonly id: number;
+    readonly text: string;
+    readonly lang: SpeechLang;
+  }
   | { readonly kind: "split"; readonly text: string; readonly maxChars?: number };
 
 /**
@@ -218,7 +150,7 @@ export type WorkerRequest =
  */
 export type WorkerReply =
   | { readonly id: number; readonly samples: Int16Array; readonly sampleRate: number }
-  | { readonly chunks: string[] }
+  | { readonly chunks: SpeechChunk[] }
   | { readonly id?: number; readonly error: string };
 
 /** A new worker thread running `tts_worker.ts`, or `undefined` when none can start. */
@@ -231,7 +163,7 @@ function newWorker(): Worker | undefined {
 }
 
 /**
- * Cuts `text` into chunks for speech ({@linkcode splitForSpeech} of `speech_text.ts`) on a
+ * Cuts `text` into chunks for speech (`speechChunks` of `speech_text.ts`) on a
  * worker thread of its own, which ends with the job (a parsed article is freed at once), so
  * that parsing a long article never holds up the relay's requests; in this thread when no
  * worker can start or load (a build without it).
@@ -240,7 +172,7 @@ function newWorker(): Worker | undefined {
  * @returns The chunks, in reading order.
  * @throws {Error} with the worker's one sentence when the job failed.
  */
-export async function splitOffThread(text: string, maxChars?: number): Promise<string[]> {
+export async function splitOffThread(text: string, maxChars?: number): Promise<SpeechChunk[]> {
   const worker = newWorker();
   if (worker !== undefined) {
     try {
@@ -263,14 +195,14 @@ export async function splitOffThread(text: string, maxChars?: number): Promise<s
       worker.terminate();
     }
   }
-  const { splitForSpeech } = await import("./speech_text.ts");
-  return splitForSpeech(text, maxChars);
+  const { speechChunks } = await import("./speech_text.ts");
+  return speechChunks(text, maxChars);
 }
 
 /** A chunk sent to the speech thread and not answered yet. */
 interface Waiting {
   readonly text: string;
-  readonly voice: Voice;
+  readonly lang: SpeechLang;
   resolve(pcm: Pcm): void;
   reject(error: Error): void;
 }
@@ -294,18 +226,23 @@ export class EspeakWorker implements TtsEngine {
   #nextId = 0;
   #fallback: EspeakWasm | undefined;
 
-  /** Speaks `text` with `voice` on the speech thread; rejects with one sentence. */
-  synthesize(text: string, voice: Voice): Promise<Pcm> {
-    if (this.#fallback) return this.#fallback.synthesize(text, voice);
+  /** Whether eSpeak NG has a voice for `lang` (all but Japanese). */
+  speaks(lang: SpeechLang): boolean {
+    return builtInSpeaks(lang);
+  }
+
+  /** Speaks `text` in `lang` on the speech thread; rejects with one sentence. */
+  synthesize(text: string, lang: SpeechLang): Promise<Pcm> {
+    if (this.#fallback) return this.#fallback.synthesize(text, lang);
     const worker = this.#worker ?? this.#start();
     if (worker === undefined) {
       this.#fallback = new EspeakWasm();
-      return this.#fallback.synthesize(text, voice);
+      return this.#fallback.synthesize(text, lang);
     }
     const id = this.#nextId++;
     return new Promise<Pcm>((resolve, reject) => {
-      this.#waiting.set(id, { text, voice, resolve, reject });
-      const request: WorkerRequest = { kind: "speak", id, text, voice };
+      this.#waiting.set(id, { text, lang, resolve, reject });
+      const request: WorkerRequest = { kind: "speak", id, text, lang };
       worker.postMessage(request);
     });
   }
@@ -345,7 +282,7 @@ export class EspeakWorker implements TtsEngine {
       this.#stop(new Error("the speech thread could not start"));
       const fallback = this.#fallback = new EspeakWasm();
       for (const chunk of waiting) {
-        fallback.synthesize(chunk.text, chunk.voice).then(chunk.resolve, chunk.reject);
+        fallback.synthesize(chunk.text, chunk.lang).then(chunk.resolve, chunk.reject);
       }
     };
     return worker;

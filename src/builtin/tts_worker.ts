@@ -28,14 +28,14 @@ async function handle(request: WorkerRequest): Promise<void> {
   try {
     if (request.kind === "split") {
       // Loaded here only: a speaking thread never loads markdown-it.
-      const { splitForSpeech } = await import("./speech_text.ts");
-      const reply: WorkerReply = { chunks: splitForSpeech(request.text, request.maxChars) };
+      const { speechChunks } = await import("./speech_text.ts");
+      const reply: WorkerReply = { chunks: speechChunks(request.text, request.maxChars) };
       self.postMessage(reply);
       return;
     }
     engine ??= new EspeakWasm();
     try {
-      const pcm = await engine.synthesize(request.text, request.voice);
+      const pcm = await engine.synthesize(request.text, request.lang);
       const reply: WorkerReply = {
         id: request.id,
         samples: pcm.samples,

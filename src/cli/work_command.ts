@@ -13,6 +13,7 @@ import { type ExtractSettings, work } from "../client/work.ts";
 import type { Args, Command } from "./command.ts";
 import { durationOption } from "./client_commands.ts";
 import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
+import { type AllowList, parseAllowList } from "../client/address_policy.ts";
 
 /** Default `--attempts`: a passing hiccup gets two more chances, a broken item not many. */
 const DEFAULT_ATTEMPTS = 3;
@@ -22,8 +23,12 @@ const MAX_ATTEMPTS = 100;
 const DEFAULT_BACKOFF_MS = 2000;
 /** Default `--lease`, ms: five minutes. */
 const DEFAULT_LEASE_MS = 5 * 60_000;
-/** Default `--timeout`, ms: a slow site on a slow link still answers within 20 s. */
-const DEFAULT_PAGE_TIMEOUT_MS = 20_000;
+/**
+ * Default `--timeout`, ms: the deadline of reading one page, fetch and extraction together. A
+ * slow site on a slow link answers within 20 s, and a long documentation page takes the
+ * extractor several seconds more on a small machine.
+ */
+const DEFAULT_PAGE_TIMEOUT_MS = 30_000;
 /** Default `--max-page`, bytes: 5 MiB, far above a real article, well below the Pi's memory. */
 const DEFAULT_MAX_PAGE_BYTES = 5 * 1024 * 1024;
 /** Default `--accept-language`: English, as a browser set to English sends it. */
@@ -58,7 +63,7 @@ function attempts(args: Args): number {
 function extractSettings(args: Args): ExtractSettings | undefined {
   const publish = (args.string("publish") ?? "").split(",").map((t) => t.trim()).filter((t) => t);
   if (!args.flag("extract")) {
-    for (const name of ["publish", "timeout", "max-page", "accept-language"]) {
+    for (const name of ["publish", "timeout", "max-page", "accept-language", "allow-private"]) {
       if (args.string(name) !== undefined) throw args.usage(`--${name} needs --extract`);
     }
     return undefined;
@@ -85,7 +90,21 @@ function extractSettings(args: Args): ExtractSettings | undefined {
     maxBytes,
     acceptLanguage,
     publish,
+    allowPrivate: allowPrivate(args),
   };
+}
+
+/** `--allow-private`: hosts read despite the address policy; none by default. */
+function allowPrivate(args: Args): AllowList {
+  const text = args.string("allow-private");
+  if (text === undefined) return [];
+  try {
+    return parseAllowList(text);
+  } catch (error) {
+    throw args.usage(
+      `invalid --allow-private: ${(error as Error).message}; or "all" to read any address`,
+    );
+  }
 }
 
 const workCommand: Command = {
@@ -108,6 +127,13 @@ const workCommand: Command = {
     "no article) is fetched again after --backoff, up to --attempts times; then one line",
     "saying why (Could not read URL: HTTP 404) is pushed instead and the item deleted.",
     "--publish also sends each article to those targets through the relay's /publish.",
+    "",
+    "The reader refuses links (and redirects) to this machine, the local network and the",
+    "relay itself (loopback, private, link-local addresses, localhost), checked on every",
+    "address the name resolves to: any link in a queue could otherwise make it read and",
+    "publish a router's or NAS's page. --allow-private HOST[:PORT],… reads those hosts;",
+    "--allow-private all turns the check off (a risk: anyone who can submit a link can then",
+    "read the household network's pages through the reader).",
   ].join("\n"),
   options: [
     {
@@ -149,8 +175,8 @@ const workCommand: Command = {
       name: "timeout",
       type: "string",
       value: "D",
-      help: "with --extract: time limit of fetching one page, redirects and body included",
-      default: "20s",
+      help: "with --extract: deadline of reading one page: fetch, parse, extraction, Markdown",
+      default: "30s",
     },
     {
       name: "max-page",
@@ -165,6 +191,13 @@ const workCommand: Command = {
       value: "LANGS",
       help: "with --extract: the Accept-Language header sent",
       default: DEFAULT_ACCEPT_LANGUAGE,
+    },
+    {
+      name: "allow-private",
+      type: "string",
+      value: "HOSTS",
+      help: "with --extract: HOST[:PORT],… on this machine or the local network that may be " +
+        "read (all: any, a risk)",
     },
     ...CLIENT_OPTIONS,
   ],

@@ -17,6 +17,7 @@ import { writeArticleResult } from "../article_result.ts";
 import TurndownService from "turndown";
 // @ts-types="./turndown_gfm.d.ts"
 import { gfm } from "turndown-plugin-gfm";
+import { removeWidgets, type TidyElement, tidyTables } from "./article_tidy.ts";
 
 /**
  * The parts of a DOM element the reader touches. The relay is type-checked without the DOM's
@@ -52,6 +53,8 @@ export interface PageDocument {
   createElement(tag: string): PageElement;
   /** Every element that matches a CSS selector. */
   querySelectorAll(selectors: string): ArrayLike<PageElement>;
+  /** The first element that matches a CSS selector. */
+  querySelector(selectors: string): PageElement | null;
 }
 
 /** What a reader made of one page: the fields of the result it pushes. */
@@ -83,11 +86,13 @@ export function extractArticle(document: PageDocument, url: string): Article | n
   setBase(copy, url);
   // The page's one <h1>, read before Readability rearranges (and often drops) it.
   const h1s = Array.from(copy.querySelectorAll("h1"));
-  const h1 = h1s.length === 1 ? oneLine(h1s[0]!.textContent ?? "") : "";
-  const found = new Readability(copy as never, { charThreshold: 100 }).parse();
+  const site = siteHeading(copy, h1s);
+  const h1 = h1s.length === 1 && !site ? oneLine(h1s[0]!.textContent ?? "") : "";
+  removeWidgets(copy as unknown as TidyElement);
+  const found = new Readability(copy as never).parse();
   if (!found?.content) return null;
   const { title, markdown: body } = htmlToMarkdown(copy, found.content, {
-    found: found.title ?? "",
+    found: withoutSite(found.title ?? "", [site, found.siteName ?? ""]),
     h1,
     url,
   });
@@ -114,6 +119,42 @@ export function articleResult(article: Article): string {
   return writeArticleResult(article);
 }
 
+/** What separates an article's title from the site's name in a `<title>`. */
+const SEPARATOR = /\s+[|\-–—:·»]\s+/;
+
+/**
+ * The text of the page's `<h1>` when it is the site's name or logo rather than the article's
+ * heading (a blog theme that puts the site's name in the only `<h1>`): it sits in the page's
+ * header or is a link to the site's home, or the `<title>` ends with it after a separator.
+ * `""` when it is the article's own (or there is not exactly one).
+ */
+function siteHeading(document: PageDocument, h1s: PageElement[]): string {
+  if (h1s.length !== 1) return "";
+  const h1 = h1s[0]! as PageElement & Pick<TidyElement, "closest" | "getAttribute">;
+  const text = oneLine(h1.textContent ?? "");
+  const names = `${h1.getAttribute("class") ?? ""} ${h1.getAttribute("id") ?? ""}`;
+  const home = h1.querySelector('a[href="/"], a[rel="home"]') ?? h1.closest('a[href="/"]');
+  if (home || /logo|brand|site-?(title|name)/i.test(names) || h1.closest("header nav, nav")) {
+    return text;
+  }
+  const title = oneLine(document.querySelector("title")?.textContent ?? "").split(SEPARATOR);
+  if (title.length > 1 && title.at(-1)!.toLowerCase() === text.toLowerCase()) return text;
+  return "";
+}
+
+/** A title without the site's name at its end or start (`Tending tomatoes | Garden Weekly`). */
+function withoutSite(title: string, sites: string[]): string {
+  const full = oneLine(title);
+  const isSite = (part: string) =>
+    sites.some((name) => name && part.toLowerCase() === oneLine(name).toLowerCase());
+  const separators = [...full.matchAll(new RegExp(SEPARATOR.source, "g"))];
+  const first = separators[0], last = separators.at(-1);
+  if (!first || !last) return full;
+  if (isSite(full.slice(last.index + last[0].length))) return full.slice(0, last.index);
+  if (isSite(full.slice(0, first.index))) return full.slice(first.index + first[0].length);
+  return full;
+}
+
 /** Readability resolves links against `document.baseURI`: give the copy the page's address. */
 function setBase(document: PageDocument, url: string): void {
   const head = document.head ?? document.documentElement;
@@ -133,15 +174,16 @@ function turndown(): TurndownService {
     emDelimiter: "_",
   });
   service.use(gfm);
-  // Images by their address: one inlined as a data: URL would put its bytes in the result.
+  // Images by their address, without their alt text: the alt text describes a picture and is
+  // not the article's text (read aloud or searched, it repeats the caption or says "logo").
+  // One inlined as a data: URL is left out: it would put its bytes in the result.
   service.addRule("imageByAddress", {
     filter: "img",
     replacement: (_content, node) => {
       const image = node as unknown as { getAttribute(name: string): string | null };
       const src = image.getAttribute("src") ?? "";
-      const alt = oneLine(image.getAttribute("alt") ?? "").replace(/[[\]\\]/g, "\\$&");
-      if (!/^https?:\/\//i.test(src)) return alt;
-      return `![${alt}](${src.replace(/[()\s]/g, encodeURIComponent)})`;
+      if (!/^https?:\/\//i.test(src)) return "";
+      return `![](${src.replace(/[()\s]/g, encodeURIComponent)})`;
     },
   });
   // Readability keeps no scripts, but a page's <noscript> or <style> must not become text.
@@ -168,6 +210,7 @@ function htmlToMarkdown(
 ): { title: string; markdown: string } {
   const container = owner.createElement("div");
   container.innerHTML = html;
+  tidyTables(container as unknown as TidyElement, (tag) => owner.createElement(tag) as never);
   const first = container.querySelector("h1, h2");
   const heading = oneLine(first?.textContent ?? "");
   const full = oneLine(names.found);

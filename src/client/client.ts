@@ -115,8 +115,17 @@ async function call(
   init: RequestOptions = {},
 ): Promise<Response> {
   const res = await send(client, path, init, REQUEST_TIMEOUT_MS);
-  if (res.status < 300) return res;
+  if (res.status < 300 && !isWebPage(res)) return res;
   throw await failure(client, res);
+}
+
+/**
+ * Whether an answer is a web page: the relay's API answers JSON or plain text, never HTML, so
+ * an HTML answer means that `--url` names some other server (a router, a web server, a proxy's
+ * error page), whose page would otherwise end as "Unexpected token '<'".
+ */
+function isWebPage(res: Response): boolean {
+  return /^\s*text\/html\b/i.test(res.headers.get("content-type") ?? "");
 }
 
 /** What {@linkcode call} and {@linkcode send} send besides the path. */
@@ -160,6 +169,16 @@ async function send(
 
 /** Describes an unsuccessful answer, with the relay's problem `detail` when it sent one. */
 async function failure(client: RelayAddress, res: Response): Promise<RelayError> {
+  if (isWebPage(res)) {
+    await res.body?.cancel();
+    return new RelayError(
+      `${client.url} is not a relay: it answered HTTP ${res.status} with a web page, not the ` +
+        "relay's API; check --url (or RELAY_URL, or the config file of relay login): the " +
+        "relay's address and port, e.g. http://127.0.0.1:8787",
+      undefined,
+      false,
+    );
+  }
   let detail = "";
   try {
     const problem = await res.json();
@@ -183,9 +202,24 @@ async function failure(client: RelayAddress, res: Response): Promise<RelayError>
   );
 }
 
+/**
+ * Why the relay could not be reached, with what to do: nothing listening, a name that does not
+ * resolve, a TLS certificate refused.
+ */
 function describeCause(error: unknown): string {
   const { refused, reason } = fetchFailure(error);
-  return refused ? "connection refused (is it running?)" : reason;
+  if (refused) {
+    return "connection refused (is it running? start it with relay serve, or check the port " +
+      "in --url)";
+  }
+  if (/dns|lookup|name or service|getaddrinfo|no address/i.test(reason)) {
+    return `no such host (${reason}): check the host name in --url, or use the relay's IP address`;
+  }
+  if (/certificate|tls|ssl|handshake/i.test(reason)) {
+    return `its TLS certificate was refused (${reason}): use the relay's https address whose ` +
+      "certificate names that host, or http:// on the local network";
+  }
+  return reason;
 }
 
 /**

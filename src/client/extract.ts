@@ -11,8 +11,11 @@
 import { parseHTML } from "linkedom";
 import { type Article, articleResult, extractArticle, type PageDocument } from "./article.ts";
 import { fetchPage, type FetchPageOptions, PageError } from "./fetch_page.ts";
+import { checkShape } from "./page_shape.ts";
+import { NEAR_EMPTY_WORDS, NEEDS_BROWSER, needsBrowser, wordCount } from "./page_wall.ts";
 
-export { PageError } from "./fetch_page.ts";
+export { PageError, relayAddresses } from "./fetch_page.ts";
+export { checkShape } from "./page_shape.ts";
 export type { Article } from "./article.ts";
 
 /** What {@linkcode readLink} made of a link. */
@@ -30,7 +33,8 @@ export interface ReadLink {
  * @param options The fetch's time limit (ms), size cap (bytes) and `Accept-Language`.
  * @returns The article and the Markdown result.
  * @throws {PageError} when the page cannot be fetched (see {@linkcode fetchPage}) or has no
- *   article.
+ *   article, or one of fewer than {@linkcode NEAR_EMPTY_WORDS} words; not retryable, saying
+ *   that the page needs a browser, when it shows it (src/client/page_wall.ts).
  */
 export async function readLink(url: string, options: FetchPageOptions): Promise<ReadLink> {
   const page = await fetchPage(url, options);
@@ -38,91 +42,22 @@ export async function readLink(url: string, options: FetchPageOptions): Promise<
   checkShape(html);
   const { document } = parseHTML(html) as unknown as { document: PageDocument };
   const article = extractArticle(document, page.url);
-  if (article === null) throw new PageError("no article found on the page");
+  const words = article === null ? 0 : wordCount(article.text ?? article.markdown);
+  if (article === null || words < NEAR_EMPTY_WORDS) {
+    // A near-empty article is not one: never pushed, so never published.
+    if (needsBrowser(page.html)) throw new PageError(NEEDS_BROWSER, false);
+    throw new PageError(
+      article === null
+        ? "no article found on the page"
+        : `no article found on the page (only ${words} words of text)`,
+    );
+  }
   let result = articleResult(article);
   if (page.truncated) {
     result += `\n_The page was longer than ${sizeText(options.maxBytes)}: ` +
       "only its beginning was read._\n";
   }
   return { article, result };
-}
-
-/**
- * Most elements of a page the reader reads, once its scripts are gone. Readability's time and
- * the memory of the page's DOMs grow with its elements: measured on our 2-core machine under
- * load, a page of dense article with 9,900 elements took 4.4 s and a peak of 360 MB, with
- * 14,700 5.4 s and 360 MB, with 19,600 7.5 s and 600 MB (docs/benchmarks.md, "Reading a
- * link"). A long news page has 2,000 to 5,000. A page with more is reported as too large:
- * reading it again would not help.
- */
-const MAX_ELEMENTS = 15_000;
-
-/**
- * Deepest nesting of elements the reader reads. Readability walks up from each element, and
- * linkedom nests what a browser would close (an unclosed `<p>` holds the next): on our machine
- * 1,000 nested elements took 1.2 s, 5,000 took 44 s and 14,000 overflowed the stack. Real pages
- * nest a few dozen deep.
- */
-const MAX_DEPTH = 500;
-
-/** Elements that never hold others and have no end tag (WHATWG HTML, "void elements"). */
-const VOID = new Set(
-  "area base br col embed hr img input link meta param source track wbr".split(" "),
-);
-
-/** Elements whose start tag closes an open one of the same name (`<li>a<li>b`). */
-const SIBLINGS = new Set("p li dt dd tr td th option".split(" "));
-
-/** A start or end tag; `[^<>]` keeps each try within one tag, so the scan stays linear. */
-const TAG = /<(\/)?([a-zA-Z][\w:-]*)[^<>]*?(\/)?>/g;
-
-/**
- * Refuses a page too large or too deep to read, from its tags, before it is parsed: parsing
- * such a page is itself the cost to avoid.
- *
- * @throws {PageError} not retryable: more than {@linkcode MAX_ELEMENTS} elements, or nesting
- *   deeper than {@linkcode MAX_DEPTH}.
- */
-export function checkShape(html: string): void {
-  let elements = 0;
-  let deepest = 0;
-  const stack: string[] = [];
-  const open = new Map<string, number>(); // how many of each name the stack holds
-  const pop = () => {
-    const name = stack.pop()!;
-    open.set(name, open.get(name)! - 1);
-    return name;
-  };
-  for (const [, end, tag, selfClosing] of html.matchAll(TAG)) {
-    const name = tag!.toLowerCase();
-    if (end) {
-      // An end tag closes its element and whatever was left open inside it.
-      if (open.get(name)) { while (pop() !== name); }
-      continue;
-    }
-    elements++;
-    // "<div/>" opens a div in HTML (the slash means nothing there): only void elements and
-    // the elements of SVG and MathML, where the parser honours it, close themselves.
-    const foreign = (open.get("svg") ?? 0) + (open.get("math") ?? 0) > 0;
-    if (VOID.has(name) || (selfClosing && foreign)) continue;
-    // "<p>a<p>b": the parser closes the first paragraph, as a browser does.
-    if (SIBLINGS.has(name) && stack.at(-1) === name) pop();
-    stack.push(name);
-    open.set(name, (open.get(name) ?? 0) + 1);
-    deepest = Math.max(deepest, stack.length);
-  }
-  if (elements > MAX_ELEMENTS) {
-    throw new PageError(
-      `the page is too large to read: ${elements} elements, the most is ${MAX_ELEMENTS}`,
-      false,
-    );
-  }
-  if (deepest > MAX_DEPTH) {
-    throw new PageError(
-      `the page is nested too deep to read: ${deepest} levels, the most is ${MAX_DEPTH}`,
-      false,
-    );
-  }
 }
 
 /** What {@linkcode withoutScripts} takes out: no article is in them, and pages carry megabytes. */

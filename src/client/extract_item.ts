@@ -11,7 +11,6 @@
  */
 
 import { failureResult } from "../article_result.ts";
-import { errorMessage } from "../errors.ts";
 import { sleep } from "../util/backoff.ts";
 import {
   type LeasedItem,
@@ -22,6 +21,8 @@ import {
   retrying,
 } from "./client.ts";
 import type { Article, ReadLink } from "./extract.ts";
+import type { AllowList } from "./address_policy.ts";
+import { readInThread } from "./read_thread.ts";
 
 /** What `--extract` adds to the worker's options. */
 export interface ExtractSettings {
@@ -33,6 +34,12 @@ export interface ExtractSettings {
   acceptLanguage: string;
   /** Targets each article is published to through `POST /publish` (`notes`, `blog`, `nas`). */
   publish: readonly string[];
+  /**
+   * Hosts read despite the address policy (`--allow-private`): `all`, or hosts with an
+   * optional port; the reader refuses loopback, private, link-local and the relay's own
+   * addresses otherwise (src/client/address_policy.ts).
+   */
+  allowPrivate: AllowList;
 }
 
 /** The worker's options {@linkcode readItem} uses besides the {@linkcode ExtractSettings}. */
@@ -84,7 +91,7 @@ export async function readItem(
     await push(item.content.trim());
     return true;
   }
-  const outcome = await readAttempts(link, item, options);
+  const outcome = await readAttempts(link, item, client, options);
   if (outcome === undefined) return undefined;
   if (typeof outcome === "string") {
     await push(failureResult(link, outcome));
@@ -146,28 +153,34 @@ function cutTo(bytes: Uint8Array, size: number): string {
 async function readAttempts(
   link: string,
   item: LeasedItem,
+  client: RelayClient,
   options: ReadItemOptions,
 ): Promise<ReadLink | string | undefined> {
   const { attempts, log, signal } = options;
-  const { readLink, PageError } = await import("./extract.ts");
+  const { relayAddresses } = await import("./fetch_page.ts");
+  const policy = { allow: options.allowPrivate, relay: await relayAddresses(client.url) };
+  const fetchOptions = {
+    timeoutMs: options.timeoutMs,
+    maxBytes: options.maxBytes,
+    acceptLanguage: options.acceptLanguage,
+    policy,
+  };
   for (let attempt = 1;; attempt++) {
-    try {
-      return await readLink(link, options);
-    } catch (error) {
-      if (signal.aborted) return undefined;
-      // A page that trips the extractor itself (a stack overflow in a parser) is that page's
-      // failure: rethrown, it would stop the worker, and the item would come back for ever.
-      const reason = error instanceof PageError
-        ? error.message
-        : `the extractor failed on the page (${errorMessage(error).split("\n")[0]})`;
-      const last = attempt >= attempts || !(error instanceof PageError && error.retryable);
-      log(
-        `relay: could not read ${link} (item ${item.id}, attempt ${attempt} of ${attempts}): ` +
-          `${reason}${last ? "; reported in the results feed" : ""}`,
-      );
-      if (last) return reason;
-      if (!await sleep(options.backoffMs * 2 ** (attempt - 1), signal)) return undefined;
-    }
+    const answer = await readInThread(link, fetchOptions, signal);
+    if (answer.ok) return answer.read;
+    if (signal.aborted) return undefined;
+    // A page that trips the extractor itself (a stack overflow in a parser) is that page's
+    // failure: rethrown, it would stop the worker, and the item would come back for ever.
+    const reason = answer.page
+      ? answer.message
+      : `the extractor failed on the page (${answer.message.split("\n")[0]})`;
+    const last = attempt >= attempts || !answer.retryable;
+    log(
+      `relay: could not read ${link} (item ${item.id}, attempt ${attempt} of ${attempts}): ` +
+        `${reason}${last ? "; reported in the results feed" : ""}`,
+    );
+    if (last) return reason;
+    if (!await sleep(options.backoffMs * 2 ** (attempt - 1), signal)) return undefined;
   }
 }
 
@@ -177,17 +190,38 @@ async function readAttempts(
  */
 const PUBLISH_TRIES = 3;
 
-/** Publishes an article through `POST /publish`, logging the outcome of each target. */
-async function publish(client: RelayClient, article: Article, options: ReadItemOptions) {
-  const { log } = options;
-  const body = {
+/**
+ * The publish requests of an article, largest first, for a relay that refuses the larger as
+ * over its body limit (413): the article as text and Markdown; then as Markdown only (one
+ * representation, still whole: the blog renders it, the podcast reads it); then its Markdown cut
+ * to a half, a quarter, …, ending with a note that says so. Nothing is left out in silence.
+ */
+function* publishBodies(article: Article, options: ReadItemOptions) {
+  const markdown = `${article.markdown.trim()}\n\nSource: <${article.url}>\n`;
+  const common = {
     title: article.title,
-    content: article.text ?? article.markdown,
-    content_md: `${article.markdown.trim()}\n\nSource: <${article.url}>\n`,
     targets: options.publish,
     // The podcast reads the article aloud only when asked to.
     ...(options.publish.includes("nas") ? { transform: "read" } : {}),
   };
+  if (article.text !== undefined) {
+    yield { how: "whole", body: { ...common, content: article.text, content_md: markdown } };
+  }
+  yield { how: "as Markdown only", body: { ...common, content: markdown } };
+  const bytes = new TextEncoder().encode(markdown);
+  for (let cut = 1; cut <= CUTS; cut++) {
+    const content = `${cutTo(bytes, bytes.length >> cut)}\n\n_The article was cut to ` +
+      `${bytes.length >> cut} of its ${bytes.length} bytes to be published: the relay takes ` +
+      `no longer requests (its body limit). The whole article: <${article.url}>_\n`;
+    yield { how: `cut to ${bytes.length >> cut} bytes`, body: { ...common, content } };
+  }
+}
+
+/** Publishes an article through `POST /publish`, logging the outcome of each target. */
+async function publish(client: RelayClient, article: Article, options: ReadItemOptions) {
+  const { log } = options;
+  const bodies = publishBodies(article, options);
+  let { body } = bodies.next().value!;
   for (let attempt = 1;; attempt++) {
     try {
       const answer = await publishArticle(client, body);
@@ -202,6 +236,18 @@ async function publish(client: RelayClient, article: Article, options: ReadItemO
       );
       return;
     } catch (error) {
+      const smaller = error instanceof RelayError && error.status === 413
+        ? bodies.next()
+        : undefined;
+      if (smaller?.done === false) {
+        log(
+          `relay: the relay refused to publish "${article.title}" as too large; ` +
+            `sending it ${smaller.value.how}`,
+        );
+        body = smaller.value.body;
+        attempt--;
+        continue;
+      }
       const retry = attempt < PUBLISH_TRIES && (error as { retryable?: boolean }).retryable;
       log(
         `relay: could not publish "${article.title}": ${(error as Error).message}` +

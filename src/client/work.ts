@@ -30,6 +30,7 @@ import {
 } from "./client.ts";
 import { CannotStartError, runCapturing } from "./run.ts";
 import { type ExtractSettings, readItem } from "./extract_item.ts";
+import { closeReadThread } from "./read_thread.ts";
 
 export type { ExtractSettings } from "./extract_item.ts";
 
@@ -82,42 +83,47 @@ export async function work(client: RelayClient, options: WorkOptions): Promise<W
   const { queue, signal, log } = options;
   const summary: WorkSummary = { done: 0, failed: 0 };
   const backoff = new Backoff();
-  while (!signal.aborted) {
-    let items: LeasedItem[];
-    try {
-      items = await leaseItems(client, queue, {
-        leaseS: options.leaseS,
-        limit: 1,
-        waitS: LONG_POLL_S,
-        signal,
-      });
-      backoff.reset();
-    } catch (error) {
-      if (signal.aborted) break;
-      await waitToRetry(error, backoff, log, signal);
-      continue;
-    }
-    for (const item of items) {
-      if (options.extract) {
-        const read = await readItem(client, item, { ...options, ...options.extract });
-        if (read === undefined) continue;
-        summary[read ? "done" : "failed"]++;
+  try {
+    while (!signal.aborted) {
+      let items: LeasedItem[];
+      try {
+        items = await leaseItems(client, queue, {
+          leaseS: options.leaseS,
+          limit: 1,
+          waitS: LONG_POLL_S,
+          signal,
+        });
+        backoff.reset();
+      } catch (error) {
+        if (signal.aborted) break;
+        await waitToRetry(error, backoff, log, signal);
+        continue;
+      }
+      for (const item of items) {
+        if (options.extract) {
+          const read = await readItem(client, item, { ...options, ...options.extract });
+          if (read === undefined) continue;
+          summary[read ? "done" : "failed"]++;
+          await acknowledge(client, item, log, signal);
+          continue;
+        }
+        const output = await runAttempts(item, options);
+        if (output === undefined) {
+          summary.failed++;
+          continue;
+        }
+        summary.done++;
+        if (output === "") {
+          log(`relay: ${options.command[0]} printed nothing for item ${item.id}; nothing to push`);
+        } else {
+          await retrying(() => pushResult(client, output), "push the result", log, signal);
+        }
         await acknowledge(client, item, log, signal);
-        continue;
       }
-      const output = await runAttempts(item, options);
-      if (output === undefined) {
-        summary.failed++;
-        continue;
-      }
-      summary.done++;
-      if (output === "") {
-        log(`relay: ${options.command[0]} printed nothing for item ${item.id}; nothing to push`);
-      } else {
-        await retrying(() => pushResult(client, output), "push the result", log, signal);
-      }
-      await acknowledge(client, item, log, signal);
     }
+  } finally {
+    // The reading thread kept for the next link would keep the process alive.
+    closeReadThread();
   }
   return summary;
 }

@@ -10,6 +10,7 @@
 
 import { dirname, join } from "node:path";
 import { pathExists } from "../util/files.ts";
+import { commandWords } from "../util/command_words.ts";
 import { z } from "zod";
 import {
   LOG_FORMATS,
@@ -70,8 +71,11 @@ export interface Config {
   readonly privateBlog: boolean;
   /** The built-in podcast's feed and audio need a key with the read scope. */
   readonly privatePodcast: boolean;
-  /** An external speech command instead of the built-in engine. */
-  readonly ttsCommand: string | undefined;
+  /**
+   * The household's speech engine, run per chunk instead of the built-in one: a command line
+   * (`{lang}` in it becomes the chunk's language), split into words without a shell.
+   */
+  readonly speechCommand: string | undefined;
   /** Podcast episodes kept, ≥ 1. */
   readonly podcastKeep: number;
   /** Disk space for podcast audio, bytes, ≥ 1 MiB. */
@@ -261,7 +265,16 @@ const configSchema = z.object({
     .optional(),
   "private-blog": yesNo,
   "private-podcast": yesNo,
-  "tts-command": z.string().trim().min(1, { error: "must not be empty" }).optional(),
+  "speech-command": z.string().trim().min(1, { error: "must not be empty" })
+    .check((ctx) => {
+      try {
+        commandWords(ctx.value);
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        ctx.issues.push({ code: "custom", input: ctx.value, message });
+      }
+    })
+    .optional(),
   "podcast-keep": z
     .string()
     .regex(/^\d+$/, { error: "must be a whole number from 1" })
@@ -457,7 +470,7 @@ export function loadConfig(
     publicUrl: value["public-url"],
     privateBlog: value["private-blog"],
     privatePodcast: value["private-podcast"],
-    ttsCommand: value["tts-command"],
+    speechCommand: value["speech-command"],
     podcastKeep: value["podcast-keep"],
     podcastMaxDiskBytes: value["podcast-max-disk"],
     podcastLanguage: value["podcast-language"],

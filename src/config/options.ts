@@ -145,10 +145,11 @@ export const SERVER_OPTIONS: readonly OptionSpec[] = [
     help: "yes: the built-in podcast's feed and audio need a key with the read scope",
   },
   {
-    flag: "tts-command",
-    env: "RELAY_TTS_COMMAND",
+    flag: "speech-command",
+    env: "RELAY_SPEECH_COMMAND",
     default: undefined,
-    help: "speech engine to run instead of the built-in one: text on stdin, WAV on stdout",
+    help: "speech engine to run per chunk instead of the built-in one: text on stdin, " +
+      "WAV on stdout, {lang} replaced by en, zh, ja…",
   },
   {
     flag: "podcast-keep",

@@ -387,10 +387,10 @@ export type Authorize = (
   path: string,
 ) => string;
 
-/** The {@linkcode KEY_ID} of a request let through by its app id. */
+/** The key id of a request let through by its app id. */
 export const APP_ID_KEY_ID = "app-id";
 
-/** The {@linkcode KEY_ID} of a request let through by the podcast's feed key. */
+/** The key id of a request let through by the podcast's feed key. */
 export const PODCAST_FEED_KEY_ID = "podcast-feed";
 
 /** The {@linkcode KEY_ID} of a request let through by its feed's key (`feed_keys.ts`). */
@@ -467,7 +467,7 @@ function checkCookieUse(request: Request, access: Access, path: string): void {
  * });
  * const keyId = authorize(request, new URL(request.url), "192.0.2.7", { scope: "admin" }, "/clear");
  * ```
- * @returns The check; it returns the {@linkcode KEY_ID} of the key presented, and throws
+ * @returns The check; it returns the key id ({@linkcode MAIN_KEY_ID}, …) of the key presented, and throws
  *   {@linkcode HttpError} 403 for a foreign `Origin` or a cookie used where it may not be,
  *   429 with `Retry-After` for a missing or wrong key from an address over the failure
  *   limit, 401 for a missing or wrong key (counted as a failure), and 403 for a named key
@@ -531,11 +531,8 @@ export function createAuthorize(options: AuthorizeOptions): Authorize {
 }
 
 /**
- * The name under which the app leaves, in the Hono context, which key a request presented
- * ({@linkcode createAuthorize}'s answer): {@linkcode MAIN_KEY_ID} or `named:<name>` (for
- * per-key limits).
+ * Which key a request presented, as {@linkcode createAuthorize} answers it and a handler
+ * gets it (`keyId`), for per-key limits: this for the main key, `named:<name>` for a named
+ * key, {@linkcode APP_ID_KEY_ID} or {@linkcode PODCAST_FEED_KEY_ID}.
  */
-export const KEY_ID = "relayKeyId";
-
-/** The {@linkcode KEY_ID} of the main key. */
 export const MAIN_KEY_ID = "main";

@@ -47,30 +47,6 @@ export function isPreflight(request: Request): boolean {
 }
 
 /**
- * The answer to an `OPTIONS` request of a path whose route does not answer `OPTIONS` itself:
- * a preflight from a granted origin gets {@linkcode preflightResponse}; one from any other
- * origin nothing (the route's 405); an `OPTIONS` that is not a preflight 204 with the path's
- * methods in `Allow` (RFC 9110, "OPTIONS"): HAProxy's default health check is
- * `OPTIONS / HTTP/1.0`, and it counts only a 2xx or 3xx as up.
- *
- * @param request The `OPTIONS` request.
- * @param cors The check of origins ({@linkcode corsOrigin}).
- * @param methods The route's methods, e.g. `["GET", "HEAD"]`.
- * @returns The answer, or `undefined` for the route's 405.
- */
-export function optionsAnswer(
-  request: Request,
-  cors: (headers: Headers) => string | undefined,
-  methods: readonly string[],
-): Response | undefined {
-  if (!isPreflight(request)) {
-    return new Response(null, { status: 204, headers: { allow: methods.join(", ") } });
-  }
-  const origin = cors(request.headers);
-  return origin === undefined ? undefined : preflightResponse(origin, methods);
-}
-
-/**
  * The answer to a preflight from a granted origin: 204 with the route's methods and the
  * headers the API takes.
  *

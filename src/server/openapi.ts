@@ -32,6 +32,7 @@ import {
   submitBodyDocSchema,
 } from "./schemas.ts";
 import { WEBAPP_FILES } from "./webapp.ts";
+import { searchOperation } from "./routes/search.ts";
 
 /** The RFC 9457 problem document every error carries. */
 const problemSchema = z
@@ -561,6 +562,9 @@ export function openApiDocument(
     security: [{ header: [] }, { query: [] }],
     paths: {
       ...operations(routes, descriptions()),
+      ...("/search" in routes
+        ? operations(routes, { "/search": searchOperation(problems(400)) })
+        : {}),
       // The built-in services are documented when the relay serves them.
       ...(Object.keys(routes).some((path) => path.startsWith(DOWNSTREAM_PATH))
         ? operations(routes, builtinPaths(), { "x-builtin": true })

@@ -1,17 +1,17 @@
 /**
- * What every answer of the relay gets on its way out, whatever route made it: the
- * `Content-Length` of a `HEAD` answer, compression of text bodies for clients that ask
- * for it, and the refusal of requests without a host.
+ * What every answer of the relay gets on its way out, whatever route made it (the
+ * pipeline's representation step, pipeline.ts): the `Content-Length` of a `HEAD` answer,
+ * compression of text bodies for clients that ask for it, `Cache-Control` from the route's
+ * access, and the refusal of requests without a host.
  *
- * Hono answers `HEAD` by running the `GET` route and dropping its body; a body whose
- * length was not declared then left as `Content-Length: 0`, which says the `GET` answer
- * is empty (HTTP semantics, RFC 9110: a `HEAD` answer carries the headers the `GET`
- * answer would). {@linkcode headLength} measures the body before it is dropped.
+ * A `HEAD` runs the `GET` route and its body is dropped; a body whose length was not
+ * declared would then leave as `Content-Length: 0`, which says the `GET` answer is empty
+ * (HTTP semantics, RFC 9110: a `HEAD` answer carries the headers the `GET` answer would).
+ * {@linkcode headLength} measures the body before it is dropped.
  *
  * @module
  */
 
-import type { MiddlewareHandler } from "hono";
 import { sizeOf } from "./responses.ts";
 
 /**
@@ -32,27 +32,80 @@ export function isStreamed(type: string | null): boolean {
 }
 
 /**
- * Middleware that gives a `HEAD` answer the `Content-Length` its `GET` answer has: the
- * size the route recorded, else the body measured (bodies of app files, pages, feeds and
- * documents, all made in memory). Streams ({@linkcode isStreamed}) and answers that declare
- * their length are left alone.
+ * A `HEAD` answer with the `Content-Length` its `GET` answer has, and no body: the size the
+ * route recorded, else the body measured (bodies of app files, pages, feeds and documents,
+ * all made in memory). Streams ({@linkcode isStreamed}) and answers that declare their
+ * length keep their headers as they are, without the body.
  *
- * @returns Hono middleware; registered before the routes.
+ * @param response The answer the `GET` route made for a `HEAD`.
+ * @returns The answer to send, without a body; a promise only when the body is measured.
  */
-export function headLength(): MiddlewareHandler {
-  return async (c, next) => {
-    await next();
-    if (c.req.method !== "HEAD") return;
-    const res = c.res;
-    if (res.body === null || res.headers.has("content-length")) return;
-    if (isStreamed(res.headers.get("content-type"))) return;
-    const bytes = sizeOf(res) ?? (await res.arrayBuffer()).byteLength;
-    const headers = new Headers(res.headers);
-    headers.set("content-length", String(bytes));
-    // Hono drops the body of a HEAD answer; the length is what it keeps of it.
-    c.res = undefined;
-    c.res = new Response(null, { status: res.status, statusText: res.statusText, headers });
-  };
+export function headLength(response: Response): Response | Promise<Response> {
+  const { status, statusText } = response;
+  const bytes = sizeOf(response);
+  if (bytes === 0 || (bytes === undefined && response.body === null)) return response;
+  if (bytes === undefined && !response.headers.has("content-length")) {
+    if (!isStreamed(response.headers.get("content-type"))) {
+      return response.arrayBuffer().then((body) =>
+        new Response(null, { status, statusText, headers: lengthOf(response, body.byteLength) })
+      );
+    }
+  }
+  void response.body?.cancel().catch(() => {});
+  const headers = bytes === undefined ? response.headers : lengthOf(response, bytes);
+  return new Response(null, { status, statusText, headers });
+}
+
+/** `response`'s headers with `Content-Length: bytes`. */
+function lengthOf(response: Response, bytes: number): Headers {
+  const headers = new Headers(response.headers);
+  headers.set("content-length", String(bytes));
+  return headers;
+}
+
+/**
+ * The `Cache-Control` an answer of a route gets from its access (RFC 9111, "private" and
+ * "no-store"): `no-store` for routes whose answers no cache may keep; `private` for every
+ * answer to a request that needed a key, whatever the route said (a route's `public`
+ * becomes `private`; its `max-age` stays); an open route's answer is left as the route made
+ * it. The key travels in `X-Auth-Key`, `?key=` or a cookie, none of which make a shared
+ * cache treat the request as authenticated, so without this a proxy in front could give
+ * one household's answer to anyone asking the same URL.
+ *
+ * @param response The answer; its headers are changed when they may be, else it is copied.
+ * @param rule What the route's access asks for; `undefined` for an open route.
+ * @returns The answer with its `Cache-Control`.
+ */
+export function cacheControlled(
+  response: Response,
+  rule: "private" | "no-store" | undefined,
+): Response {
+  if (rule === undefined) return response;
+  // The API's own answers (they record their size) carry no Cache-Control of their own:
+  // set without reading their headers first (reading them costs a few µs).
+  const own = sizeOf(response) === undefined ? response.headers.get("cache-control") : null;
+  let value: string = rule;
+  if (own !== null && rule === "private" && !/no-store|private/i.test(own)) {
+    const rest = own.split(",").map((part) => part.trim())
+      .filter((part) => part !== "" && !/^public$/i.test(part));
+    value = ["private", ...rest].join(", ");
+  } else if (own !== null && rule === "private") value = own;
+  return withHeader(response, "cache-control", value);
+}
+
+/**
+ * `response` with header `name` set to `value`: in place when its headers may change (what
+ * the relay makes), else on a copy (the headers of a fetched answer are immutable).
+ */
+export function withHeader(response: Response, name: string, value: string): Response {
+  try {
+    response.headers.set(name, value);
+    return response;
+  } catch {
+    const copy = new Response(response.body, response);
+    copy.headers.set(name, value);
+    return copy;
+  }
 }
 
 /**
@@ -235,19 +288,4 @@ async function compressedResponse(response: Response, encoding: "br" | "gzip"): 
   }
   headers.set("content-length", String(sent.byteLength));
   return new Response(sent, { status, statusText, headers });
-}
-
-/**
- * Middleware that sends every answer {@linkcode encoded} for its client.
- *
- * @returns Hono middleware; registered before the routes.
- */
-export function compressed(): MiddlewareHandler {
-  return async (c, next) => {
-    await next();
-    const out = encoded(c.req.raw, c.res);
-    if (out === c.res) return;
-    c.res = undefined;
-    c.res = await out;
-  };
 }

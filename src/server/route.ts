@@ -1,13 +1,13 @@
 /**
  * What a route is and what every route module shares. Each module of `routes/` returns a
  * table of {@linkcode Routes} (path → methods, the scope a named key needs or `open`, and
- * the handler); the app registers them, checks method and key before the handler runs,
+ * the handler); the pipeline (pipeline.ts) looks them up, checks method and key before the
+ * handler runs,
  * and the API document takes each path's methods and scope from the same tables.
  *
  * @module
  */
 
-import type { Context } from "hono";
 import type { PodcastFeedSettings } from "../builtin/feeds.ts";
 import type { LimitFunction } from "p-limit";
 import type { Scope } from "../access/named_keys.ts";
@@ -19,12 +19,39 @@ import type { Collection, Store } from "../store/store.ts";
 import { longPoll, type StreamLimits } from "./live.ts";
 import type { Logger } from "./log.ts";
 import type { RelayMetrics, Waiter } from "./metrics.ts";
+import type { RelaySearch } from "./searching.ts";
 
 /**
- * A route handler: gets the Hono context and the parsed request URL once the method and
- * the key have been checked, and answers. Errors it throws go to the app's error handler.
+ * What a handler gets of its request besides the URL, once the method and the key have been
+ * checked (pipeline.ts makes it).
  */
-export type Handler = (c: Context, url: URL) => Promise<Response>;
+export interface HandlerContext {
+  /** The request. */
+  readonly req: {
+    /** The request as the runtime gave it: headers, body, its `signal`. */
+    readonly raw: Request;
+    /** Its method, e.g. `GET` (a `HEAD` stays `HEAD`). */
+    readonly method: string;
+    /** A request header's value, or `undefined` when it is absent. */
+    header(name: string): string | undefined;
+    /**
+     * A path parameter of the route (`:name` in its path), percent-decoded; `undefined`
+     * when the route has no such parameter.
+     */
+    param(name: string): string | undefined;
+  };
+  /**
+   * Which key the request presented (`main`, `named:<name>`, … as
+   * `auth.ts` names them), for limits per key; `undefined` on an open route.
+   */
+  readonly keyId: string | undefined;
+}
+
+/**
+ * A route handler: gets its request and the parsed request URL once the method and the key
+ * have been checked, and answers. Errors it throws are answered as problem documents.
+ */
+export type Handler = (c: HandlerContext, url: URL) => Promise<Response>;
 
 /**
  * One endpoint: the methods it answers, and either `open` (no key needed) or the scope a
@@ -43,18 +70,17 @@ export type Route =
      * For a read whose answers are cached (`cache.ts`): the answer to a `GET` with this
      * query string (`URL.search`, or the query as received: `""` or starting with `?`)
      * when the cache has it, else `undefined`. Synchronous and without the request's
-     * `Context`, so that the app can answer a cached read before routing it, or parsing
-     * its URL (docs/benchmarks.md, "Reads"). `handler` still answers every request it
-     * returns `undefined` for.
+     * request's context, so that the pipeline answers a cached read in the same turn,
+     * without parsing its URL (docs/benchmarks.md, "Reads"). `handler` still answers every
+     * request it returns `undefined` for.
      */
     readonly cached?: (search: string) => Response | undefined;
     /**
-     * For a write the app answers without Hono's dispatch (`POST /submit`, `POST /push`):
-     * what `handler` answers, from the request alone, once the method, Origin, key and
-     * scope are checked. Hono's dispatch was a tenth of a write's JavaScript
-     * (docs/benchmarks.md, "Writes").
+     * Whether no cache, private or shared, may keep its answers (`Cache-Control: no-store`):
+     * a pull, which takes what it answers, or a stream, which never ends. Every other answer
+     * to a request that needed a key says `private`; an open route's answers are public.
      */
-    readonly direct?: (request: Request, url: URL) => Promise<Response>;
+    readonly noStore?: boolean;
   }
   & ({
     readonly open: true;
@@ -68,24 +94,13 @@ export type Route =
     readonly podcastFeed?: boolean;
   });
 
-/**
- * What the app hands every handler in Hono's `env`, for each request: its URL, parsed once
- * before routing, and the address of the client it came from.
- */
-export interface RequestEnv {
-  /** The request URL (its host from the `Host` header). */
-  readonly url: URL;
-  /** The client's address; `undefined` for an in-process request. */
-  readonly remoteAddr: { readonly hostname?: string | undefined } | undefined;
-}
-
 /** Endpoints by path, e.g. `{ "/submit": { scope: "submit", methods: ["POST"], … } }`. */
 export type Routes = Record<string, Route>;
 
 /**
  * What a route's requests must hold, as the one authorisation path checks it: its scope and
  * whether the app id or the podcast's feed key is taken; `undefined` for an open route.
- * Every way a request reaches a route (Hono, a cached read, a direct write) asks this.
+ * The pipeline asks it once per route, when it builds its route table.
  */
 export function accessOf(route: Route): Access | undefined {
   return route.open
@@ -112,6 +127,11 @@ export interface BuiltinPublishing {
    * carry.
    */
   readonly privatePodcast?: boolean | undefined;
+  /**
+   * The search index over the services' notes, posts and episodes and the results feed
+   * (`searching.ts`); without it the relay serves no `GET /search`.
+   */
+  readonly search?: RelaySearch | undefined;
   /** The podcast feed's language and owner address (`--podcast-language`, `--podcast-email`). */
   readonly podcastFeed?: PodcastFeedSettings | undefined;
 }

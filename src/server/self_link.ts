@@ -7,8 +7,8 @@
  * @module
  */
 
-import type { Context } from "hono";
-import { FEED_KEY_ID, KEY_HEADER, KEY_ID, KEY_PARAM, MAIN_KEY_ID } from "./auth.ts";
+import { FEED_KEY_ID, KEY_HEADER, KEY_PARAM, MAIN_KEY_ID } from "./auth.ts";
+import type { HandlerContext } from "./route.ts";
 
 /**
  * The key a feed's self link carries: none when the request's key did not come in `?key=`
@@ -16,17 +16,21 @@ import { FEED_KEY_ID, KEY_HEADER, KEY_ID, KEY_PARAM, MAIN_KEY_ID } from "./auth.
  * the main key, or the feed's key itself; the named key as given (it is the reader's own,
  * already in the address it holds, and revoking it cuts the link too).
  *
- * @param c The request's context, with the {@linkcode KEY_ID} the key check left.
+ * @param c The request's context, with the key the key check found (`keyId`).
  * @param url The request's URL.
  * @param feedKey The feed's key (`feed_keys.ts`), when it has one.
  * @returns The key for the link's `?key=`, or `undefined` for a link without one.
  */
-export function selfLinkKey(c: Context, url: URL, feedKey: string | undefined): string | undefined {
+export function selfLinkKey(
+  c: HandlerContext,
+  url: URL,
+  feedKey: string | undefined,
+): string | undefined {
   if (c.req.raw.headers.has(KEY_HEADER)) return undefined;
   const given = url.searchParams.get(KEY_PARAM);
   if (given === null || given === "") return undefined;
-  const keyId: unknown = c.get(KEY_ID);
-  if (typeof keyId === "string" && keyId.startsWith("named:")) return given;
+  const keyId = c.keyId;
+  if (keyId?.startsWith("named:")) return given;
   return keyId === MAIN_KEY_ID || keyId === FEED_KEY_ID ? feedKey : undefined;
 }
 

@@ -39,6 +39,7 @@ import { checkDatabase, keepCounters } from "../store/integrity.ts";
 import { createStore, type Store } from "../store/store.ts";
 import { type AppId, resolveAppId } from "../access/app_id.ts";
 import { type BuiltinServices, createBuiltinServices } from "../builtin/services.ts";
+import { openSearch, type RelaySearch } from "./searching.ts";
 import { IdleMemory } from "./idle_memory.ts";
 import { writePrivateFile } from "../util/files.ts";
 
@@ -162,6 +163,8 @@ interface RelayParts {
   readonly store: Store;
   readonly publish: PublishConfig;
   readonly builtin: BuiltinServices;
+  /** The search index beside the store, and what keeps it current. */
+  readonly search: RelaySearch;
   readonly app: RelayApp;
   /** Aborted when the relay stops: long-polls and results streams end at once. */
   readonly closing: AbortController;
@@ -246,11 +249,12 @@ async function buildRelay(
   const builtin = createBuiltinServices({
     dataDir,
     log: logger.info,
-    ttsCommand: config.ttsCommand,
+    speechCommand: config.speechCommand,
     retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
     publicUrl: config.publicUrl,
   });
   const closing = new AbortController();
+  const { failedPublishes, search } = await openLast(store, builtin, dataDir, logger);
   const app = createApp({
     store,
     apiKey: apiKey.key,
@@ -263,17 +267,14 @@ async function buildRelay(
     closing: closing.signal,
     builtin: {
       services: builtin,
+      search,
       appId: appId.appId,
       publicUrl: config.publicUrl,
       privateBlog: config.privateBlog,
       privatePodcast: config.privatePodcast,
       podcastFeed: { language: config.podcastLanguage, email: config.podcastEmail },
     },
-    failed: await FailedPublishes.open(
-      join(dataDir, "failed-publishes.json"),
-      Date.now,
-      logger.warn,
-    ),
+    failed: failedPublishes,
     allowedOrigins: config.allowedOrigins,
     maxStreams: config.maxStreams,
     maxStreamsPerKey: config.maxStreamsPerKey,
@@ -289,9 +290,26 @@ async function buildRelay(
     store,
     publish,
     builtin,
+    search,
     app,
     closing,
     failed,
+  };
+}
+
+/**
+ * What the relay opens last in its data directory: the publishes kept to be retried, then the
+ * search index, whose thread must not outlive a failed start (nothing after it throws).
+ */
+async function openLast(store: Store, builtin: BuiltinServices, dataDir: string, logger: Logger) {
+  const failedPublishes = await FailedPublishes.open(
+    join(dataDir, "failed-publishes.json"),
+    Date.now,
+    logger.warn,
+  );
+  return {
+    failedPublishes,
+    search: await openSearch(store, builtin, { dataDir, log: logger.info }),
   };
 }
 
@@ -506,6 +524,7 @@ function serve(
       parts.closing.abort();
       const drained = await drain.drain(server);
       await builtin.stop();
+      await parts.search.close();
       await Promise.all(jobs.map((job) => job.stop()));
       await counters.stop();
       clearInterval(recordUses);
@@ -547,8 +566,9 @@ export async function startRelay(
 ): Promise<RunningRelay> {
   const { logger, flushLog } = relayLogging(config, options.log, LOG_FLUSH_GRACE_MS);
   const database = await openLockedDatabase(config.db);
+  let parts: RelayParts | undefined;
   try {
-    const parts = await buildRelay(config, database, logger);
+    parts = await buildRelay(config, database, logger);
     const lines = startupLines({
       ...parts,
       engineName: parts.builtin.podcast.engineName,
@@ -558,6 +578,7 @@ export async function startRelay(
     for (const line of lines.warn) logger.warn(line);
     return serve(parts, database, { ...options, flushLog });
   } catch (error) {
+    await parts?.search.close();
     database.close();
     // What it logged before failing (a warning, the key's source) is written before the
     // caller reports the failure and the process exits.

@@ -4,7 +4,8 @@
  * already has it (`If-None-Match`, `If-Modified-Since`), and `If-Range`, which lets a
  * byte range be served only from the same file the client has the rest of.
  *
- * Every route's answers get them through {@linkcode validated}, a middleware that tags
+ * Every route's answers get them through {@linkcode validated}, a step of the pipeline's
+ * representation (pipeline.ts) that tags
  * bodies made in memory (the web app's files, pages, feeds, notes, the API's documents)
  * by their content. Files sent as streams (the podcast's MP3s) are tagged by their size
  * and modification time by the route, which calls {@linkcode notModified} and
@@ -14,7 +15,6 @@
  */
 
 import { createHash } from "node:crypto";
-import type { MiddlewareHandler } from "hono";
 import parseRanges from "range-parser";
 import { compressedFor, isStreamed, varied } from "./representation.ts";
 import { sizeOf } from "./responses.ts";
@@ -180,49 +180,57 @@ export function byteRange(
 const MAX_TAGGED_BYTES = 8 * 1024 * 1024;
 
 /**
- * Middleware that gives every `200` answer to a `GET` or `HEAD` made in memory an `ETag`
- * from its content ({@linkcode contentTag}) and answers `304` when the client has it
- * ({@linkcode notModified}, which also honours a `Last-Modified` the route set). Left
- * alone: answers the route tagged itself, streams ({@linkcode isStreamed}), `no-store`
- * answers, bodies over 8 MiB, and the API's own text and JSON answers (`responses.ts`,
- * which record their size): reads of queues and feeds that change with every write and
- * are polled, where hashing each answer would cost every read and rarely save one.
+ * Every `200` answer to a `GET` or `HEAD` made in memory, with an `ETag` from its content
+ * ({@linkcode contentTag}), or `304` when the client has it ({@linkcode notModified}, which
+ * also honours a `Last-Modified` the route set). Left alone: answers the route tagged
+ * itself, streams ({@linkcode isStreamed}), `no-store` answers, bodies over 8 MiB, and the
+ * API's own text and JSON answers (`responses.ts`, which record their size): reads of queues
+ * and feeds that change with every write and are polled, where hashing each answer would
+ * cost every read and rarely save one.
  *
- * @param safe Whether a path's `GET` only reads: a `GET` that changes state (a pull)
+ * @param request The request: its method and conditional headers.
+ * @param response The answer as the route made it.
+ * @param safe Whether the route's `GET` only reads: a `GET` that changes state (a pull)
  *   must never be answered `304`, which would drop what it took.
- * @returns Hono middleware; registered before the routes.
+ * @returns `response` itself, synchronously, when it is left alone; else a promise of the
+ *   tagged answer or its `304`.
  */
-export function validated(safe: (path: string) => boolean): MiddlewareHandler {
-  return async (c, next) => {
-    await next();
-    const method = c.req.method;
-    if ((method !== "GET" && method !== "HEAD") || c.res.status !== 200) return;
-    const res = c.res;
-    // The API's own answers first, before their headers are read (that costs a few µs), and
-    // by their recorded size before their `body`: asking for that turns a body held in
-    // memory into a stream, which Deno then sends chunked once the headers are read.
-    if (sizeOf(res) !== undefined || res.body === null) return;
-    const headers = res.headers;
-    if (headers.has("etag") || headers.has("content-encoding")) return;
-    if (isStreamed(headers.get("content-type"))) return;
-    if (/no-store/i.test(headers.get("cache-control") ?? "") || !safe(c.req.path)) return;
-    const declared = Number(headers.get("content-length") ?? 0);
-    if (declared > MAX_TAGGED_BYTES) return;
-    const body = new Uint8Array(await res.arrayBuffer());
-    const tagged = new Headers(headers);
-    tagged.set("etag", contentTag(body));
-    tagged.set("content-length", String(body.byteLength));
-    const lastModified = Date.parse(headers.get("last-modified") ?? "");
-    const validators = {
-      etag: tagged.get("etag")!,
-      lastModified: Number.isNaN(lastModified) ? undefined : lastModified,
-    };
-    c.res = undefined;
-    // A 304 carries the Vary its 200 would: that one is compressed for this client.
-    c.res = notModified(c.req.raw, validators)
-      ? notModifiedResponse(
-        compressedFor(c.req.raw, tagged, body.byteLength) ? varied(tagged) : tagged,
-      )
-      : new Response(body, { status: 200, statusText: res.statusText, headers: tagged });
+export function validated(
+  request: Request,
+  response: Response,
+  safe: boolean,
+): Response | Promise<Response> {
+  const method = request.method;
+  if ((method !== "GET" && method !== "HEAD") || response.status !== 200 || !safe) {
+    return response;
+  }
+  // The API's own answers first, before their headers are read (that costs a few µs) or
+  // their body is (which turns a body in memory into a stream, sent chunked).
+  if (sizeOf(response) !== undefined || response.body === null) return response;
+  const headers = response.headers;
+  if (headers.has("etag") || headers.has("content-encoding")) return response;
+  if (isStreamed(headers.get("content-type"))) return response;
+  if (/no-store/i.test(headers.get("cache-control") ?? "")) return response;
+  const declared = Number(headers.get("content-length") ?? 0);
+  if (declared > MAX_TAGGED_BYTES) return response;
+  return tagged(request, response);
+}
+
+/** `response` read, tagged by its content, and answered `304` when the client has it. */
+async function tagged(request: Request, response: Response): Promise<Response> {
+  const body = new Uint8Array(await response.arrayBuffer());
+  const headers = new Headers(response.headers);
+  headers.set("etag", contentTag(body));
+  headers.set("content-length", String(body.byteLength));
+  const lastModified = Date.parse(headers.get("last-modified") ?? "");
+  const validators = {
+    etag: headers.get("etag")!,
+    lastModified: Number.isNaN(lastModified) ? undefined : lastModified,
   };
+  if (!notModified(request, validators)) {
+    return new Response(body, { status: 200, statusText: response.statusText, headers });
+  }
+  // A 304 carries the Vary its 200 would: that one is compressed for this client.
+  const compressed = compressedFor(request, headers, body.byteLength);
+  return notModifiedResponse(compressed ? varied(headers) : headers);
 }

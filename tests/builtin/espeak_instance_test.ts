@@ -13,7 +13,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { compileEspeak, EspeakLayoutError } from "../../src/builtin/espeak_instance.ts";
 import { Podcast } from "../../src/builtin/podcast.ts";
-import { EspeakWasm, type Voice } from "../../src/builtin/tts.ts";
+import { EspeakWasm } from "../../src/builtin/tts.ts";
+import type { SpeechLang } from "../../src/builtin/speech_lang.ts";
 
 const PACKAGED = new URL("espeak-ng.wasm", import.meta.resolve("espeak-ng"));
 
@@ -41,31 +42,31 @@ Deno.test("a module file cut short or gone fails the chunk with one sentence, an
     const compiled = await compileEspeak(new URL(`file://${path}`));
     const engine = new EspeakWasm(compiled);
     // English read its files; Mandarin's are read from the file at its first chunk.
-    const english = await engine.synthesize("Spoken before the file changed.", "en-us");
+    const english = await engine.synthesize("Spoken before the file changed.", "en");
     await Deno.truncate(path, compiled.leftOut.fileOffset + 1024);
     await assert.rejects(
-      () => engine.synthesize("中文的一段话。", "cmn"),
+      () => engine.synthesize("中文的一段话。", "zh"),
       (error) => oneSentence(error, path, /bytes, not the \d+ it had when it was compiled/),
     );
     // The instance was dropped: a new one reads the whole table again, and fails the same way.
     await assert.rejects(
-      () => engine.synthesize("Spoken before the file changed.", "en-us"),
+      () => engine.synthesize("Spoken before the file changed.", "en"),
       (error) => oneSentence(error, path, /bytes, not the \d+ it had when it was compiled/),
     );
     await Deno.remove(path);
     await assert.rejects(
-      () => engine.synthesize("Spoken before the file changed.", "en-us"),
+      () => engine.synthesize("Spoken before the file changed.", "en"),
       (error) => oneSentence(error, path, /No such file/),
     );
     await Deno.copyFile(PACKAGED, path);
-    const again = await engine.synthesize("Spoken before the file changed.", "en-us");
+    const again = await engine.synthesize("Spoken before the file changed.", "en");
     assert.deepEqual(again.samples, english.samples);
-    assert.ok((await engine.synthesize("中文的一段话。", "cmn")).samples.length > 11025);
+    assert.ok((await engine.synthesize("中文的一段话。", "zh")).samples.length > 11025);
     engine.close();
     // A file of another size is another build, whose bytes are not read as the data files.
     await Deno.writeFile(path, new Uint8Array(1), { append: true });
     await assert.rejects(
-      () => new EspeakWasm(compiled).synthesize("Spoken before the file changed.", "en-us"),
+      () => new EspeakWasm(compiled).synthesize("Spoken before the file changed.", "en"),
       (error) => oneSentence(error, path, /has \d+ bytes, not the \d+ it had/),
     );
   });
@@ -149,9 +150,9 @@ Deno.test("a build laid out otherwise is spoken the glue's own way, the same aud
   });
   for (
     const [text, voice] of [
-      ["Spoken the glue's own way.", "en-us"],
-      ["中文的一段话，说得比较长。", "cmn"],
-      ["Spoken the glue's own way.", "en-us"],
+      ["Spoken the glue's own way.", "en"],
+      ["中文的一段话，说得比较长。", "zh"],
+      ["Spoken the glue's own way.", "en"],
     ] as const
   ) {
     const expected = await usual.synthesize(text, voice);
@@ -159,7 +160,7 @@ Deno.test("a build laid out otherwise is spoken the glue's own way, the same aud
     assert.deepEqual((await otherwise.synthesize(text, voice)).samples, expected.samples);
   }
   await assert.rejects(
-    () => otherwise.synthesize("No such voice.", "xx-nowhere" as Voice),
+    () => otherwise.synthesize("No such voice.", "xx-nowhere" as SpeechLang),
     (error: Error) => /^espeak-ng wrote no audio/.test(error.message),
   );
   usual.close();

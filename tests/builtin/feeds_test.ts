@@ -91,7 +91,7 @@ Deno.test("podcast feed: Apple's and Podcasting 2.0's tags, rendered description
   assert.ok(second.description.includes("<em>the</em>"), second.description);
   assert.ok(second.description.includes("&lt;b&gt;second&lt;/b&gt;"), second.description);
   assert.match(String(second["itunes:duration"]), /^\d+:\d\d$/);
-  // The transcript is the text that was read.
+  // The transcript is the words as spoken: no markup, no HTML.
   const transcript = second["podcast:transcript"];
   assert.equal(transcript["@type"], "text/plain");
   assert.equal(transcript["@language"], "en");
@@ -99,7 +99,7 @@ Deno.test("podcast feed: Apple's and Podcasting 2.0's tags, rendered description
   assert.equal(served.headers.get("content-type"), "text/plain; charset=utf-8");
   assert.equal(
     await served.text(),
-    "This is *the* first sentence. A <b>second</b> one & a third.",
+    "This is the first sentence. A second one & a third.\n",
   );
   assert.equal(items[2]["podcast:transcript"]["@language"], "zh-cn");
 

@@ -115,6 +115,10 @@ function drip(): ReadableStream<Uint8Array> {
   });
 }
 
+/** The body of the 400 KB article: numbered paragraphs, so that its end is seen to arrive. */
+const HUGE_BODY = Array.from({ length: 2_700 }, (_, i) => PARAGRAPH.replace("<p>", `<p>${i + 1}. `))
+  .join("");
+
 const HTML = "text/html";
 const SCRIPT = `<script>while (true) {} /* ${"x".repeat(100_000)} */</script>`;
 
@@ -153,12 +157,29 @@ function page(path: string, origin: string): Response {
       return new Response(Uint8Array.of(0x25, 0x50, 0x44, 0x46, 0, 1, 2));
     case "/crowded": // more elements than the reader reads
       return html(articlePage("Crowded", "<p>x</p>".repeat(25_000)));
+    case "/heavy": // within the limits, but seconds of work for the extractor
+      return html(articlePage("Heavy", `<p>${PARAGRAPH} <b>bold</b> <i>it</i></p>`.repeat(4_000)));
+    case "/huge": // an article of about 400 KB, its paragraphs numbered
+      return html(articlePage("Huge", HUGE_BODY));
     case "/long": // an article of about 100 KB
       return html(articlePage("Long", PARAGRAPH.repeat(700)));
     case "/deep": // nested deeper than the reader reads
       return html(articlePage("Deep", "<div>".repeat(600) + PARAGRAPH));
     case "/login":
       return html("<html><head><title>Log in</title></head><body><form></form></body></html>");
+    case "/shell": // a JavaScript app: an empty root that its scripts fill
+      return html(
+        '<html><head><title>App</title><script src="/app.js"></script></head><body>' +
+          "<noscript>You need to enable JavaScript to run this app.</noscript>" +
+          '<div id="root"></div></body></html>',
+      );
+    case "/signin": // a sign-in wall in front of the article
+      return html(articlePage(
+        "Members only",
+        '<p>Sign in to read on.</p><form><input type="password" name="p"></form>',
+      ));
+    case "/stub": // near-empty: a few words and no sign of why
+      return html(articlePage("Stub", "<p>More soon.</p>"));
     case "/scripts":
       return html(articlePage("Scripts", SCRIPT.repeat(20) + PARAGRAPH.repeat(4) + SCRIPT));
     case "/malformed":
@@ -191,6 +212,32 @@ export function servePages(): Pages {
   });
   return {
     url: `http://127.0.0.1:${server.addr.port}`,
+    async [Symbol.asyncDispose]() {
+      await server.shutdown();
+    },
+  };
+}
+
+/**
+ * A loopback "router admin" page that counts the requests it receives (`seen`: the `Host` and
+ * path of each), and redirects to its `?to=` parameter: the private server of the address
+ * policy's tests, which must receive nothing.
+ */
+export function countingServer() {
+  const seen: string[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    seen.push(`${req.headers.get("host")} ${new URL(req.url).pathname}`);
+    const to = new URL(req.url).searchParams.get("to");
+    if (to !== null) return new Response(null, { status: 302, headers: { location: to } });
+    return new Response(
+      "<html><head><title>Router admin</title></head><body><article><h1>Router admin</h1>" +
+        "<p>The admin password is hunter2. ".repeat(20) + "</p></article></body></html>",
+      { headers: { "content-type": "text/html; charset=utf-8" } },
+    );
+  });
+  return {
+    port: server.addr.port,
+    seen,
     async [Symbol.asyncDispose]() {
       await server.shutdown();
     },

@@ -11,7 +11,13 @@ import { checkShape, PageError, readLink, withoutScripts } from "../../src/clien
 import { checkedUrl, fetchPage } from "../../src/client/fetch_page.ts";
 import { CJK_TEXT, CJK_TITLE, servePages } from "./_pages.ts";
 
-const OPTIONS = { timeoutMs: 10_000, maxBytes: 5 * 1024 * 1024, acceptLanguage: "en" };
+/** The test pages are on 127.0.0.1, which the reader refuses unless allowed. */
+const OPTIONS = {
+  timeoutMs: 10_000,
+  maxBytes: 5 * 1024 * 1024,
+  acceptLanguage: "en",
+  policy: { allow: [{ host: "127.0.0.1", port: undefined }], relay: [] },
+};
 
 /** The reason `readLink` gives for `url`. */
 async function reason(url: string, options = OPTIONS): Promise<PageError> {
@@ -71,6 +77,13 @@ Deno.test("readLink() ends each hostile or unreadable page as a reason, within i
     ["/pdf", /^not a web page but application\/pdf$/, true],
     ["/untyped-binary", /^not a web page \(no Content-Type, and the body is not HTML\)$/, true],
     ["/login", /^no article found on the page$/, true],
+    [
+      "/shell",
+      /^the page needs a browser \(JavaScript or sign-in\); send it with the browser extension$/,
+      false,
+    ],
+    ["/signin", /^the page needs a browser \(JavaScript or sign-in\); send it/, false],
+    ["/stub", /^no article found on the page \(only \d+ words of text\)$/, true],
     ["/crowded", /^the page is too large to read: 25\d\d\d elements, the most is 15000$/, false],
     ["/deep", /^the page is nested too deep to read: 6\d\d levels, the most is 500$/, false],
   ];
@@ -85,6 +98,13 @@ Deno.test("readLink() ends each hostile or unreadable page as a reason, within i
     for (const url of ["javascript:alert(1)", "file:///etc/passwd", "data:text/html,<p>x"]) {
       assert.throws(() => checkedUrl(url), (e) => e instanceof PageError && !e.retryable);
     }
+  });
+  await t.step("a page where nothing listens names the cause and what to do", async () => {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (listener.addr as Deno.NetAddr).port;
+    listener.close();
+    const error = await reason(`http://127.0.0.1:${port}/`);
+    assert.match(error.message, /^connection refused \(nothing answers at that address: .*\)$/);
   });
   await t.step("a slow drip is cut off at the time limit", async () => {
     const error = await reason(`${pages.url}/slow`, { ...OPTIONS, timeoutMs: 300 });

@@ -17,7 +17,7 @@ import {
   withTempDir,
 } from "../_helpers.ts";
 import { startDownstream } from "../downstream.ts";
-import { servePages } from "./_pages.ts";
+import { countingServer, servePages } from "./_pages.ts";
 
 const KEY = "extract-test-key-0123456789";
 
@@ -56,6 +56,8 @@ Deno.test("relay work --extract pushes each link's article, reports links it can
         "10ms",
         "--max-page",
         "64KiB",
+        "--allow-private",
+        new URL(pages.url).host,
       ],
       { env },
     );
@@ -93,6 +95,85 @@ Deno.test("relay work --extract pushes each link's article, reports links it can
   });
 });
 
+Deno.test("relay work --extract refuses a link to this machine as one result, acks it, and sends it nothing", async () => {
+  await withTempDir(async (dir) => {
+    await using admin = countingServer();
+    await using relay = await startRelayProcess(join(dir, "data"), {
+      env: { RELAY_API_KEY: KEY },
+    });
+    const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
+    const relayPort = new URL(relay.url).port;
+    const items = [
+      `http://localhost:${admin.port}/`,
+      `http://127.1:${admin.port}/status`,
+      // The relay itself, at its own address and port.
+      `http://127.0.0.1:${relayPort}/results`,
+    ];
+    for (const item of items) {
+      assert.equal((await runRelay(["submit", "--queue", "general", item], { env })).code, 0);
+    }
+    const worker = spawnRelay(["work", "--queue", "general", "--extract"], { env });
+    let feed: string[] = [];
+    await eventually(async () => (feed = await results(relay.url)).length === 3, "3 results");
+    worker.child.kill("SIGTERM");
+    assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+    assert.deepEqual(feed, [
+      `Could not read ${items[0]}: localhost is this machine ` +
+      `(allow it with --allow-private localhost:${admin.port})`,
+      `Could not read ${items[1]}: 127.0.0.1 is a loopback address (this machine) ` +
+      `(allow it with --allow-private 127.0.0.1:${admin.port})`,
+      `Could not read ${items[2]}: 127.0.0.1 is a loopback address (this machine) ` +
+      `(allow it with --allow-private 127.0.0.1:${relayPort})`,
+    ]);
+    assert.deepEqual(admin.seen, [], "the private server received no request");
+    const stats = await getStats((path) =>
+      fetch(`${relay.url}${path}`, { headers: { "x-auth-key": KEY } })
+    );
+    assert.equal(stats.queues.general.depth, 0, "every item acknowledged");
+    // A refusal is final: the link is not fetched again.
+    assert.doesNotMatch(worker.stderr.join("\n"), /attempt 2 of/);
+  });
+});
+
+Deno.test("relay work --extract ends a page that takes longer than --timeout, fetching or reading it, as one result", async () => {
+  await withTempDir(async (dir) => {
+    await using pages = servePages();
+    await using relay = await startRelayProcess(join(dir, "data"), {
+      env: { RELAY_API_KEY: KEY },
+    });
+    const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
+    // A page that drips a byte at a time, and one served at once whose extraction takes
+    // seconds: one deadline covers both, and ends the reading thread wherever it is.
+    const items = [`${pages.url}/slow`, `${pages.url}/heavy`];
+    for (const item of items) {
+      assert.equal((await runRelay(["submit", "--queue", "general", item], { env })).code, 0);
+    }
+    const worker = spawnRelay([
+      "work",
+      "--queue",
+      "general",
+      "--extract",
+      "--attempts",
+      "1",
+      "--timeout",
+      "200ms",
+      "--allow-private",
+      new URL(pages.url).host,
+    ], { env });
+    let feed: string[] = [];
+    await eventually(async () => (feed = await results(relay.url)).length === 2, "2 results");
+    worker.child.kill("SIGTERM");
+    assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+    assert.deepEqual(
+      feed,
+      items.map((url) =>
+        `Could not read ${url}: took longer than 0.2 s (fetching and reading one page; ` +
+        "a larger --timeout gives slow pages more time)"
+      ),
+    );
+  });
+});
+
 Deno.test("relay work --extract --publish blog,nas publishes each article with a key of the reader's scopes; a failed target is kept", async () => {
   await withTempDir(async (dir) => {
     await using pages = servePages();
@@ -110,7 +191,16 @@ Deno.test("relay work --extract --publish blog,nas publishes each article with a
     });
     const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
     const worker = spawnRelay(
-      ["work", "--queue", "general", "--extract", "--publish", "blog,nas"],
+      [
+        "work",
+        "--queue",
+        "general",
+        "--extract",
+        "--publish",
+        "blog,nas",
+        "--allow-private",
+        new URL(pages.url).host,
+      ],
       { env: { RELAY_URL: relay.url, RELAY_API_KEY: added.stdout.trim() } },
     );
     assert.equal((await runRelay(["submit", `${pages.url}/table`], { env })).code, 0);
@@ -138,6 +228,44 @@ Deno.test("relay work --extract --publish blog,nas publishes each article with a
   });
 });
 
+Deno.test("relay work --extract --publish publishes a 400 KB article whole, as Markdown only, when text and Markdown exceed the body limit", async () => {
+  await withTempDir(async (dir) => {
+    await using pages = servePages();
+    await using downstream = startDownstream();
+    await using relay = await startRelayProcess(join(dir, "data"), {
+      args: ["--publish-url", downstream.url],
+      env: { RELAY_API_KEY: KEY, RELAY_APP_ID: downstream.appId },
+    });
+    const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
+    assert.equal((await runRelay(["submit", `${pages.url}/huge`], { env })).code, 0);
+    const worker = spawnRelay([
+      "work",
+      "--queue",
+      "general",
+      "--extract",
+      "--publish",
+      "blog",
+      "--timeout",
+      "5m",
+      "--allow-private",
+      new URL(pages.url).host,
+    ], { env });
+    await eventually(() => downstream.requests.length === 1, "the blog post", 120_000);
+    worker.child.kill("SIGTERM");
+    assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+    const body = downstream.requests[0]!.body as Record<string, unknown>;
+    const markdown = String(body.content_md ?? body.content);
+    assert.ok(markdown.length > 400_000, `${markdown.length} characters`);
+    assert.match(markdown, /^1\\\. Water at the root/m);
+    assert.match(markdown, /^2700\\\. Water at the root/m, "the article's end arrived");
+    assert.doesNotMatch(markdown, /was cut/);
+    assert.match(
+      worker.stderr.join("\n"),
+      /refused to publish "Huge" as too large; sending it as Markdown only\n(.|\n)*published "Huge" to blog/,
+    );
+  });
+});
+
 Deno.test("relay work --extract cuts an article longer than the relay's body limit instead of failing for ever", async () => {
   await withTempDir(async (dir) => {
     await using pages = servePages();
@@ -147,7 +275,10 @@ Deno.test("relay work --extract cuts an article longer than the relay's body lim
     });
     const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
     assert.equal((await runRelay(["submit", `${pages.url}/long`], { env })).code, 0);
-    const worker = spawnRelay(["work", "--queue", "general", "--extract"], { env });
+    const worker = spawnRelay(
+      ["work", "--queue", "general", "--extract", "--allow-private", new URL(pages.url).host],
+      { env },
+    );
     let feed: string[] = [];
     await eventually(async () => (feed = await results(relay.url)).length === 1, "the result");
     worker.child.kill("SIGTERM");
@@ -168,6 +299,11 @@ Deno.test("relay work --extract refuses a command, and its options without --ext
     [["--publish", "blog", "--", "cat"], /--publish needs --extract/],
     [["--extract", "--publish", "blog,radio"], /invalid --publish "blog,radio"/],
     [["--extract", "--max-page", "lots"], /invalid --max-page "lots"/],
+    [["--allow-private", "nas.home", "--", "cat"], /--allow-private needs --extract/],
+    [
+      ["--extract", "--allow-private", "nas.home:http"],
+      /invalid --allow-private: "nas\.home:http" is not HOST or HOST:PORT/,
+    ],
   ];
   for (const [args, message] of cases) {
     const out = await runRelay(["work", "--queue", "general", ...args], {

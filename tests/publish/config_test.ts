@@ -8,7 +8,7 @@ Deno.test("the built-in services' options: defaults, flags and environment", () 
   assert.equal(defaults.publicUrl, undefined);
   assert.equal(defaults.privateBlog, false);
   assert.equal(defaults.privatePodcast, false);
-  assert.equal(defaults.ttsCommand, undefined);
+  assert.equal(defaults.speechCommand, undefined);
   assert.equal(defaults.podcastKeep, 100);
   assert.equal(defaults.podcastMaxDiskBytes, 1024 ** 3);
 
@@ -16,7 +16,7 @@ Deno.test("the built-in services' options: defaults, flags and environment", () 
     RELAY_PUBLIC_URL: "https://relay.example.org/",
     RELAY_PRIVATE_BLOG: "yes",
     RELAY_PRIVATE_PODCAST: "on",
-    RELAY_TTS_COMMAND: "espeak-ng -v {voice} --stdin --stdout",
+    RELAY_SPEECH_COMMAND: "espeak-ng --stdin --stdout -v {lang}",
     RELAY_PODCAST_KEEP: "5",
     RELAY_PODCAST_MAX_DISK: "200MiB",
   };
@@ -24,7 +24,7 @@ Deno.test("the built-in services' options: defaults, flags and environment", () 
   assert.equal(fromEnv.publicUrl, "https://relay.example.org");
   assert.equal(fromEnv.privateBlog, true);
   assert.equal(fromEnv.privatePodcast, true);
-  assert.equal(fromEnv.ttsCommand, "espeak-ng -v {voice} --stdin --stdout");
+  assert.equal(fromEnv.speechCommand, "espeak-ng --stdin --stdout -v {lang}");
   assert.equal(fromEnv.podcastKeep, 5);
   assert.equal(fromEnv.podcastMaxDiskBytes, 200 * 1024 * 1024);
 
@@ -41,7 +41,8 @@ Deno.test("the built-in services' options refuse bad values, naming the option",
     [{ "public-url": "http://x/?a=1" }, /query or fragment/],
     [{ "private-blog": "maybe" }, /invalid --private-blog "maybe": must be yes or no/],
     [{ "private-podcast": "" }, /--private-podcast/],
-    [{ "tts-command": "  " }, /--tts-command/],
+    [{ "speech-command": "  " }, /--speech-command/],
+    [{ "speech-command": "piper | aplay" }, /--speech-command.*shell syntax/],
     [{ "podcast-keep": "0" }, /--podcast-keep "0"/],
     [{ "podcast-keep": "-3" }, /--podcast-keep/],
     [

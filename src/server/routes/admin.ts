@@ -10,6 +10,7 @@ import denoConfig from "../../../deno.json" with { type: "json" };
 import { clear, freshHealth, health, type HealthVerdict, stats } from "../../store/store.ts";
 import { json, JSON_TYPE, text, withSize } from "../responses.ts";
 import type { RouteContext, Routes } from "../route.ts";
+import { searchRoutes } from "./search.ts";
 
 /**
  * The admin routes: stats, metrics and clear (scope `admin`); health and the API document
@@ -66,6 +67,8 @@ export function adminRoutes(relay: RouteContext, served: () => Readonly<Routes>)
         return new Response(document, { headers: { "content-type": JSON_TYPE } });
       },
     },
+    // Search covers the built-in services and the results feed: served with the services.
+    ...(relay.builtin?.search === undefined ? {} : searchRoutes(relay.builtin.search)),
     "/health": {
       methods: ["GET", "HEAD"],
       open: true,

@@ -108,7 +108,9 @@ export async function publishPost(
     };
   }
   if (post.targets.includes("nas")) {
-    const episode = await services.podcast.enqueue(post.title.trim(), post.content);
+    // The Markdown when there is one: an article result is read as such (title, source, body).
+    const text = post.content_md?.trim() ? post.content_md : post.content;
+    const episode = await services.podcast.enqueue(post.title.trim(), text);
     answer.status = "success";
     answer.message = `queued for reading aloud as episode ${episode.id}`;
     answer.episode_id = episode.id;

@@ -81,7 +81,6 @@ function submitRoute(relay: RouteContext): Route {
   return {
     scope: "submit",
     methods: ["POST"],
-    direct: write,
     handler: (c, url) => write(c.req.raw, url),
   };
 }
@@ -92,6 +91,8 @@ function pullRoute(relay: RouteContext): Route {
   return {
     scope: "consume",
     methods: ["GET"],
+    // A pull takes what it answers: no cache may keep it, nor answer it again.
+    noStore: true,
     handler: async (c, url) => {
       const query = parseOr400(pullQuerySchema, {
         queue: url.searchParams.get("queue") ?? undefined,

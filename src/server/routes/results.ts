@@ -11,7 +11,7 @@ import { HttpError } from "../../errors.ts";
 import { push, readResults, stateVersion } from "../../store/store.ts";
 import { readBody } from "../body.ts";
 import { AnswerCache, answerOf, cachedResponse } from "../cache.ts";
-import { KEY_ID, MAIN_KEY_ID } from "../auth.ts";
+import { MAIN_KEY_ID } from "../auth.ts";
 import { eventStreamResponse, sseEvent, streamResults } from "../live.ts";
 import { text } from "../responses.ts";
 import { absentIfEmpty, type Route, type RouteContext, type Routes, waitFor } from "../route.ts";
@@ -53,7 +53,6 @@ function pushRoute(relay: RouteContext): Route {
   return {
     scope: "push",
     methods: ["POST"],
-    direct: write,
     handler: (c) => write(c.req.raw),
   };
 }
@@ -128,6 +127,8 @@ function streamRoute(relay: RouteContext): Route {
   return {
     scope: "read",
     methods: ["GET"],
+    // A stream never ends: nothing of it may be kept.
+    noStore: true,
     handler: (c, url) => {
       const since = parseOr400(streamStartSchema, {
         lastEventId: absentIfEmpty(c.req.header("last-event-id")),
@@ -136,7 +137,7 @@ function streamRoute(relay: RouteContext): Route {
       const resumed = c.req.header("last-event-id") !== undefined ||
         url.searchParams.has("since");
       // Past the limits: 503 (all streams) or 429 (this key's), before anything is held.
-      const release = relay.streams.take(c.get(KEY_ID) ?? MAIN_KEY_ID);
+      const release = relay.streams.take(c.keyId ?? MAIN_KEY_ID);
       const { closing } = relay;
       const left = c.req.raw.signal;
       return Promise.resolve(eventStreamResponse(async (stream, gone) => {

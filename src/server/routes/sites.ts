@@ -8,10 +8,14 @@
  * @module
  */
 
-import type { Context } from "hono";
 import { HttpError, problemResponse } from "../../errors.ts";
 import type { SiteUrls } from "../../builtin/html.ts";
-import { ARTWORK_PATH, artworkResponse, transcriptResponse } from "../../builtin/podcast_files.ts";
+import {
+  ARTWORK_PATH,
+  artworkResponse,
+  chaptersResponse,
+  transcriptResponse,
+} from "../../builtin/podcast_files.ts";
 import { robotsResponse } from "../../builtin/site.ts";
 import { podcastFeedKey } from "../../access/podcast_feed_key.ts";
 import { grantedToAll } from "../cors.ts";
@@ -24,7 +28,7 @@ import {
   notModifiedResponse,
   preconditionFailed,
 } from "../validators.ts";
-import type { BuiltinPublishing, Handler, Route, Routes } from "../route.ts";
+import type { BuiltinPublishing, Handler, HandlerContext, Route, Routes } from "../route.ts";
 import { siteOrigin } from "./downstream.ts";
 
 // The pages and the feeds (feed, ~14 MB) are loaded when first asked for, not when the
@@ -35,7 +39,7 @@ const loadFeeds = () => import("../../builtin/feeds.ts");
 const GET = ["GET", "HEAD"] as const;
 
 /** Serves a file with `Accept-Ranges`, answering a Range request with 206. */
-async function serveFile(c: Context, path: string, type: string): Promise<Response> {
+async function serveFile(c: HandlerContext, path: string, type: string): Promise<Response> {
   let file: Deno.FsFile;
   try {
     file = await Deno.open(path, { read: true });
@@ -259,15 +263,20 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
     // Public even for a private podcast: an app shows it before it has asked for a key.
     [ARTWORK_PATH]: reading(false, () => artworkResponse()),
     "/podcast/:file": podcastReading(async (c) => {
-      const match = /^(.+)\.(mp3|txt)$/.exec(c.req.param("file") ?? "");
+      const match = /^(.+?)\.(mp3|txt|chapters\.json)$/.exec(c.req.param("file") ?? "");
       const episode = match ? await podcast.get(match[1]!) : undefined;
       if (episode === undefined || episode.state !== "ready") {
         throw new HttpError(404, "No such episode audio");
       }
       // A public podcast's files may be read by a web player on any site.
       if (match?.[2] === "txt") {
-        const transcript = transcriptResponse(episode);
+        const transcript = await transcriptResponse(episode, podcast.transcriptPath(episode.id));
         return closed ? transcript : grantedToAll(transcript);
+      }
+      if (match?.[2] === "chapters.json") {
+        const chapters = chaptersResponse(episode);
+        if (chapters === undefined) throw new HttpError(404, "This episode has no chapters");
+        return closed ? chapters : grantedToAll(chapters);
       }
       const audio = await serveFile(c, podcast.audioPath(episode.id), "audio/mpeg");
       if (!closed) return grantedToAll(audio);

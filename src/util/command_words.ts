@@ -1,0 +1,31 @@
+/**
+ * A command line split into its words as a POSIX shell would, without running a shell: the npm
+ * package `shell-quote` reads `'…'` and `"…"` quotes and `\` escapes; `$NAME` stays as it is
+ * (no variables), and shell syntax (`|`, `>`, `;`, `&&`, `*` patterns, `#` comments) is refused,
+ * since no shell would carry it out. The household's speech command (`--speech-command`) is read
+ * so, when the relay starts and each time it runs.
+ *
+ * @module
+ */
+
+import { parse } from "shell-quote";
+
+/**
+ * The words of `command`.
+ *
+ * @returns The program and its arguments, at least one word.
+ * @throws {Error} with one sentence when the line is empty or holds shell syntax.
+ */
+export function commandWords(command: string): string[] {
+  const words: string[] = [];
+  for (const entry of parse(command, (name: string) => `$${name}`)) {
+    if (typeof entry === "string") {
+      words.push(entry);
+      continue;
+    }
+    const syntax = "op" in entry ? entry.op : "#";
+    throw new Error(`holds shell syntax (${syntax}), but no shell runs it: name a script instead`);
+  }
+  if (words.length === 0) throw new Error("is empty");
+  return words;
+}

@@ -1,5 +1,5 @@
 /**
- * Entry point of the relay's command line and compiled binary (contract C70).
+ * Entry point of the relay's command line and compiled binary.
  * Everything else lives in `src/`; the command line is `src/cli/main.ts`.
  *
  * @module

@@ -48,13 +48,3 @@ export type LogFormat = typeof LOG_FORMATS[number];
 
 /** The path the phone web app lives under; the service worker's scope. */
 export const WEBAPP_PATH = "/app/";
-
-/**
- * The publish targets: the notes store, the blog, and `nas`, which is the podcast
- * (read-aloud) queue: the specification's name for it, kept in requests, options and
- * answers.
- */
-export const TARGETS = ["notes", "blog", "nas"] as const;
-
-/** One of {@linkcode TARGETS}. */
-export type Target = typeof TARGETS[number];

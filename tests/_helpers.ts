@@ -279,9 +279,11 @@ export function freePort(): number {
 
 /**
  * The program and arguments that run `main.ts` with `args` and the relay's permission set;
- * `root` is the checkout to run (a directory path ending in `/`), by default this one.
+ * `root` is the checkout to run (a directory path ending in `/`), by default this one, and
+ * `entry` the script in it, by default `main.ts` (a test's own entry script injects what the
+ * command line never sets, e.g. `tests/reliability/_paused_relay.ts`).
  */
-export function relayArgv(args: string[], root: string = ROOT): string[] {
+export function relayArgv(args: string[], root: string = ROOT, entry = "main.ts"): string[] {
   return [
     Deno.execPath(),
     "run",
@@ -289,7 +291,7 @@ export function relayArgv(args: string[], root: string = ROOT): string[] {
     "--quiet",
     "--config",
     `${root}deno.json`,
-    `${root}main.ts`,
+    `${root}${entry}`,
     ...args,
   ];
 }
@@ -308,10 +310,11 @@ export function relayCommand(
     umask?: string;
     nofile?: number;
     root?: string;
+    entry?: string;
   },
   stdin: "piped" | "null",
 ): Deno.Command {
-  const deno = relayArgv(args, options.root);
+  const deno = relayArgv(args, options.root, options.entry);
   if (options.umask !== undefined && !/^[0-7]{3,4}$/.test(options.umask)) {
     throw new Error(`bad umask ${options.umask}`);
   }
@@ -384,17 +387,20 @@ export async function startRelayProcess(
     umask?: string;
     nofile?: number;
     root?: string;
+    /** The entry script, with arguments before `serve`'s (see {@linkcode relayArgv}). */
+    entry?: { script: string; args: string[] };
   } = {},
 ): Promise<RelayProcess> {
   const port = String(options.port ?? 0);
   const args = ["serve", "--hostname", "127.0.0.1", "--port", port, "--db", `${dir}/relay.kv`];
   const child = relayCommand(
-    [...args, ...(options.args ?? [])],
+    [...(options.entry?.args ?? []), ...args, ...(options.args ?? [])],
     {
       env: options.env ?? {},
       ...(options.umask === undefined ? {} : { umask: options.umask }),
       ...(options.nofile === undefined ? {} : { nofile: options.nofile }),
       ...(options.root === undefined ? {} : { root: options.root }),
+      ...(options.entry === undefined ? {} : { entry: options.entry.script }),
     },
     "null",
   ).spawn();

@@ -13,6 +13,7 @@
 import { APP, byId, render, setStatus, SHOW } from "./client.js";
 import {
   flushOutbox,
+  listQueues,
   onSubmit,
   onSubmitKey,
   onWorkerMessage,
@@ -61,6 +62,7 @@ async function registerWorker() {
 }
 
 async function start() {
+  listQueues(byId("submit-queue"));
   byId("submit-form").addEventListener("submit", onSubmit);
   byId("submit-content").addEventListener("keydown", onSubmitKey);
   byId("outbox-send").addEventListener("click", () => void flushOutbox());

@@ -1,7 +1,9 @@
 /**
  * Markdown to DOM nodes for the web app's Results screen (an article a reader pushed is
  * Markdown: headings, lists, links, code, tables), with markdown-it. `deno task webapp`
- * bundles this file, with markdown-it, into `webapp/markdown.js`, the ES module the app loads.
+ * bundles this file, with markdown-it, into `webapp/markdown.js`, the ES module the app loads;
+ * the bundle also carries the relay's own reading of a result (src/article_result.ts) and its
+ * queue names (src/queue_names.ts), re-exported here.
  *
  * Safe by configuration, for a result is whatever a worker pushed:
  * - raw HTML is off, so a `<script>` or an `<img onerror>` in a result is escaped and shown as
@@ -17,6 +19,11 @@
  */
 
 import MarkdownIt, { type Token } from "markdown-it";
+
+// The web app's one bundle also carries what it shares with the relay, so that both read a
+// result and name the queues the same way.
+export { readArticleResult, readFailureResult } from "../src/article_result.ts";
+export { QUEUE_NAMES } from "../src/queue_names.ts";
 
 /** The little of the DOM this module uses; Deno's types have no DOM (see content.ts). */
 interface DomNode {

@@ -3,7 +3,7 @@
 
 import { api, byId, explain, setStatus, UNREACHABLE, whileBusy } from "./client.js";
 
-export const TARGET_NAMES = { notes: "Notes", blog: "Blog", nas: "Podcast" };
+export const TARGET_NAMES = { notes: "Notes", blog: "Blog", podcast: "Podcast", nas: "Podcast" };
 
 // --- Publish
 
@@ -48,8 +48,6 @@ export function onPublish(event) {
   const tags = form.elements.tags.value.split(",").map((t) => t.trim()).filter(Boolean);
   if (tags.length > 0) body.tags = tags.join(",");
   body.targets = targets;
-  // The podcast reads the article aloud: the relay needs "transform": "read" for it.
-  if (targets.includes("nas")) body.transform = "read";
   return whileBusy(form.querySelector("button[type=submit]"), async () => {
     list.replaceChildren();
     setStatus(status, "Publishing…");

@@ -12,11 +12,13 @@ import {
   UNREACHABLE,
   whileBusy,
 } from "./client.js";
+import { QUEUE_NAMES } from "./markdown.js";
 
 /** The outbox database, shared with sw.js (same names, same version). */
 const OUTBOX_DB = "relay-outbox";
 const OUTBOX_STORE = "requests";
-const QUEUES = ["qa", "article", "general"];
+/** The relay's queues, in pull order: src/queue_names.ts, carried by the bundle. */
+const QUEUES = QUEUE_NAMES;
 const timeOnly = new Intl.DateTimeFormat(undefined, { timeStyle: "short" });
 
 // --- Submit
@@ -40,6 +42,14 @@ export async function submitContent(content, queue) {
   if (!response.ok) return { ok: false, text: await explain(response), queued: false };
   const queued = response.headers.get("x-relay-outbox") === "queued";
   return { ok: true, text: (await response.text()).trim(), queued };
+}
+
+/** Offers every queue in the Submit form: the page names the first ones, with their use. */
+export function listQueues(select) {
+  const offered = new Set([...select.options].map((option) => option.value));
+  for (const name of QUEUES.filter((queue) => !offered.has(queue))) {
+    select.add(new Option(name, name));
+  }
 }
 
 export function onSubmit(event) {

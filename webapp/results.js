@@ -2,7 +2,7 @@
 // stream, kept on the device, each result rendered from Markdown by markdown.js (markdown-it
 // with raw HTML off and links only to the web or to mail) with a button that publishes it.
 
-import { plainText, renderMarkdown } from "./markdown.js";
+import { plainText, readArticleResult, readFailureResult, renderMarkdown } from "./markdown.js";
 import {
   api,
   byId,
@@ -134,6 +134,9 @@ function resultItem({ t, c }) {
   if (Number.isFinite(t) && !Number.isNaN(date.getTime())) {
     meta.append(timeElement(date, dateTime.format(date)));
   }
+  li.append(meta);
+  // A link that could not be read has nothing to publish.
+  if (readFailureResult(c)) return li;
   const publish = document.createElement("button");
   publish.type = "button";
   publish.className = "publish-result";
@@ -143,23 +146,26 @@ function resultItem({ t, c }) {
   status.setAttribute("role", "status");
   publish.addEventListener("click", () => publishResult(c, content, publish, status));
   meta.append(publish);
-  li.append(meta, status);
+  li.append(status);
   return li;
 }
 
 /**
- * Sends one result to the blog and the podcast (POST /publish): its first line is the title,
- * its Markdown the post, its rendered text what the podcast reads aloud.
+ * Sends one result to the blog and the podcast (POST /publish) as `relay work --publish` sends
+ * an article: a reader's result goes whole as `content_md` (the relay's services read its
+ * title, source and body from it), its title from its fields and its body's text as `content`;
+ * any other result is titled by its first line, its rendered text the `content`.
  */
 function publishResult(markdown, rendered, button, status) {
+  const article = readArticleResult(markdown);
   const firstLine = markdown.trim().split("\n", 1)[0].replace(/^#+\s*/, "").trim();
-  const title = firstLine.length > 120 ? `${firstLine.slice(0, 119)}…` : firstLine;
+  const title = article?.title ?? firstLine;
+  const text = article ? plainText(renderMarkdown(article.markdown)) : plainText(rendered);
   const body = {
-    title: title || "Result",
-    content: plainText(rendered) || markdown,
+    title: (title.length > 120 ? `${title.slice(0, 119)}…` : title) || "Result",
+    content: text || markdown,
     content_md: markdown,
-    targets: ["blog", "nas"],
-    transform: "read",
+    targets: ["blog", "podcast"],
   };
   return whileBusy(button, async () => {
     setStatus(status, "Publishing…");

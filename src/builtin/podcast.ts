@@ -19,9 +19,9 @@
  *   its counts, the file is synced, and only then is it renamed to `<id>.mp3` and the episode
  *   called ready.
  *
- * For the crash tests, `RELAY_PODCAST_PAUSE_AT=<step>` makes the worker stop for good at a
- * step (see {@linkcode PodcastStep}) and say so in one log line, so that a test can kill the
- * relay exactly there.
+ * For the crash tests, the `pauseAt` option makes the worker stop for good at a step (see
+ * {@linkcode PodcastStep}) and say so in one log line, so that a test can kill the relay exactly
+ * there; the relay never sets it (tests/reliability/_paused_relay.ts starts one that does).
  *
  * Retention: after an episode is finished, the oldest ready episodes beyond `keep`
  * episodes or `maxDiskBytes` of audio are deleted (audio, text and record), and the oldest
@@ -74,7 +74,7 @@ export interface PodcastStats {
 }
 
 /**
- * The steps of an episode's life where `RELAY_PODCAST_PAUSE_AT` stops the worker, for the
+ * The steps of an episode's life where the `pauseAt` option stops the worker, for the
  * crash tests: `started` (the part file is open and the record says "synthesising", nothing
  * spoken yet), `appended` (the second chunk's audio is in the part file and synced, its
  * progress not yet recorded), `recorded` (the second chunk's progress is recorded),
@@ -84,7 +84,7 @@ export interface PodcastStats {
  */
 export type PodcastStep = "started" | "appended" | "recorded" | "completed" | "renamed" | "ready";
 
-/** Every step of an episode's life, in order: the names `RELAY_PODCAST_PAUSE_AT` takes. */
+/** Every step of an episode's life, in order: the names the `pauseAt` option takes. */
 export const PODCAST_STEPS: readonly PodcastStep[] = [
   "started",
   "appended",
@@ -93,16 +93,6 @@ export const PODCAST_STEPS: readonly PodcastStep[] = [
   "renamed",
   "ready",
 ];
-
-/** The step named by `RELAY_PODCAST_PAUSE_AT`, if any (and if the variable may be read). */
-function pauseFromEnvironment(): PodcastStep | undefined {
-  try {
-    const value = Deno.env.get("RELAY_PODCAST_PAUSE_AT");
-    return PODCAST_STEPS.find((step) => step === value);
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * The episodes and the background worker that speaks them. Call {@linkcode start} once;
@@ -145,7 +135,7 @@ export class Podcast {
    * @param options.log Where one line per finished or failed episode goes.
    * @param options.retention Limits; default {@linkcode DEFAULT_RETENTION}.
    * @param options.pauseAt For crash tests: the step where the worker stops for good; default
-   *   `RELAY_PODCAST_PAUSE_AT`, else none.
+   *   none.
    */
   constructor(options: {
     dataDir: string;
@@ -163,7 +153,7 @@ export class Podcast {
     this.#clock = options.clock;
     this.#log = options.log;
     this.#retention = options.retention ?? DEFAULT_RETENTION;
-    this.#pauseAt = options.pauseAt ?? pauseFromEnvironment();
+    this.#pauseAt = options.pauseAt;
   }
 
   /** The engine's name, for the start line. */

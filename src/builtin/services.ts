@@ -10,7 +10,7 @@
 import { BlogStore } from "./blog.ts";
 import { SiteOrigin } from "./site.ts";
 import { NotesStore } from "./notes.ts";
-import { Podcast, type PodcastStats, type Retention } from "./podcast.ts";
+import { Podcast, type PodcastStats, type PodcastStep, type Retention } from "./podcast.ts";
 import { EspeakWorker, type TtsEngine } from "./tts.ts";
 import { CommandEngine } from "./speech_command.ts";
 
@@ -28,6 +28,8 @@ export interface BuiltinOptions {
   readonly speechCommand?: string | undefined;
   /** Podcast retention limits. */
   readonly retention?: Retention;
+  /** For crash tests only: the step where the podcast's worker stops for good. */
+  readonly podcastPauseAt?: PodcastStep | undefined;
   /**
    * Origin for absolute URLs in feeds, pages and `redirect_url`, e.g.
    * `https://relay.example.org` (`--public-url`); default where the relay listens.
@@ -99,6 +101,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
     clock,
     log: options.log ?? ((line: string) => console.log(line)),
     ...(options.retention ? { retention: options.retention } : {}),
+    ...(options.podcastPauseAt ? { pauseAt: options.podcastPauseAt } : {}),
   });
   const site = new SiteOrigin(options.publicUrl);
   return {

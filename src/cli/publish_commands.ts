@@ -8,6 +8,7 @@
 import { failedPublishes, publishArticle } from "../client/client.ts";
 import { loadConfig } from "../config/config.ts";
 import { deleteBlogPost } from "../publish/fan_out.ts";
+import { targetNamed, TARGETS } from "../publish/registry.ts";
 import { publishConfig } from "../publish/fan_out.ts";
 import type { Command } from "./command.ts";
 import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
@@ -17,7 +18,9 @@ import { ENCODING_OPTION, readInput } from "./text_input.ts";
 const publish: Command = {
   name: "publish",
   synopsis:
-    "--title T (--content C | --content-file F | --markdown-file F) --target notes,blog,nas " +
+    `--title T (--content C | --content-file F | --markdown-file F) --target ${
+      TARGETS.join(",")
+    } ` +
     "[--tags a,b] | --failed | --retry ID",
   summary: "publish an article downstream through the relay",
   help: "Prints one line per target: success with the document id or URL, or the error.\n" +
@@ -47,14 +50,14 @@ const publish: Command = {
       name: "target",
       type: "string",
       value: "LIST",
-      help: "comma-separated targets: notes, blog, nas (required)",
+      help: `comma-separated targets: ${TARGETS.join(", ")} (required; nas is the podcast too)`,
     },
     { name: "targets", type: "string", value: "LIST", help: "the same as --target" },
     {
       name: "transform",
       type: "string",
       value: "read",
-      help: "read (the podcast's only transform; sent with nas anyway)",
+      help: "read (accepted for older relays; the podcast reads aloud without it)",
     },
     { name: "tags", type: "string", value: "LIST", help: "comma-separated tags" },
     ENCODING_OPTION,
@@ -95,7 +98,7 @@ const publish: Command = {
       );
     }
     if (title === undefined) throw args.needs("--title");
-    if (target === undefined) throw args.needs("--target, e.g. notes,blog,nas");
+    if (target === undefined) throw args.needs(`--target, e.g. ${TARGETS.join(",")}`);
     if (inline === undefined && contentFile === undefined && markdownFile === undefined) {
       throw args.needs("--content, --content-file or --markdown-file");
     }
@@ -118,7 +121,8 @@ const publish: Command = {
       ...(markdown === undefined ? {} : { content_md: markdown }),
       ...(tags === undefined ? {} : { tags }),
       targets,
-      ...(targets.includes("nas") ? { transform: "read" } : {}),
+      // Relays before the podcast took its name needed this for "nas"; later ones ignore it.
+      ...(targets.some((t) => targetNamed(t) === "podcast") ? { transform: "read" } : {}),
     });
     return printOutcome(outcome, args.flag("json"), io);
   },

@@ -11,7 +11,7 @@ import { DatabaseInUseError } from "../store/lock.ts";
 import { UnsafeDatabaseError } from "../store/database.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../server/log.ts";
-import { type BackgroundJob, startRelay } from "../server/start.ts";
+import { type BackgroundJob, type StartOptions, startRelay } from "../server/start.ts";
 import type { Command, OptionSpec } from "./command.ts";
 import { type CommandIo, EXIT_FAILURE, EXIT_USAGE } from "./io.ts";
 
@@ -49,7 +49,12 @@ const OPTIONS: readonly OptionSpec[] = SERVER_OPTIONS.map((o) => ({
  *   in flight when it stopped.
  * @throws {ConfigError} for a bad option (exit code 2).
  */
-async function serve(flags: Record<string, string | undefined>, io: CommandIo, version: string) {
+async function serve(
+  flags: Record<string, string | undefined>,
+  io: CommandIo,
+  version: string,
+  extra: Pick<StartOptions, "podcastPauseAt">,
+) {
   const config = loadConfig(flags, io.env);
   let relay;
   try {
@@ -73,6 +78,7 @@ async function serve(flags: Record<string, string | undefined>, io: CommandIo, v
       version,
       pairing: Deno.stdout.isTerminal(),
       jobs: backups,
+      ...extra,
     });
   } catch (error) {
     // Restarting cannot fix a bad option or an unsafe database (hard-linked, damaged): exit
@@ -119,8 +125,13 @@ async function serve(flags: Record<string, string | undefined>, io: CommandIo, v
  * The `serve` command.
  *
  * @param version The relay's version, for its start line.
+ * @param extra Start options the command line never sets: a test's entry script passes them
+ *   (tests/reliability/_paused_relay.ts), as it injects a clock elsewhere.
  */
-export function serveCommand(version: string): Command {
+export function serveCommand(
+  version: string,
+  extra: Pick<StartOptions, "podcastPauseAt"> = {},
+): Command {
   return {
     name: "serve",
     synopsis: "[options]",
@@ -135,7 +146,7 @@ export function serveCommand(version: string): Command {
     options: OPTIONS,
     async run(args, io) {
       const flags = Object.fromEntries(OPTIONS.map((o) => [o.name, args.string(o.name)]));
-      return await serve(flags, io, version);
+      return await serve(flags, io, version, extra);
     },
   };
 }

@@ -8,6 +8,7 @@
 
 import { parseSize } from "../config/config.ts";
 import { queueList } from "../queue_names.ts";
+import { TARGET_NAMES, targetNamed, TARGETS } from "../publish/registry.ts";
 import { MAX_LEASE_MS } from "../store/store.ts";
 import { type ExtractSettings, work } from "../client/work.ts";
 import type { Args, Command } from "./command.ts";
@@ -33,8 +34,8 @@ const DEFAULT_PAGE_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_PAGE_BYTES = 5 * 1024 * 1024;
 /** Default `--accept-language`: English, as a browser set to English sends it. */
 const DEFAULT_ACCEPT_LANGUAGE = "en-US,en;q=0.8";
-/** Targets `--publish` takes: the relay's publish targets. */
-const PUBLISH_TARGETS = ["notes", "blog", "nas"];
+/** Targets `--publish` takes: the relay's publish targets, under any of their names. */
+const PUBLISH_TARGETS = TARGET_NAMES;
 
 /** `--lease`: whole seconds, 1 s to 12 h. */
 function leaseSeconds(args: Args): number {
@@ -69,10 +70,10 @@ function extractSettings(args: Args): ExtractSettings | undefined {
     return undefined;
   }
   const unknown = publish.find((target) => !PUBLISH_TARGETS.includes(target));
-  if (unknown !== undefined || new Set(publish).size !== publish.length) {
+  if (unknown !== undefined || new Set(publish.map(targetNamed)).size !== publish.length) {
     throw args.usage(
       `invalid --publish "${args.string("publish")}": distinct targets from ${
-        PUBLISH_TARGETS.join(", ")
+        TARGETS.join(", ")
       }, comma-separated`,
     );
   }
@@ -169,7 +170,7 @@ const workCommand: Command = {
       name: "publish",
       type: "string",
       value: "TARGETS",
-      help: "with --extract: also publish each article to notes, blog and/or nas (comma-separated)",
+      help: `with --extract: also publish each article to ${TARGETS.join(", ")} (comma-separated)`,
     },
     {
       name: "timeout",

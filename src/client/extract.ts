@@ -11,7 +11,7 @@
 import { parseHTML } from "linkedom";
 import { type Article, articleResult, extractArticle, type PageDocument } from "./article.ts";
 import { fetchPage, type FetchPageOptions, PageError } from "./fetch_page.ts";
-import { checkShape } from "./page_shape.ts";
+import { capForDom, checkShape, MAX_DOM_CHARS } from "./page_shape.ts";
 import { NEAR_EMPTY_WORDS, NEEDS_BROWSER, needsBrowser, wordCount } from "./page_wall.ts";
 
 export { PageError, relayAddresses } from "./fetch_page.ts";
@@ -38,7 +38,7 @@ export interface ReadLink {
  */
 export async function readLink(url: string, options: FetchPageOptions): Promise<ReadLink> {
   const page = await fetchPage(url, options);
-  const html = withoutScripts(page.html);
+  const { html, cut } = capForDom(withoutScripts(page.html));
   checkShape(html);
   const { document } = parseHTML(html) as unknown as { document: PageDocument };
   const article = extractArticle(document, page.url);
@@ -56,6 +56,9 @@ export async function readLink(url: string, options: FetchPageOptions): Promise<
   if (page.truncated) {
     result += `\n_The page was longer than ${sizeText(options.maxBytes)}: ` +
       "only its beginning was read._\n";
+  } else if (cut) {
+    result += `\n_The page's text was longer than ${sizeText(MAX_DOM_CHARS)} without its ` +
+      "scripts: only its beginning was read._\n";
   }
   return { article, result };
 }

@@ -20,7 +20,7 @@ import {
   RelayError,
   retrying,
 } from "./client.ts";
-import type { Article, ReadLink } from "./extract.ts";
+import type { ReadLink } from "./extract.ts";
 import type { AllowList } from "./address_policy.ts";
 import { readInThread } from "./read_thread.ts";
 
@@ -32,7 +32,7 @@ export interface ExtractSettings {
   maxBytes: number;
   /** The `Accept-Language` header sent with each fetch. */
   acceptLanguage: string;
-  /** Targets each article is published to through `POST /publish` (`notes`, `blog`, `nas`). */
+  /** Targets each article is published to through `POST /publish` (`notes`, `blog`, `podcast`). */
   publish: readonly string[];
   /**
    * Hosts read despite the address policy (`--allow-private`): `all`, or hosts with an
@@ -99,7 +99,7 @@ export async function readItem(
   }
   log(`relay: read ${link} (item ${item.id}): "${outcome.article.title}"`);
   await push(outcome.result);
-  if (options.publish.length > 0) await publish(client, outcome.article, options);
+  if (options.publish.length > 0) await publish(client, outcome, options);
   return true;
 }
 
@@ -196,13 +196,16 @@ const PUBLISH_TRIES = 3;
  * representation, still whole: the blog renders it, the podcast reads it); then its Markdown cut
  * to a half, a quarter, …, ending with a note that says so. Nothing is left out in silence.
  */
-function* publishBodies(article: Article, options: ReadItemOptions) {
-  const markdown = `${article.markdown.trim()}\n\nSource: <${article.url}>\n`;
+function* publishBodies(read: ReadLink, options: ReadItemOptions) {
+  const { article } = read;
+  // The result text pushed, whole (src/article_result.ts): every publisher (this one, the web
+  // app's button) sends the same article, and the services read its parts from it.
+  const markdown = read.result;
   const common = {
     title: article.title,
     targets: options.publish,
-    // The podcast reads the article aloud only when asked to.
-    ...(options.publish.includes("nas") ? { transform: "read" } : {}),
+    // Relays before the podcast took its name needed this for "nas"; later ones ignore it.
+    ...(options.publish.some((t) => t === "nas" || t === "podcast") ? { transform: "read" } : {}),
   };
   if (article.text !== undefined) {
     yield { how: "whole", body: { ...common, content: article.text, content_md: markdown } };
@@ -218,9 +221,10 @@ function* publishBodies(article: Article, options: ReadItemOptions) {
 }
 
 /** Publishes an article through `POST /publish`, logging the outcome of each target. */
-async function publish(client: RelayClient, article: Article, options: ReadItemOptions) {
+async function publish(client: RelayClient, read: ReadLink, options: ReadItemOptions) {
   const { log } = options;
-  const bodies = publishBodies(article, options);
+  const { article } = read;
+  const bodies = publishBodies(read, options);
   let { body } = bodies.next().value!;
   for (let attempt = 1;; attempt++) {
     try {

@@ -9,14 +9,14 @@
 import { PageError } from "./fetch_page.ts";
 
 /**
- * Most elements of a page the reader reads, once its scripts are gone. Readability's time and
- * the memory of the page's DOMs grow with its elements: measured on our 2-core machine under
- * load, a page of dense article with 9,900 elements took 4.4 s and a peak of 360 MB, with
- * 14,700 5.4 s and 360 MB, with 19,600 7.5 s and 600 MB (docs/benchmarks.md, "Reading a
- * link"). A long news page has 2,000 to 5,000. A page with more is reported as too large:
- * reading it again would not help.
+ * Most elements of a page the reader reads, once its scripts are gone. The reader's memory
+ * grows with the elements (Readability works on a copy of the DOM): measured with
+ * bench/reader_memory.ts, the whole process peaked at 306 MiB with 40,000 short elements,
+ * 269 MiB with 30,000 and 239 MiB with 25,000 (docs/benchmarks.md, "Reading a link"). 25,000
+ * keeps any page under 256 MiB and takes long documentation pages; a long news page has 2,000
+ * to 5,000. A page with more is reported as too large: reading it again would not help.
  */
-export const MAX_ELEMENTS = 15_000;
+export const MAX_ELEMENTS = 25_000;
 
 /**
  * Deepest nesting of elements the reader reads. Readability walks up from each element, and
@@ -166,4 +166,23 @@ export function checkShape(html: string): void {
       false,
     );
   }
+}
+
+/**
+ * Most characters of a page (once its scripts, styles and comments are gone) made into a DOM.
+ * The reader's memory grows with the text it parses, about 90 bytes for each: measured with
+ * bench/reader_memory.ts, a 5 MiB page of article text peaked at 394 MiB of the process
+ * uncut, 282 MiB cut at 2 MiB and 243 MiB at 1.5 MiB; a small page at 100 MiB
+ * (docs/benchmarks.md, "Reading a link"). A real article is a few hundred KiB.
+ */
+export const MAX_DOM_CHARS = 1536 * 1024;
+
+/**
+ * `html` cut to {@linkcode MAX_DOM_CHARS} characters, at the start of a tag so that no tag is
+ * cut in half; `cut` says whether it was.
+ */
+export function capForDom(html: string): { html: string; cut: boolean } {
+  if (html.length <= MAX_DOM_CHARS) return { html, cut: false };
+  const tag = html.lastIndexOf("<", MAX_DOM_CHARS);
+  return { html: html.slice(0, tag > 0 ? tag : MAX_DOM_CHARS), cut: true };
 }

@@ -1,35 +1,27 @@
 /**
- * Unified publish: one article fanned out to the notes
- * store, the blog and the podcast (read-aloud) queue, in parallel, each call with a
- * timeout and no retry (a retried POST can publish twice).
+ * Unified publish: one article fanned out to the targets of `registry.ts` (the notes store,
+ * the blog and the podcast), in parallel, each call with a timeout and no retry (a retried
+ * POST can publish twice) unless the targets file asks for retries.
  *
- * One function per target builds exactly the request and turns the answer
- * into a per-target result; nothing a downstream service answers (HTML, garbage, silence,
- * a refused connection) escapes as an exception.
+ * Each target goes one of three ways: through an adapter of the targets file (IMA, Memos, a
+ * generic HTTP target), to an external service speaking the relay's own shapes (its kind's
+ * preset, sent by the generic HTTP adapter), or to the relay's built-in service, which the
+ * caller hands over as {@linkcode BuiltinTargets}. Nothing a service answers (HTML, garbage,
+ * silence, a refused connection) or throws escapes as an exception.
  *
  * @module
  */
 
 import type { Config } from "../config/config.ts";
-import type { Target } from "../constants.ts";
-import { fetchFailure } from "../errors.ts";
-import { readAtMost } from "../util/streams.ts";
+import { errorMessage, fetchFailure } from "../errors.ts";
 import { sleep } from "../util/backoff.ts";
-import type { AdapterTarget, TargetsFile } from "./targets.ts";
+import { joinUrl } from "../util/url.ts";
+import { type Target, TARGET_KINDS, TARGETS } from "./registry.ts";
+import type { Article, BuiltinTargets, TargetResult } from "./target_kind.ts";
+import type { AdapterTarget, HttpTarget, TargetsFile } from "./targets.ts";
 
-export { type Target, TARGETS } from "../constants.ts";
-
-/** A validated publish request. Optional fields are absent, never empty. */
-export interface Article {
-  /** Non-empty title. */
-  readonly title: string;
-  /** Non-empty body text: plain summary for the blog, speech text for the podcast. */
-  readonly content: string;
-  /** Markdown original; the notes store gets it instead of `content` when given. */
-  readonly content_md?: string;
-  /** Comma-separated tags. */
-  readonly tags?: string;
-}
+export { type Target, TARGETS } from "./registry.ts";
+export type { Article, BuiltinTargets, TargetResult } from "./target_kind.ts";
 
 /** Where and how to reach the downstream services. */
 export interface PublishConfig {
@@ -50,10 +42,9 @@ export interface PublishConfig {
   readonly sleep?: (ms: number) => Promise<void>;
   /**
    * The relay's own notes store, blog and podcast, called directly for every target that
-   * has neither an adapter nor a URL (docs/publishing-builtin.md). Never throws: a refusal
-   * is an `error` result.
+   * has neither an adapter nor a URL (docs/publishing-builtin.md).
    */
-  readonly builtin?: (target: Target, article: Article) => Promise<TargetResult>;
+  readonly builtin?: BuiltinTargets;
 }
 
 /**
@@ -63,15 +54,10 @@ export interface PublishConfig {
  * @param config The validated configuration (only its publish options are read).
  */
 export function publishConfig(config: Config): PublishConfig {
-  return {
-    urls: {
-      notes: config.notesUrl ?? config.publishUrl,
-      blog: config.blogUrl ?? config.publishUrl,
-      nas: config.podcastUrl ?? config.publishUrl,
-    },
-    appId: config.secrets.appId,
-    timeoutMs: config.publishTimeoutMs,
-  };
+  const urls = Object.fromEntries(
+    TARGETS.map((target) => [target, TARGET_KINDS[target].url(config)]),
+  ) as Record<Target, string | undefined>;
+  return { urls, appId: config.secrets.appId, timeoutMs: config.publishTimeoutMs };
 }
 
 /**
@@ -84,13 +70,6 @@ export function withTargetsFile(base: PublishConfig, file: TargetsFile): Publish
   return { ...base, urls, adapters: { ...base.adapters, ...file.adapters } };
 }
 
-/** What one target did. */
-export type TargetResult =
-  | { readonly status: "success"; readonly doc_id: string }
-  | { readonly status: "success"; readonly url: string }
-  | { readonly status: "success"; readonly message: string }
-  | { readonly status: "error"; readonly error: string };
-
 /** The answer of `POST /publish`: 200 ok, 207 partial, 502 error. */
 export interface PublishOutcome {
   /** 200 when every target succeeded, 207 when some did, 502 when none did. */
@@ -101,9 +80,6 @@ export interface PublishOutcome {
     readonly results: Partial<Record<Target, TargetResult>>;
   };
 }
-
-/** Largest downstream answer read, bytes: the services answer a few hundred bytes. */
-const MAX_ANSWER_BYTES = 1024 * 1024;
 
 /**
  * The targets of `targets` that cannot be reached with `config`: no base URL, or (for the
@@ -116,18 +92,14 @@ export function missingConfiguration(
   config: PublishConfig,
 ): string[] {
   const missing: string[] = [];
-  const flag: Record<Target, string> = {
-    notes: "--notes-url",
-    blog: "--blog-url",
-    nas: "--podcast-url",
-  };
   for (const target of targets) {
+    const kind = TARGET_KINDS[target];
     if (config.adapters?.[target] !== undefined) continue;
     if (config.urls[target] === undefined && config.builtin !== undefined) continue;
     if (config.urls[target] === undefined) {
-      missing.push(`target "${target}" has no URL (set --publish-url or ${flag[target]})`);
-    } else if (target === "nas" && config.appId === undefined) {
-      missing.push(`target "nas" needs RELAY_APP_ID`);
+      missing.push(`target "${target}" has no URL (set --publish-url or ${kind.urlFlag})`);
+    } else if (kind.needsAppId && config.appId === undefined) {
+      missing.push(`target "${target}" needs RELAY_APP_ID`);
     }
   }
   return missing;
@@ -157,126 +129,41 @@ export async function publish(
   };
 }
 
-function publishTo(target: Target, article: Article, config: PublishConfig): Promise<TargetResult> {
-  const adapter = config.adapters?.[target];
+async function publishTo(
+  target: Target,
+  article: Article,
+  config: PublishConfig,
+): Promise<TargetResult> {
+  const kind = TARGET_KINDS[target];
+  const base = config.urls[target];
+  const adapter = config.adapters?.[target] ?? (base === undefined ? undefined : {
+    // An external service speaking the relay's own shapes: the kind's preset, sent once.
+    kind: "http",
+    url: joinUrl(base, kind.preset.path),
+    method: "POST",
+    headers: kind.needsAppId ? { "x-app-id": config.appId ?? "" } : {},
+    body: kind.preset.body,
+    success: { status: undefined, ...kind.preset.success },
+    report: kind.preset.report,
+    label: kind.preset.label,
+    retry: { attempts: 1, delayMs: 1 },
+  } satisfies HttpTarget);
   if (adapter !== undefined) {
-    // Loaded with the first article for a target's adapter: most relays publish to none.
-    return import("./adapters.ts").then(({ publishWithAdapter }) =>
-      publishWithAdapter(adapter, article, {
-        fetch: config.fetch ?? fetch,
-        timeoutMs: config.timeoutMs,
-        sleep: config.sleep ?? ((ms) => sleep(ms).then(() => {})),
-      })
-    );
+    // Loaded with the first article sent out: a relay with only built-in services needs none.
+    const { publishWithAdapter } = await import("./adapters.ts");
+    return await publishWithAdapter(adapter, article, {
+      fetch: config.fetch ?? fetch,
+      timeoutMs: config.timeoutMs,
+      sleep: config.sleep ?? ((ms) => sleep(ms).then(() => {})),
+    });
   }
-  if (config.urls[target] === undefined && config.builtin !== undefined) {
-    return config.builtin(target, article);
+  if (config.builtin === undefined) return { status: "error", error: "Not configured" };
+  try {
+    return await kind.builtin(config.builtin, article);
+  } catch (error) {
+    // A full or failing disk: the target's failure, kept to be retried, not the request's.
+    return { status: "error", error: `The built-in ${target} failed: ${errorMessage(error)}` };
   }
-  switch (target) {
-    case "notes":
-      return publishToNotes(article, config);
-    case "blog":
-      return publishToBlog(article, config);
-    case "nas":
-      return publishToPodcast(article, config);
-  }
-}
-
-/**
- * Saves the article in the notes store: `POST /api/notes/import` with `title`, `content`
- * (the Markdown original when given, else `content`), `content_format` 1 (Markdown) and
- * `tags`. Success is a 2xx answer with `code` 0.
- */
-async function publishToNotes(
-  article: Article,
-  config: PublishConfig,
-): Promise<TargetResult> {
-  const answer = await callDownstream(
-    config.urls.notes,
-    "/api/notes/import",
-    {
-      title: article.title,
-      content: article.content_md ?? article.content,
-      content_format: 1,
-      ...(article.tags === undefined ? {} : { tags: article.tags }),
-    },
-    {},
-    config,
-  );
-  if ("error" in answer) return answer;
-  const { code, doc_id } = answer.json as { code?: unknown; doc_id?: unknown };
-  if (code === 0) return { status: "success", doc_id: String(doc_id ?? "") };
-  return {
-    status: "error",
-    error: `The notes store answered code ${JSON.stringify(code)}${describeMessage(answer.json)}`,
-  };
-}
-
-/**
- * Publishes the article on the blog: `POST /api/publish` with `title`, `content`,
- * `content_md`, `tags` and `targets: ["blog"]`. Success is a 2xx answer
- * with `blog.status` = `success`; its `blog.redirect_url` is the post's URL.
- */
-async function publishToBlog(
-  article: Article,
-  config: PublishConfig,
-): Promise<TargetResult> {
-  const answer = await callDownstream(
-    config.urls.blog,
-    "/api/publish",
-    {
-      title: article.title,
-      content: article.content,
-      ...(article.content_md === undefined ? {} : { content_md: article.content_md }),
-      ...(article.tags === undefined ? {} : { tags: article.tags }),
-      targets: ["blog"],
-    },
-    {},
-    config,
-  );
-  if ("error" in answer) return answer;
-  const blog = (answer.json as { blog?: { status?: unknown; redirect_url?: unknown } }).blog;
-  if (blog?.status === "success" && typeof blog.redirect_url === "string") {
-    return { status: "success", url: blog.redirect_url };
-  }
-  return {
-    status: "error",
-    error: `The blog answered status ${JSON.stringify(blog?.status ?? null)}${
-      describeMessage(answer.json)
-    }`,
-  };
-}
-
-/**
- * Queues the article for reading aloud: `POST /api/publish` with header `X-App-ID` and
- * `title`, `content`, `content_md`, `targets: ["nas"]`, `transform: "read"`. Success is a 2xx answer with `status` = `success`.
- */
-async function publishToPodcast(
-  article: Article,
-  config: PublishConfig,
-): Promise<TargetResult> {
-  const answer = await callDownstream(
-    config.urls.nas,
-    "/api/publish",
-    {
-      title: article.title,
-      content: article.content,
-      ...(article.content_md === undefined ? {} : { content_md: article.content_md }),
-      targets: ["nas"],
-      transform: "read",
-    },
-    { "x-app-id": config.appId ?? "" },
-    config,
-  );
-  if ("error" in answer) return answer;
-  const { status, message } = answer.json as { status?: unknown; message?: unknown };
-  if (status === "success") return { status: "success", message: String(message ?? "") };
-  return {
-    status: "error",
-    error: `The podcast service answered status ${JSON.stringify(status ?? null)}${
-      describeMessage(answer.json)
-    }`,
-  };
 }
 
 /**
@@ -322,69 +209,6 @@ export async function deleteBlogPost(
   } catch (error) {
     return describeFailure(url, error, options.timeoutMs);
   }
-}
-
-/** Appends `path` to a base URL, keeping any path the base has (`http://h/x` + `/api`). */
-export function joinUrl(base: string, path: string): string {
-  return base.replace(/\/+$/, "") + path;
-}
-
-type Answer = { json: unknown } | { status: "error"; error: string };
-
-/** POSTs JSON and returns the parsed JSON of a 2xx answer, or a one-sentence error. */
-async function callDownstream(
-  base: string | undefined,
-  path: string,
-  body: unknown,
-  headers: Record<string, string>,
-  config: PublishConfig,
-): Promise<Answer> {
-  if (base === undefined) return { status: "error", error: "Not configured" };
-  const { timeoutMs } = config;
-  const url = joinUrl(base, path);
-  let res: Response;
-  let bytes: Uint8Array | undefined;
-  try {
-    const send = config.fetch ?? fetch;
-    res = await send(
-      new Request(url, {
-        method: "POST",
-        headers: { ...headers, "content-type": "application/json" },
-        body: JSON.stringify(body),
-        redirect: "manual",
-        signal: AbortSignal.timeout(timeoutMs),
-      }),
-    );
-    bytes = await readAtMost(res.body, MAX_ANSWER_BYTES);
-  } catch (error) {
-    return { status: "error", error: describeFailure(url, error, timeoutMs) };
-  }
-  if (bytes === undefined) {
-    return { status: "error", error: `${url} answered more than ${MAX_ANSWER_BYTES} bytes` };
-  }
-  const text = new TextDecoder().decode(bytes);
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  if (res.status < 200 || res.status > 299) {
-    return {
-      status: "error",
-      error: `${url} answered HTTP ${res.status}${json === undefined ? "" : describeMessage(json)}`,
-    };
-  }
-  if (typeof json !== "object" || json === null) {
-    const type = res.headers.get("content-type") ?? "no content type";
-    return { status: "error", error: `${url} answered something that is not JSON (${type})` };
-  }
-  return { json };
-}
-
-function describeMessage(json: unknown): string {
-  const message = (json as { message?: unknown } | null)?.message;
-  return typeof message === "string" && message !== "" ? `: ${message.slice(0, 200)}` : "";
 }
 
 function describeFailure(url: string, error: unknown, timeoutMs: number): string {

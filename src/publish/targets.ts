@@ -3,7 +3,8 @@
  * service each publish target really is, when it is not the built-in one or a service
  * speaking the relay's own shapes (docs/publishing-targets.md).
  *
- * One entry per target (`notes`, `blog`, `nas`), each with a `kind`:
+ * One entry per target of `registry.ts` (`notes`, `blog`, `podcast`; `nas` is taken for
+ * `podcast`), each with a `kind`:
  *
  * - `builtin`: the relay's own service, even when `--publish-url` is set;
  * - `spec`: the relay's own shapes at `url` (as `--notes-url` …);
@@ -22,7 +23,7 @@
 import { dirname, isAbsolute, join } from "node:path";
 import { z } from "zod";
 import { ConfigError, parseDuration } from "../config/config.ts";
-import { type Target, TARGETS } from "../constants.ts";
+import { type Target, TARGET_KINDS, TARGET_NAMES, targetNamed, TARGETS } from "./registry.ts";
 
 /** Where a secret comes from: an environment variable or a file (trimmed). */
 const secretRef = z.union([
@@ -74,7 +75,7 @@ const entrySchema = z.discriminatedUnion("kind", [
   z.strictObject({
     kind: z.literal("http"),
     url: httpUrl,
-    preset: z.enum(["notes", "blog", "podcast"]).optional(),
+    preset: z.enum(TARGETS).optional(),
     method: z.enum(["POST", "PUT", "PATCH"]).optional(),
     headers: z.record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/), headerValue).optional(),
     body: z.unknown().optional(),
@@ -84,10 +85,20 @@ const entrySchema = z.discriminatedUnion("kind", [
   }),
 ]);
 
-const fileSchema = z.strictObject({
-  notes: entrySchema.optional(),
-  blog: entrySchema.optional(),
-  nas: entrySchema.optional(),
+/** The file: an entry per target, under its name or an alias, at most one per target. */
+const fileSchema = z.strictObject(
+  Object.fromEntries(TARGET_NAMES.map((name) => [name, entrySchema.optional()])),
+).transform((file, context) => {
+  const entries: Partial<Record<Target, Entry>> = {};
+  for (const [name, entry] of Object.entries(file)) {
+    const target = targetNamed(name)!;
+    if (entry === undefined) continue;
+    if (entries[target] !== undefined) {
+      context.addIssue({ code: "custom", path: [name], message: `a second entry for ${target}` });
+    }
+    entries[target] = entry;
+  }
+  return entries;
 });
 
 /** Retries of one target: how many attempts in all, and the first wait (doubling). */
@@ -166,43 +177,6 @@ export const IMA_URL = "https://ima.qq.com/openapi/note/v1";
 /** Default retries of an adapter: 3 attempts, 1 s then 2 s apart. */
 const DEFAULT_RETRY: RetryPolicy = { attempts: 3, delayMs: 1000 };
 
-/** The relay's own shapes as presets of the HTTP target: path, body, success, report. */
-const PRESETS = {
-  notes: {
-    label: "The notes store",
-    path: "/api/notes/import",
-    body: { title: "{{title}}", content: "{{markdown}}", content_format: 1, tags: "{{tags}}" },
-    success: { path: "code", equals: 0 },
-    report: { path: "doc_id", as: "doc_id" },
-  },
-  blog: {
-    label: "The blog",
-    path: "/api/publish",
-    body: {
-      title: "{{title}}",
-      content: "{{content}}",
-      content_md: "{{content_md}}",
-      tags: "{{tags}}",
-      targets: ["blog"],
-    },
-    success: { path: "blog.status", equals: "success" },
-    report: { path: "blog.redirect_url", as: "url" },
-  },
-  podcast: {
-    label: "The podcast service",
-    path: "/api/publish",
-    body: {
-      title: "{{title}}",
-      content: "{{content}}",
-      content_md: "{{content_md}}",
-      targets: ["nas"],
-      transform: "read",
-    },
-    success: { path: "status", equals: "success" },
-    report: { path: "message", as: "message" },
-  },
-} as const;
-
 /** An entry of the targets file, as checked. */
 type Entry = z.infer<typeof entrySchema>;
 
@@ -257,7 +231,8 @@ function httpTarget(
   entry: Extract<Entry, { kind: "http" }>,
   resolve: Resolver,
 ): HttpTarget {
-  const preset = entry.preset === undefined ? undefined : PRESETS[entry.preset];
+  // The relay's own shapes, as each target kind describes them.
+  const preset = entry.preset === undefined ? undefined : TARGET_KINDS[entry.preset].preset;
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(entry.headers ?? {})) {
     headers[name] = typeof value === "string"
@@ -327,7 +302,7 @@ function adapterOf(
 function readTargetsFile(
   path: string | undefined,
   required: boolean,
-): z.infer<typeof fileSchema> | undefined {
+): z.output<typeof fileSchema> | undefined {
   if (path === undefined) return undefined;
   let text: string;
   try {

@@ -14,7 +14,7 @@ import { z } from "zod";
 import { createDocument, type ZodOpenApiOperationObject } from "zod-openapi";
 import { builtinPaths, publishingStatsSchema } from "../builtin/openapi_paths.ts";
 import { type Scope, SCOPES } from "../access/named_keys.ts";
-import { TARGETS } from "../publish/fan_out.ts";
+import { TARGET_NAMES } from "../publish/registry.ts";
 import { QUEUE_NAMES, queueList } from "../queue_names.ts";
 import { JSON_TYPE, TEXT_TYPE } from "./responses.ts";
 import { DOWNSTREAM_PATH } from "./routes/downstream.ts";
@@ -132,9 +132,12 @@ const targetOutcome = z.union([
   z.object({ status: z.literal("error"), error: z.string() }),
 ]);
 
+const targetName = z.enum(TARGET_NAMES as [string, ...string[]]);
+
 const publishOutcome = z.object({
   status: z.enum(["ok", "partial", "error"]),
-  results: z.partialRecord(z.enum(TARGETS), targetOutcome),
+  // Each target under the name the request gave it: its own, or an alias such as "nas".
+  results: z.partialRecord(targetName, targetOutcome),
 });
 
 const counters = z.record(z.string(), z.number().int());
@@ -145,7 +148,7 @@ const failedSummary = z.object({
   last_try: z.string(),
   tries: z.number().int(),
   title: z.string(),
-  errors: z.partialRecord(z.enum(TARGETS), z.string()).meta({
+  errors: z.partialRecord(targetName, z.string()).meta({
     description: "The targets still failing, with their last error",
   }),
 });
@@ -302,8 +305,7 @@ function publishDescriptions(): Record<string, ZodOpenApiOperationObject> {
               content: "Three things worth reading.",
               content_md: "# Weekend reading\n\nThree things worth reading.",
               tags: "reading",
-              targets: ["notes", "blog", "nas"],
-              transform: "read",
+              targets: ["notes", "blog", "podcast"],
             },
           },
         },

@@ -10,6 +10,7 @@
 
 import { Feed } from "feed";
 import MarkdownIt from "markdown-it";
+import { readArticleResult, readFailureResult } from "../article_result.ts";
 
 /** One result as the store gives it. */
 export interface FeedResult {
@@ -48,12 +49,15 @@ export function resultsAtom(results: readonly FeedResult[], origin: string): str
   });
   for (const result of newest) {
     const content = xmlChars(result.content);
+    const article = readArticleResult(content);
+    const failure = article === undefined ? readFailureResult(content) : undefined;
     feed.addItem({
       // Atom's title is of type "html" here: escaped, so a title is shown as written.
-      title: escapeHtml(entryTitle(content)),
+      title: escapeHtml(shortened(article?.title ?? entryTitle(content))),
       // The cursor never repeats, also after a clear or a restart: a stable entry id.
       id: `${origin}/results#${result.t}`,
-      link: sourceOf(content) ?? `${origin}/app/`,
+      // An article links to the page it was read from; a failure to the link it could not read.
+      link: (article?.url ?? failure?.url ?? `${origin}/app/`).replace(/[<>"]/g, ""),
       date: new Date(result.t),
       content: markdown.render(content),
     });
@@ -61,16 +65,14 @@ export function resultsAtom(results: readonly FeedResult[], origin: string): str
   return feed.atom1();
 }
 
-/** An entry's title: the result's first line, without a Markdown heading's `#`. */
+/** The title of a result that is not an article: its first line, without a heading's `#`. */
 function entryTitle(content: string): string {
-  const first = content.trim().split("\n", 1)[0]!.replace(/^#+\s*/, "").trim();
-  return first.length > TITLE_CHARS ? `${first.slice(0, TITLE_CHARS - 1)}…` : first;
+  return content.trim().split("\n", 1)[0]!.replace(/^#+\s*/, "").trim();
 }
 
-/** The `Source: <url>` line a reader writes under an article, when the result has one. */
-function sourceOf(content: string): string | undefined {
-  const url = /^Source: <?(https?:\/\/[^\s>]+)>?$/m.exec(content)?.[1];
-  return url?.replace(/[<>"]/g, "");
+/** A title within {@linkcode TITLE_CHARS}, cut with an ellipsis. */
+function shortened(title: string): string {
+  return title.length > TITLE_CHARS ? `${title.slice(0, TITLE_CHARS - 1)}…` : title;
 }
 
 /**

@@ -6,12 +6,18 @@
 
 import { z } from "zod";
 import { HttpError, truncate } from "../errors.ts";
-import { type Article, type Target, TARGETS } from "../publish/fan_out.ts";
+import { type Target, TARGET_NAMES, targetNamed, TARGETS } from "../publish/registry.ts";
+import { type Article, CONTENT_MAX, TAGS_MAX, TITLE_MAX } from "../publish/target_kind.ts";
 import { QUEUE_NAMES, type QueueName } from "../queue_names.ts";
 import { MAX_LEASE_MS, QUEUE_CAPACITY } from "../store/store.ts";
 
 const QUEUE_LIST = QUEUE_NAMES.map((q) => `"${q}"`).join(", ");
 const TARGET_LIST = TARGETS.map((t) => `"${t}"`).join(", ");
+
+/** Whether an optional text is at most `max` characters long. */
+function atMost(max: number) {
+  return (text: string | undefined) => text === undefined || text.length <= max;
+}
 
 /** A received value for a message: quoted when a string, shortened when long. */
 function quoted(value: unknown): string {
@@ -121,20 +127,31 @@ export const pushFieldsSchema = z.object({ content: stringField("content") });
 export const pushBodyDocSchema = pushFieldsSchema.extend({ content: requiredText("content") });
 
 /**
- * The body of `POST /publish`: `title` and `content` non-empty strings;
- * `targets` a non-empty array of distinct values of `notes`, `blog`, `nas`; `nas` only with
- * `transform` = `read`; `tags` and `content_md` optional strings. Empty optional strings
- * count as absent.
+ * The body of `POST /publish`, the one check of an article before any target sees it:
+ * `title` (at most 500 characters) and `content` non-empty strings; `targets` a non-empty array
+ * of distinct target names of the registry (`notes`, `blog`, `podcast`, or an alias such as
+ * `nas`); `tags` and `content_md` optional strings; `transform`, when given, `read` (the
+ * podcast reads aloud whatever it is sent; older clients send it). Empty optional strings count
+ * as absent. Gives the article, the targets, and the names the request used for them (the
+ * answer's keys).
  */
 export const publishBodySchema = z
   .object({
-    title: requiredText("title"),
-    content: requiredText("content"),
-    content_md: stringField("content_md"),
-    tags: stringField("tags"),
+    title: requiredText("title").max(TITLE_MAX, {
+      error: `field "title" is longer than ${TITLE_MAX} characters`,
+    }),
+    content: requiredText("content").max(CONTENT_MAX, {
+      error: `field "content" is longer than ${CONTENT_MAX} characters`,
+    }),
+    content_md: stringField("content_md").refine(atMost(CONTENT_MAX), {
+      error: `field "content_md" is longer than ${CONTENT_MAX} characters`,
+    }),
+    tags: stringField("tags").refine(atMost(TAGS_MAX), {
+      error: `field "tags" is longer than ${TAGS_MAX} characters`,
+    }),
     targets: z
       .array(
-        z.enum(TARGETS, {
+        z.enum(TARGET_NAMES as [string, ...string[]], {
           error: (issue) =>
             typeof issue.input === "string"
               ? `target "${truncate(issue.input)}" is unknown: use ${TARGET_LIST}`
@@ -143,29 +160,22 @@ export const publishBodySchema = z
         { error: `field "targets" must be an array of ${TARGET_LIST}` },
       )
       .min(1, { error: `field "targets" must name at least one of ${TARGET_LIST}` })
-      .refine((targets) => new Set(targets).size === targets.length, {
+      .refine((names) => new Set(names.map(targetNamed)).size === names.length, {
         error: 'field "targets" names a target twice',
       })
       // The document's words for the check above.
       .meta({ uniqueItems: true }),
     transform: z.literal("read", { error: 'field "transform" must be "read"' }).optional(),
   })
-  .refine((body) => !body.targets.includes("nas") || body.transform === "read", {
-    error: 'target "nas" (the podcast) needs "transform": "read"',
-  })
-  // The document's words for the check above: with "nas" among the targets, "transform".
-  .meta({
-    if: { properties: { targets: { contains: { const: "nas" } } }, required: ["targets"] },
-    then: { required: ["transform"] },
-  })
-  .transform((body): { article: Article; targets: Target[] } => ({
+  .transform((body): { article: Article; targets: Target[]; names: string[] } => ({
     article: {
       title: body.title,
       content: body.content,
       ...(body.content_md ? { content_md: body.content_md } : {}),
       ...(body.tags ? { tags: body.tags } : {}),
     },
-    targets: body.targets,
+    targets: body.targets.map((name) => targetNamed(name)!),
+    names: body.targets,
   }));
 
 /**

@@ -39,6 +39,7 @@ import { checkDatabase, keepCounters } from "../store/integrity.ts";
 import { createStore, type Store } from "../store/store.ts";
 import { type AppId, resolveAppId } from "../access/app_id.ts";
 import { type BuiltinServices, createBuiltinServices } from "../builtin/services.ts";
+import type { PodcastStep } from "../builtin/podcast.ts";
 import { openSearch, type RelaySearch } from "./searching.ts";
 import { IdleMemory } from "./idle_memory.ts";
 import { writePrivateFile } from "../util/files.ts";
@@ -148,6 +149,12 @@ export interface StartOptions {
    * so that the server needs to know nothing of the backup format.
    */
   jobs?: readonly ((store: Store, logger: Logger) => BackgroundJob)[];
+  /**
+   * For crash tests only (tests/reliability/_paused_relay.ts): the step where the podcast's
+   * worker stops for good, so that a test can kill the relay exactly there. The command line
+   * never sets it.
+   */
+  podcastPauseAt?: PodcastStep | undefined;
 }
 
 /** What a relay is made of once built, before it listens ({@linkcode buildRelay}). */
@@ -220,9 +227,9 @@ async function buildRelay(
   config: Config,
   database: { path: string; kv: Deno.Kv },
   logger: Logger,
+  podcastPauseAt: PodcastStep | undefined,
 ): Promise<RelayParts> {
-  const db = database.path;
-  const dataDir = dirname(db);
+  const [db, dataDir] = [database.path, dirname(database.path)];
   const apiKey = await resolveApiKey({
     fromEnv: config.secrets.apiKey,
     keyFile: config.apiKeyFile,
@@ -252,6 +259,7 @@ async function buildRelay(
     speechCommand: config.speechCommand,
     retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
     publicUrl: config.publicUrl,
+    podcastPauseAt,
   });
   const closing = new AbortController();
   const { failedPublishes, search } = await openLast(store, builtin, dataDir, logger);
@@ -568,7 +576,7 @@ export async function startRelay(
   const database = await openLockedDatabase(config.db);
   let parts: RelayParts | undefined;
   try {
-    parts = await buildRelay(config, database, logger);
+    parts = await buildRelay(config, database, logger, options.podcastPauseAt);
     const lines = startupLines({
       ...parts,
       engineName: parts.builtin.podcast.engineName,

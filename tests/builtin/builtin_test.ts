@@ -45,20 +45,25 @@ Deno.test("publishing through a --public-url with a path reaches the services di
   assert.equal(notes.length, 1);
 });
 
-Deno.test("the built-in target refuses what the services' API refuses, as a target error", async () => {
+Deno.test("POST /publish checks the article once, with the services' own limits, before any target", async () => {
   await using relay = await serveServices();
   const res = await relay.app.request("/publish", {
     method: "POST",
     headers: { "content-type": "application/json", "x-auth-key": MAIN_KEY },
     body: JSON.stringify({ title: "t".repeat(501), content: "c", targets: ["notes", "blog"] }),
   });
-  assert.equal(res.status, 502);
-  const outcome = await res.json();
-  assert.match(
-    outcome.results.notes.error,
-    /Cannot save the note: field "title" is longer than 500/,
-  );
-  assert.match(outcome.results.blog.error, /Cannot publish: field "title" is longer than 500/);
+  assert.equal(res.status, 400);
+  assert.match((await res.json()).detail, /field "title" is longer than 500 characters/);
+  const notes = await Array.fromAsync(Deno.readDir(join(relay.dataDir, "notes"))).catch(() => []);
+  assert.equal(notes.length, 0, "no note was saved");
+  // The services' own API refuses the same title with the same words.
+  const direct = await relay.app.request("/downstream/api/notes/import", {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-auth-key": MAIN_KEY },
+    body: JSON.stringify({ title: "t".repeat(501), content: "c" }),
+  });
+  assert.equal(direct.status, 400);
+  assert.match((await direct.json()).detail, /field "title" is longer than 500 characters/);
 });
 
 Deno.test("the fan-out's HTTP client publishes to the services' /downstream API over HTTP as to an external service", async () => {
@@ -66,9 +71,9 @@ Deno.test("the fan-out's HTTP client publishes to the services' /downstream API 
   const base = `${relay.url}/downstream`;
   const outcome = await publish(
     { title: "T", content: "Hello there.", content_md: "# Hello", tags: "a,b" },
-    ["notes", "blog", "nas"],
+    ["notes", "blog", "podcast"],
     {
-      urls: { notes: base, blog: base, nas: base },
+      urls: { notes: base, blog: base, podcast: base },
       appId: APP_ID,
       timeoutMs: 10_000,
       // The notes store and blog take the app id too (the fan-out sends it to the podcast).
@@ -79,7 +84,7 @@ Deno.test("the fan-out's HTTP client publishes to the services' /downstream API 
     },
   );
   assert.equal(outcome.body.status, "ok", JSON.stringify(outcome.body));
-  const { notes, blog, nas } = outcome.body.results;
+  const { notes, blog, podcast: nas } = outcome.body.results;
   assert.ok(notes?.status === "success" && "doc_id" in notes);
   assert.ok(blog?.status === "success" && "url" in blog);
   assert.match(blog.url, /^https:\/\/example\.org\/blog\/\d{8}-\d{6}-[a-z0-9]{8}$/);

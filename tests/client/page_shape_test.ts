@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { MAX_DEPTH, shapeOf } from "../../src/client/page_shape.ts";
+import { capForDom, MAX_DEPTH, MAX_DOM_CHARS, shapeOf } from "../../src/client/page_shape.ts";
 
 /** Pieces that hostile pages are made of, repeated to long runs. */
 const piece = fc.oneof(
@@ -68,4 +68,15 @@ Deno.test("shapeOf() finds the tags the old regular expression found, on small p
     }),
     { numRuns: 500 },
   );
+});
+
+Deno.test("capForDom() cuts a page's text at the start of a tag, and only a long one", () => {
+  const short = "<p>" + "a".repeat(1000) + "</p>";
+  assert.deepEqual(capForDom(short), { html: short, cut: false });
+  const long = "<p>" + "word ".repeat(100) + "</p>\n";
+  const page = long.repeat(Math.ceil((MAX_DOM_CHARS * 2) / long.length));
+  const { html, cut } = capForDom(page);
+  assert.equal(cut, true);
+  assert.ok(html.length <= MAX_DOM_CHARS, `${html.length} characters`);
+  assert.ok(html.endsWith("</p>\n"), "no tag cut in half");
 });

@@ -65,7 +65,7 @@ Deno.test("relay publish --target notes,blog,nas reaches IMA, Memos and a protec
   let relay = await startRelayProcess(dir, { env });
   try {
     const start = relay.stdout.join("\n");
-    assert.match(start, /publishing to notes via ima; blog via memos; nas via http/);
+    assert.match(start, /publishing to notes via ima; blog via memos; podcast via http/);
     for (const secret of Object.values(VENDOR_SECRETS)) {
       assert.ok(!start.includes(secret), "no secret in the log");
     }

@@ -93,7 +93,7 @@ async function setUp(
   return {
     waits,
     config: {
-      urls: { notes: undefined, blog: undefined, nas: undefined },
+      urls: { notes: undefined, blog: undefined, podcast: undefined },
       appId: undefined,
       timeoutMs: 5000,
       adapters: file.adapters,
@@ -112,12 +112,12 @@ function results(outcome: { body: { results: Record<string, TargetResult | undef
 Deno.test("adapters: IMA, Memos and a Cloudflare-Access-protected endpoint all succeed", async () => {
   await using vendors = startVendors();
   const { config, waits } = await setUp(vendors);
-  const outcome = await publish(ARTICLE, ["notes", "blog", "nas"], config);
+  const outcome = await publish(ARTICLE, ["notes", "blog", "podcast"], config);
   assert.equal(outcome.httpStatus, 200, JSON.stringify(outcome.body));
   const r = results(outcome);
   assert.deepEqual(r.notes, { status: "success", doc_id: "note-1" });
   assert.match(r.blog!.doc_id!, /^memos\/m\d+$/);
-  assert.match(r.nas!.message!, /^ep-\d+$/);
+  assert.match(r.podcast!.message!, /^ep-\d+$/);
   assert.deepEqual(waits, []);
 
   const ima = vendors.requests.find((q) => q.path === "/openapi/note/v1/import_doc")!;
@@ -136,7 +136,7 @@ Deno.test("adapters: IMA, Memos and a Cloudflare-Access-protected endpoint all s
   assert.equal(memo.visibility, "PRIVATE");
 
   assert.deepEqual(vendors.episodes[0], {
-    id: r.nas!.message,
+    id: r.podcast!.message,
     name: ARTICLE.title,
     text: ARTICLE.content,
     labels: ["sqlite", "durability"],
@@ -153,14 +153,14 @@ Deno.test("adapters: authentication failures are reported per target, without re
     memosToken: "wrong",
     cfSecret: "wrong",
   });
-  const outcome = await publish(ARTICLE, ["notes", "blog", "nas"], config);
+  const outcome = await publish(ARTICLE, ["notes", "blog", "podcast"], config);
   assert.equal(outcome.httpStatus, 502);
   assert.equal(outcome.body.status, "error");
   const r = results(outcome);
   assert.match(r.notes!.error!, /^IMA refused the client id and API key \(HTTP 401\): invalid/);
   assert.match(r.blog!.error!, /^Memos refused the access token \(HTTP 401\)/);
   assert.match(
-    r.nas!.error!,
+    r.podcast!.error!,
     /^Authentication failed: .* redirected to the Cloudflare Access login page/,
   );
   // The redirect was not followed: nothing but the loopback server was asked.
@@ -232,7 +232,7 @@ Deno.test("adapters: refused connections are retried; other failures are not", a
   const waits: number[] = [];
   const file = loadTargetsFile(path, () => "token", true);
   const outcome = await publish(ARTICLE, ["blog"], {
-    urls: { notes: undefined, blog: undefined, nas: undefined },
+    urls: { notes: undefined, blog: undefined, podcast: undefined },
     appId: undefined,
     timeoutMs: 2000,
     adapters: file.adapters,
@@ -318,7 +318,7 @@ Deno.test("adapters: the relay's own blog and podcast shapes as presets of the H
         url: downstream.url,
         headers: { "CF-Access-Client-Id": { env: "RELAY_CF_ID" } },
       },
-      nas: {
+      podcast: {
         kind: "http",
         preset: "podcast",
         url: downstream.url,
@@ -328,8 +328,8 @@ Deno.test("adapters: the relay's own blog and podcast shapes as presets of the H
   );
   const env: Record<string, string> = { RELAY_CF_ID: "id-1", RELAY_APP_ID: downstream.appId };
   const file = loadTargetsFile(path, (n) => env[n], true);
-  const outcome = await publish(ARTICLE, ["blog", "nas"], {
-    urls: { notes: undefined, blog: undefined, nas: undefined },
+  const outcome = await publish(ARTICLE, ["blog", "podcast"], {
+    urls: { notes: undefined, blog: undefined, podcast: undefined },
     appId: undefined,
     timeoutMs: 2000,
     adapters: file.adapters,
@@ -337,7 +337,7 @@ Deno.test("adapters: the relay's own blog and podcast shapes as presets of the H
   assert.equal(outcome.httpStatus, 200, JSON.stringify(outcome.body));
   const r = results(outcome);
   assert.match(r.blog!.url!, new RegExp(`^${downstream.url}/posts/\\d+$`));
-  assert.match(r.nas!.message!, /^queued for reading/);
+  assert.match(r.podcast!.message!, /^queued for reading/);
   const blog = downstream.requests.find((q) => q.service === "blog")!;
   assert.deepEqual(blog.body, { ...ARTICLE, targets: ["blog"] });
 });

@@ -5,7 +5,7 @@ import { makeApp } from "../_helpers.ts";
 
 function configFor(downstream: Downstream, timeoutMs = 2000): PublishConfig {
   return {
-    urls: { notes: downstream.url, blog: downstream.url, nas: downstream.url },
+    urls: { notes: downstream.url, blog: downstream.url, podcast: downstream.url },
     appId: downstream.appId,
     timeoutMs,
   };
@@ -86,6 +86,23 @@ Deno.test("POST /publish", async (t) => {
   });
 
   await t.step(
+    "takes podcast without transform, and nas as its other name, answering under the name asked for",
+    async () => {
+      await using downstream = startDownstream();
+      for (const name of ["podcast", "nas"]) {
+        const res = await publishVia(configFor(downstream), { ...ARTICLE, targets: [name] });
+        assert.equal(res.status, 200, JSON.stringify(res.json));
+        assert.deepEqual(Object.keys(res.json.results as object), [name]);
+      }
+      const sent = downstream.requests.filter((r) => r.service === "podcast");
+      assert.equal(sent.length, 2);
+      for (const request of sent) {
+        assert.deepEqual((request.body as { targets: unknown }).targets, ["nas"]);
+      }
+    },
+  );
+
+  await t.step(
     "leaves out optional fields that were not given; notes get content",
     async () => {
       await using downstream = startDownstream();
@@ -147,7 +164,7 @@ Deno.test("POST /publish", async (t) => {
     const url = closed.url;
     await closed.close();
     const res = await publishVia(
-      { ...configFor(downstream), urls: { notes: url, blog: downstream.url, nas: undefined } },
+      { ...configFor(downstream), urls: { notes: url, blog: downstream.url, podcast: undefined } },
       { ...ARTICLE, targets: ["notes", "blog"] },
     );
     assert.equal(res.status, 207);
@@ -187,17 +204,18 @@ Deno.test("POST /publish", async (t) => {
       [{ title: "t", content: "", targets: ["notes"] }, /field "content" must not be empty/],
       [{ title: "t", content: 5, targets: ["notes"] }, /field "content"/],
       [{ title: "t", content: "c" }, /field "targets"/],
-      [{ title: "t", content: "c", targets: [] }, /at least one of "notes", "blog", "nas"/],
+      [{ title: "t", content: "c", targets: [] }, /at least one of "notes", "blog", "podcast"/],
       [{ title: "t", content: "c", targets: "notes" }, /field "targets" must be an array/],
       [{ title: "t", content: "c", targets: ["notes", "notes"] }, /names a target twice/],
       [
         { title: "t", content: "c", targets: ["twitter"] },
-        /target "twitter" is unknown: use "notes", "blog", "nas"/,
+        /target "twitter" is unknown: use "notes", "blog", "podcast"/,
       ],
       [
-        { title: "t", content: "c", targets: ["nas"] },
-        /target "nas" \(the podcast\) needs "transform": "read"/,
+        { title: "t", content: "c", targets: ["podcast", "nas"] },
+        /names a target twice/,
       ],
+      [{ title: "t".repeat(501), content: "c", targets: ["blog"] }, /longer than 500/],
       [
         { title: "t", content: "c", targets: ["nas"], transform: "summarize" },
         /"transform" must be "read"/,
@@ -243,7 +261,7 @@ Deno.test("POST /publish", async (t) => {
     await using rest = startDownstream();
     const res = await publishVia(
       {
-        urls: { notes: `${notes.url}/`, blog: rest.url, nas: rest.url },
+        urls: { notes: `${notes.url}/`, blog: rest.url, podcast: rest.url },
         appId: rest.appId,
         timeoutMs: 2000,
       },

@@ -24,7 +24,7 @@ Deno.test("a fresh relay publishes to its built-in notes, blog and podcast, and 
   {
     await using relay = await startRelayProcess(dir, { env });
     const start = relay.stdout.join("\n");
-    assert.match(start, /publishing to built-in notes, blog, nas; read aloud by espeak-ng/);
+    assert.match(start, /publishing to built-in notes, blog, podcast; read aloud by espeak-ng/);
     assert.match(start, /generated the podcast app id in .*app-id/);
     assert.equal((await Deno.stat(join(dir, "app-id"))).mode! & 0o777, 0o600);
 
@@ -141,7 +141,7 @@ Deno.test("publish mixes built-in and external targets: --notes-url sends notes 
     env: { RELAY_API_KEY: KEY },
     args: ["--notes-url", downstream.url],
   });
-  assert.match(relay.stdout.join("\n"), /built-in blog, nas; external notes/);
+  assert.match(relay.stdout.join("\n"), /built-in blog, podcast; external notes/);
   const res = await fetch(`${relay.url}/publish`, {
     method: "POST",
     headers: { "x-auth-key": KEY, "content-type": "application/json" },

@@ -1,7 +1,7 @@
 /**
  * Reliability: an episode survives a SIGKILL at every step of its life. A real relay reads
  * an article aloud with its built-in engine and is stopped for good at one named step
- * (`RELAY_PODCAST_PAUSE_AT`), killed with SIGKILL there, and started again on the same
+ * (started by tests/reliability/_paused_relay.ts), killed with SIGKILL there, and started again on the same
  * data: the episode ends ready, its MP3 is whole frames with the recorded length and
  * duration, no part file is left, and audio that was complete before the kill is the same
  * bytes after it (never spoken again over it, never padded).
@@ -47,16 +47,18 @@ for (const step of PODCAST_STEPS) {
       let id: string;
       let before: Uint8Array | undefined;
       {
-        const env = { RELAY_API_KEY: KEY, RELAY_PODCAST_PAUSE_AT: step };
-        await using relay = await startRelayProcess(dir, { env });
+        // The relay, started by a test entry script that pauses its podcast at this step.
+        await using relay = await startRelayProcess(dir, {
+          env: { RELAY_API_KEY: KEY },
+          entry: { script: "tests/reliability/_paused_relay.ts", args: [step] },
+        });
         const res = await fetch(`${relay.url}/publish`, {
           method: "POST",
           headers: { "x-auth-key": KEY, "content-type": "application/json" },
           body: JSON.stringify({
             title: "Kill",
             content: TEXT,
-            targets: ["nas"],
-            transform: "read",
+            targets: ["podcast"],
           }),
         });
         assert.equal(res.status, 200);

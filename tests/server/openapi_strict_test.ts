@@ -114,7 +114,13 @@ Deno.test("a body the API document allows, the relay takes; one it refuses, the 
     ["/publish", "application/json", { title: "t", content: "c", targets: [] }, false],
     ["/publish", "application/json", { title: " ", content: "c", targets: ["blog"] }, false],
     ["/publish", "application/json", { title: "t", content: "c", targets: ["x"] }, false],
-    ["/publish", "application/json", { title: "t", content: "c", targets: ["nas"] }, false],
+    ["/publish", "application/json", { title: "t", content: "c", targets: ["nas"] }, true],
+    ["/publish", "application/json", { title: "t", content: "c", targets: ["podcast"] }, true],
+    ["/publish", "application/json", {
+      title: "t".repeat(501),
+      content: "c",
+      targets: ["blog"],
+    }, false],
     ["/publish", "application/json", {
       title: "t",
       content: "c",

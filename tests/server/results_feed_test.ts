@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { addKey, KeyRing } from "../../src/access/named_keys.ts";
+import { failureResult, writeArticleResult } from "../../src/article_result.ts";
 import { assertProblem, KEY, makeApp, withTempDir } from "../_helpers.ts";
 
 const ARTICLE = `# Sowing calendar
@@ -99,6 +100,23 @@ Deno.test("GET /results/feed.xml", async (t) => {
         assert.equal(header.search, "");
       },
     );
+
+    await t.step("an entry takes its title and link from the article result's fields", async () => {
+      await push(writeArticleResult({
+        title: "Thinning seedlings",
+        byline: "By Ana Gomez",
+        siteName: "Garden Weekly",
+        url: "https://garden.example/thinning?a=1&b=2",
+        summary: "Thin early.",
+        markdown: "# A heading of the body\n\nPull the weakest.",
+      }));
+      await push(failureResult("https://garden.example/gone", "HTTP 404"));
+      const res = await relay.app.request(`/results/feed.xml?key=${reader}`);
+      const entries = new XMLParser({ ignoreAttributes: false }).parse(await res.text()).feed.entry;
+      assert.equal(entries[1].title["#text"], "Thinning seedlings");
+      assert.equal(entries[1].link["@_href"], "https://garden.example/thinning?a=1&b=2");
+      assert.equal(entries[0].link["@_href"], "https://garden.example/gone");
+    });
 
     await t.step("a key without the read scope is refused, as is no key", async () => {
       await assertProblem(await relay.app.request(`/results/feed.xml?key=${pusher}`), 403);

@@ -566,11 +566,21 @@ browserTest(
       assert.equal(podcast?.title, "Sowing calendar");
       assert.equal(podcast?.content_md, markdown);
       assert.equal(podcast?.transform, "read");
-      // The podcast reads the text, not the Markdown's marks.
-      assert.match(String(podcast?.content), /^Sowing calendar\n\nSource: https:\/\/garden/);
-      assert.match(String(podcast?.content), /Water at the root/);
+      // The podcast reads the article's text: no title again, no Source line, no marks.
+      assert.match(
+        String(podcast?.content),
+        /^Vegetable Indoors\n\nTomato March\n\nWater at the root/,
+      );
+      assert.doesNotMatch(String(podcast?.content), /Source|garden\.example\/sowing/);
       assert.doesNotMatch(String(podcast?.content), /\||\*\*|^#/m);
       assert.deepEqual(downstream.requests.map((r) => r.service).sort(), ["blog", "podcast"]);
+
+      // A link that could not be read has nothing to publish.
+      await post(call, "/push", "Could not read https://garden.example/gone: HTTP 404");
+      const failure = page.locator("#results-list > li", { hasText: "Could not read" });
+      await failure.waitFor();
+      assert.equal(await failure.locator("button.publish-result").count(), 0);
+      assert.equal(await page.locator("#results-list > li button.publish-result").count(), 1);
     });
   },
 );

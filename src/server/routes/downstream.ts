@@ -10,8 +10,8 @@
 
 import { z } from "zod";
 import { HttpError } from "../../errors.ts";
-import { parseTags } from "../../builtin/notes.ts";
-import type { BuiltinServices } from "../../builtin/services.ts";
+import { builtinTargets } from "../../builtin/publishing.ts";
+import { CONTENT_MAX, TAGS_MAX, TITLE_MAX } from "../../publish/target_kind.ts";
 import { readBody } from "../body.ts";
 import { json } from "../responses.ts";
 import type { BuiltinPublishing, RouteContext, Routes } from "../route.ts";
@@ -31,13 +31,6 @@ function required(name: string, max: number) {
     .refine((t) => t.trim() !== "", { error: `field "${name}" must not be empty` })
     .refine((t) => t.length <= max, { error: `field "${name}" is longer than ${max} characters` });
 }
-
-/** Longest title, characters: a title is a line, not a text. */
-const TITLE_MAX = 500;
-/** Longest tag list, characters. */
-const TAGS_MAX = 2000;
-/** Longest content, characters: above the body limit's worth of text, so a bound only. */
-const CONTENT_MAX = 1_000_000;
 
 const tagsField = text("tags").refine((t) => t.length <= TAGS_MAX, {
   error: `field "tags" is longer than ${TAGS_MAX} characters`,
@@ -83,56 +76,32 @@ export function siteOrigin(builtin: BuiltinPublishing): string {
 /**
  * Publishes what `post` asks for: a blog post and/or a read-aloud episode.
  *
- * @param services The built-in services.
+ * @param targets The built-in services as publish targets.
  * @param post A validated request.
- * @param origin The origin of the post's address (`redirect_url`).
  * @returns The answer of `POST /downstream/api/publish`.
  */
-export async function publishPost(
-  services: BuiltinServices,
+async function publishPost(
+  targets: ReturnType<typeof builtinTargets>,
   post: PostRequest,
-  origin: string,
 ): Promise<Record<string, unknown>> {
   const answer: Record<string, unknown> = {};
+  const article = {
+    title: post.title,
+    content: post.content,
+    ...(post.content_md === undefined ? {} : { content_md: post.content_md }),
+    ...(post.tags === undefined ? {} : { tags: post.tags }),
+  };
   if (post.targets.includes("blog")) {
-    const saved = await services.blog.publish({
-      title: post.title.trim(),
-      content: post.content,
-      ...(post.content_md?.trim() ? { content_md: post.content_md } : {}),
-      tags: parseTags(post.tags),
-    });
-    answer.blog = {
-      status: "success",
-      post_id: saved.post_id,
-      redirect_url: `${origin}/blog/${saved.post_id}`,
-    };
+    const saved = await targets.publishPost(article);
+    answer.blog = { status: "success", post_id: saved.post_id, redirect_url: saved.url };
   }
   if (post.targets.includes("nas")) {
-    // The Markdown when there is one: an article result is read as such (title, source, body).
-    const text = post.content_md?.trim() ? post.content_md : post.content;
-    const episode = await services.podcast.enqueue(post.title.trim(), text);
+    const episode = await targets.queueEpisode(article);
     answer.status = "success";
-    answer.message = `queued for reading aloud as episode ${episode.id}`;
+    answer.message = episode.message;
     answer.episode_id = episode.id;
   }
   return answer;
-}
-
-/**
- * Saves a note as `POST /downstream/api/notes/import` does.
- *
- * @returns The note's id.
- */
-export async function saveNote(
-  services: BuiltinServices,
-  note: z.infer<typeof noteSchema>,
-): Promise<string> {
-  const saved = await services.notes.save({
-    title: note.title.trim(),
-    markdown: note.content,
-    tags: parseTags(note.tags),
-  });
-  return saved.doc_id;
 }
 
 /** Reads a JSON object body within the relay's limit, or throws the 415/413/400 problem. */
@@ -157,6 +126,7 @@ async function jsonObject(relay: RouteContext, request: Request, action: string)
 export function downstreamRoutes(relay: RouteContext & { builtin: BuiltinPublishing }): Routes {
   const builtin = relay.builtin;
   const { services } = builtin;
+  const targets = builtinTargets(services);
   return {
     [`${DOWNSTREAM_PATH}/api/notes/import`]: {
       scope: "publish",
@@ -165,7 +135,12 @@ export function downstreamRoutes(relay: RouteContext & { builtin: BuiltinPublish
       handler: async (c) => {
         const fields = await jsonObject(relay, c.req.raw, "save the note");
         const note = parseOr400(noteSchema, fields, "save the note");
-        return json({ code: 0, doc_id: await saveNote(services, note) });
+        const saved = await targets.saveNote({
+          title: note.title,
+          content: note.content,
+          ...(note.tags === undefined ? {} : { tags: note.tags }),
+        });
+        return json({ code: 0, doc_id: saved.doc_id });
       },
     },
     [`${DOWNSTREAM_PATH}/api/publish`]: {
@@ -175,7 +150,7 @@ export function downstreamRoutes(relay: RouteContext & { builtin: BuiltinPublish
       handler: async (c) => {
         const fields = await jsonObject(relay, c.req.raw, "publish");
         const post = parseOr400(postSchema, fields, "publish");
-        return json(await publishPost(services, post, siteOrigin(builtin)));
+        return json(await publishPost(targets, post));
       },
     },
     [`${DOWNSTREAM_PATH}/delete/:post_id`]: {

@@ -7,6 +7,7 @@
  */
 
 import { errorMessage, HttpError } from "../../errors.ts";
+import { builtinTargets } from "../../builtin/publishing.ts";
 import { MAX_FAILED_ENTRIES } from "../../publish/failed.ts";
 import {
   type Article,
@@ -15,86 +16,23 @@ import {
   type PublishConfig,
   type PublishOutcome,
   type Target,
-  type TargetResult,
   TARGETS,
 } from "../../publish/fan_out.ts";
-import { fileFaultProblem } from "../faults.ts";
+import { targetNamed } from "../../publish/registry.ts";
 import { readBody } from "../body.ts";
 import { json } from "../responses.ts";
-import type { BuiltinPublishing, RouteContext, Routes } from "../route.ts";
+import type { RouteContext, Routes } from "../route.ts";
 import { parseOr400, publishBodySchema } from "../schemas.ts";
-import { noteSchema, postSchema, publishPost, saveNote, siteOrigin } from "./downstream.ts";
 
 /** Publishing without downstream services: every target is "not configured". */
 const NOT_CONFIGURED: PublishConfig = {
-  urls: { notes: undefined, blog: undefined, nas: undefined },
+  urls: Object.fromEntries(TARGETS.map((target) => [target, undefined])) as Record<
+    Target,
+    undefined
+  >,
   appId: undefined,
   timeoutMs: 1,
 };
-
-/** The first problem zod found with what the built-in services were given. */
-function refusal(result: { error: { issues: readonly { message: string }[] } }): string {
-  return result.error.issues[0]?.message ?? "the article is malformed";
-}
-
-/**
- * The built-in adapter of the fan-out: each target without a URL of its own is published
- * to the relay's own notes store, blog or podcast directly, with the checks and answers of
- * their `/downstream` API (which outside callers use; the same functions serve both).
- *
- * @param relay Where an unexpected failure is logged.
- * @param builtin The services.
- * @param origin The origin of the post's address: `--public-url`, else the request's.
- */
-export function builtinTarget(
-  relay: Pick<RouteContext, "logger">,
-  builtin: BuiltinPublishing,
-  origin: string,
-): (target: Target, article: Article) => Promise<TargetResult> {
-  const { services } = builtin;
-  return async (target, article) => {
-    const fields = {
-      title: article.title,
-      ...(article.tags === undefined ? {} : { tags: article.tags }),
-    };
-    try {
-      if (target === "notes") {
-        const note = noteSchema.safeParse({
-          ...fields,
-          content: article.content_md ?? article.content,
-        });
-        if (!note.success) {
-          return { status: "error", error: `Cannot save the note: ${refusal(note)}` };
-        }
-        return { status: "success", doc_id: await saveNote(services, note.data) };
-      }
-      const post = postSchema.safeParse({
-        ...fields,
-        content: article.content,
-        ...(article.content_md === undefined ? {} : { content_md: article.content_md }),
-        ...(target === "blog" ? { targets: ["blog"] } : { targets: ["nas"], transform: "read" }),
-      });
-      if (!post.success) return { status: "error", error: `Cannot publish: ${refusal(post)}` };
-      const answer = await publishPost(services, post.data, origin);
-      if (target === "blog") {
-        return { status: "success", url: (answer.blog as { redirect_url: string }).redirect_url };
-      }
-      return { status: "success", message: String(answer.message) };
-    } catch (error) {
-      // A full or failing disk is a reason to report, as the services' own API answers it.
-      const fault = fileFaultProblem(error, `save to the built-in ${target}`);
-      if (fault !== undefined) {
-        const { detail } = await fault.json() as { detail: string };
-        return { status: "error", error: `HTTP ${fault.status}: ${detail}` };
-      }
-      relay.logger.error(`relay: built-in ${target}: unexpected error`, error);
-      return {
-        status: "error",
-        error: `The built-in ${target} failed: the relay logged the cause`,
-      };
-    }
-  };
-}
 
 /**
  * Publishes `article` to `targets` with the configured services (the built-in ones for
@@ -107,16 +45,25 @@ async function publishNow(
   article: Article,
   targets: readonly Target[],
 ): Promise<PublishOutcome> {
-  const builtin = relay.builtin;
-  const config: PublishConfig = builtin === undefined ? relay.publish ?? NOT_CONFIGURED : {
-    ...(relay.publish ?? NOT_CONFIGURED),
-    builtin: builtinTarget(relay, builtin, siteOrigin(builtin)),
-  };
+  const base = relay.publish ?? NOT_CONFIGURED;
+  const config: PublishConfig = relay.builtin === undefined
+    ? base
+    : { ...base, builtin: builtinTargets(relay.builtin.services) };
   const missing = missingConfiguration(targets, config);
   if (missing.length > 0) {
     throw new HttpError(503, `Cannot publish: ${missing.join("; ")}`);
   }
   return await publish(article, targets, config);
+}
+
+/**
+ * The answer's body with each target under the name the request gave it (`nas` stays `nas`
+ * for a client that asked for `nas`).
+ */
+function underNames(outcome: PublishOutcome, targets: readonly Target[], names: string[]) {
+  const results: Record<string, unknown> = {};
+  targets.forEach((target, i) => results[names[i] ?? target] = outcome.body.results[target]);
+  return { ...outcome.body, results };
 }
 
 /** The errors of the failed targets of `outcome`. */
@@ -148,7 +95,11 @@ export function publishRoutes(relay: RouteContext): Routes {
         if (body.kind !== "fields") {
           throw new HttpError(400, "Cannot publish: the body must be a JSON object");
         }
-        const { article, targets } = parseOr400(publishBodySchema, body.fields, "publish");
+        const { article, targets, names } = parseOr400(
+          publishBodySchema,
+          body.fields,
+          "publish",
+        );
         const outcome = await publishNow(relay, article, targets);
         const failed = failures(outcome);
         if (relay.failed !== undefined && Object.keys(failed).length > 0) {
@@ -157,7 +108,7 @@ export function publishRoutes(relay: RouteContext): Routes {
             relay.logger.error(`relay: cannot keep a failed publish: ${errorMessage(error)}`)
           );
         }
-        return json(outcome.body, outcome.httpStatus);
+        return json(underNames(outcome, targets, names), outcome.httpStatus);
       },
     },
     "/publish/failed": {
@@ -182,7 +133,9 @@ export function publishRoutes(relay: RouteContext): Routes {
         if (entry === undefined) {
           throw new HttpError(404, `Cannot retry a publish: no failed publish "${id}" is kept`);
         }
-        const targets = TARGETS.filter((t) => t in entry.errors);
+        // Kept under the names of their day: `nas` is the podcast.
+        const failedNames = Object.keys(entry.errors).map(targetNamed);
+        const targets = TARGETS.filter((t) => failedNames.includes(t));
         const outcome = await publishNow(relay, entry.article, targets);
         await relay.failed!.settle(id, failures(outcome));
         return json(outcome.body, outcome.httpStatus);

@@ -17,6 +17,7 @@
 
 import { join } from "node:path";
 import pLimit from "p-limit";
+import { readArticleResult } from "../article_result.ts";
 import { RENDERER_VERSION, renderOffThread } from "./render_thread.ts";
 import {
   isId,
@@ -41,6 +42,15 @@ export interface Post {
   readonly tags: readonly string[];
   /** When it was published, epoch ms. */
   readonly created_at: number;
+}
+
+/**
+ * What describes a post in its page's `<meta name="description">` and its feed entry: the
+ * summary of the reader's article when the post is one with a summary (its `content_md` is
+ * the article's result text, `article_result.ts`), else its plain `content`.
+ */
+export function postDescription(post: Post): string {
+  return readArticleResult(post.content_md ?? "")?.summary ?? post.content;
 }
 
 function isPost(value: unknown): value is Post {

@@ -12,7 +12,8 @@
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { Feed } from "feed";
-import type { BlogStore, Post } from "./blog.ts";
+import { type BlogStore, type Post, postDescription } from "./blog.ts";
+import { readArticleResult } from "../article_result.ts";
 import { escapeHtml, formatDuration, type SiteUrls } from "./html.ts";
 import type { Episode } from "./podcast.ts";
 import { ARTWORK_PATH } from "./podcast_files.ts";
@@ -84,7 +85,7 @@ export function blogAtom(entries: readonly FeedEntry[], urls: SiteUrls): string 
   });
   for (const { post, body } of entries) {
     const link = `${urls.origin}/blog/${post.post_id}`;
-    const plain = post.content.replace(/\s+/g, " ").trim();
+    const plain = postDescription(post).replace(/\s+/g, " ").trim();
     const summary = plain.length > SUMMARY_CHARS ? `${plain.slice(0, SUMMARY_CHARS)}…` : plain;
     feed.addItem({
       // Atom's title here is of type "html": escaped, so that a title is shown as written.
@@ -283,7 +284,10 @@ export function podcastRss(
   ) feed.addExtension({ name, objects });
   for (const episode of ready) {
     const text = episode.text.trim();
-    const excerpt = text.length > DESCRIPTION_CHARS ? `${text.slice(0, DESCRIPTION_CHARS)}…` : text;
+    // An episode read from the reader's article says its summary, when the article has one.
+    const summary = readArticleResult(text)?.summary;
+    const excerpt = summary ??
+      (text.length > DESCRIPTION_CHARS ? `${text.slice(0, DESCRIPTION_CHARS)}…` : text);
     const skipped = skippedNote(episode);
     feed.addItem({
       // Plain text: a podcast app shows an item's title as it is, markup and all.
@@ -299,6 +303,9 @@ export function podcastRss(
       },
       extensions: [
         { name: "itunes:duration", objects: { _text: formatDuration(episode.duration_s) } },
+        ...(summary === undefined
+          ? []
+          : [{ name: "itunes:summary", objects: { _text: xmlChars(summary) } }]),
         { name: "itunes:explicit", objects: { _text: "false" } },
         ...podcastItemTags(episode, urls, query),
       ],

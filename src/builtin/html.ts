@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Post } from "./blog.ts";
+import { type Post, postDescription } from "./blog.ts";
 import { languageOf } from "./language.ts";
 import type { Episode } from "./podcast.ts";
 
@@ -180,7 +180,13 @@ export function postPage(post: Post, body: string, urls: SiteUrls): string {
   const rest = repeats ? body.slice(own[0].length) : body;
   const lang = postLanguage(post);
   return page(
-    { title: post.title, description: post.content, urls, head: FEED_LINK(urls.origin), lang },
+    {
+      title: post.title,
+      description: postDescription(post),
+      urls,
+      head: FEED_LINK(urls.origin),
+      lang,
+    },
     `<nav lang="en"><a href="${escapeHtml(`${urls.origin}/blog/`)}">← Blog</a></nav>
 <article>
 <h1>${escapeHtml(post.title)}</h1>

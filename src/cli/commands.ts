@@ -18,6 +18,7 @@ import { LOGIN_COMMANDS } from "./login_command.ts";
 import { runCommand, SERVE, VERSION } from "./run_command.ts";
 import { PUBLISH_COMMANDS } from "./publish_commands.ts";
 import { WORK_COMMANDS } from "./work_command.ts";
+import { SEARCH_COMMANDS } from "./search_command.ts";
 import { CLIENT_OPTIONS } from "./client_config.ts";
 
 /** Every command, in help order. */
@@ -25,6 +26,7 @@ export const COMMANDS: readonly Command[] = [
   SERVE,
   ...QUEUE_COMMANDS,
   ...WORK_COMMANDS,
+  ...SEARCH_COMMANDS,
   ...PUBLISH_COMMANDS,
   ...LOGIN_COMMANDS,
   ...BACKUP_COMMANDS,

@@ -15,6 +15,7 @@ import type { Args, Command } from "./command.ts";
 import { durationOption } from "./client_commands.ts";
 import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
 import { type AllowList, parseAllowList } from "../client/address_policy.ts";
+import { SUMMARIZE_OPTIONS, summarizeSettings } from "./summarize_options.ts";
 
 /** Default `--attempts`: a passing hiccup gets two more chances, a broken item not many. */
 const DEFAULT_ATTEMPTS = 3;
@@ -67,6 +68,7 @@ function extractSettings(args: Args): ExtractSettings | undefined {
     for (const name of ["publish", "timeout", "max-page", "accept-language", "allow-private"]) {
       if (args.string(name) !== undefined) throw args.usage(`--${name} needs --extract`);
     }
+    if (summarizeSettings(args) !== undefined) throw args.usage("--summarize needs --extract");
     return undefined;
   }
   const unknown = publish.find((target) => !PUBLISH_TARGETS.includes(target));
@@ -92,6 +94,7 @@ function extractSettings(args: Args): ExtractSettings | undefined {
     acceptLanguage,
     publish,
     allowPrivate: allowPrivate(args),
+    summarize: summarizeSettings(args),
   };
 }
 
@@ -200,6 +203,7 @@ const workCommand: Command = {
       help: "with --extract: HOST[:PORT],… on this machine or the local network that may be " +
         "read (all: any, a risk)",
     },
+    ...SUMMARIZE_OPTIONS,
     ...CLIENT_OPTIONS,
   ],
   positionals: true,
@@ -248,7 +252,14 @@ const workCommand: Command = {
 
 /** The worker's start line with `--extract`. */
 function describeExtract(extract: ExtractSettings): string {
-  const to = extract.publish.length > 0 ? `, publishing to ${extract.publish.join(", ")}` : "";
+  const summary = extract.summarize;
+  const to =
+    (summary === undefined
+      ? ""
+      : summary.model === undefined
+      ? ", with offline summaries"
+      : `, with summaries by ${summary.model}`) +
+    (extract.publish.length > 0 ? `, publishing to ${extract.publish.join(", ")}` : "");
   const mib = extract.maxBytes / (1 << 20);
   const size = Number.isInteger(mib) ? `${mib} MiB` : `${extract.maxBytes} bytes`;
   return `the built-in reader (pages up to ${size} within ${extract.timeoutMs / 1000} s${to})`;

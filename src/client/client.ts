@@ -378,6 +378,42 @@ export async function readResultsPage(
   });
 }
 
+/** One hit of `GET /search`. */
+export interface SearchHit {
+  /** `note`, `post`, `episode` or `result`. */
+  readonly kind: string;
+  /** Its title. */
+  readonly title: string;
+  /** The page a result came from, else a path on the relay. */
+  readonly url: string;
+  /** Text around the first match, each match between « and ». */
+  readonly snippet: string;
+  /** When it was made or pushed, epoch ms. */
+  readonly t: number;
+}
+
+/**
+ * `GET /search`.
+ *
+ * @param query The words to look for.
+ * @param options.kind Only hits of this kind; options.limit at most this many (1–50).
+ * @returns The hits, best first, and the body.
+ * @throws {RelayError} as {@linkcode call} (503 while the relay builds its index).
+ */
+export async function searchRelay(
+  client: RelayClient,
+  query: string,
+  options: { kind?: string | undefined; limit?: number | undefined; signal?: AbortSignal } = {},
+): Promise<Answer<{ items: SearchHit[] }>> {
+  const params = new URLSearchParams({ q: query });
+  if (options.kind !== undefined) params.set("kind", options.kind);
+  if (options.limit !== undefined) params.set("limit", String(options.limit));
+  return await jsonAnswer<{ items: SearchHit[] }>(
+    await call(client, `/search?${params}`, options),
+    { items: [] },
+  );
+}
+
 /** The body of `GET /results`. */
 export interface ResultsPage {
   /** The cursor to pass as `since` next, epoch ms. */

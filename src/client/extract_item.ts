@@ -22,6 +22,7 @@ import {
 } from "./client.ts";
 import type { ReadLink } from "./extract.ts";
 import type { AllowList } from "./address_policy.ts";
+import { type SummarizeSettings, withSummary } from "./summary.ts";
 import { readInThread } from "./read_thread.ts";
 
 /** What `--extract` adds to the worker's options. */
@@ -40,6 +41,8 @@ export interface ExtractSettings {
    * addresses otherwise (src/client/address_policy.ts).
    */
   allowPrivate: AllowList;
+  /** With `--summarize`: how each article's summary is made (`summary.ts`). */
+  summarize?: SummarizeSettings | undefined;
 }
 
 /** The worker's options {@linkcode readItem} uses besides the {@linkcode ExtractSettings}. */
@@ -96,6 +99,9 @@ export async function readItem(
   if (typeof outcome === "string") {
     await push(failureResult(link, outcome));
     return false;
+  }
+  if (options.summarize !== undefined) {
+    outcome.result = await withSummary(outcome.result, outcome.article.text, options.summarize);
   }
   log(`relay: read ${link} (item ${item.id}): "${outcome.article.title}"`);
   await push(outcome.result);

@@ -37,11 +37,25 @@ function removeFiles(): void {
   }
 }
 
+/**
+ * Makes the index file, empty (which SQLite takes as an empty database), owner-only like every
+ * file of the relay's: SQLite gives its write-ahead log the same mode.
+ */
+function createPrivate(): void {
+  try {
+    Deno.writeFileSync(path, new Uint8Array(), { createNew: true, mode: 0o600 });
+    Deno.chmodSync(path, 0o600);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+  }
+}
+
 /** Opens a new, empty index in place of whatever the file held. */
 function fresh(): IndexDb {
   db?.close();
   db = undefined;
   removeFiles();
+  createPrivate();
   db = new IndexDb(path, { check: false });
   return db;
 }
@@ -49,6 +63,7 @@ function fresh(): IndexDb {
 function open(at: string): { fresh: boolean; generation: string | undefined } {
   path = at;
   try {
+    createPrivate();
     db = new IndexDb(path, { check: true });
     return { fresh: false, generation: db.meta("generation") };
   } catch {

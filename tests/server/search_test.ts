@@ -208,6 +208,8 @@ Deno.test("a restart uses the index as it is; a changed, missing or damaged inde
     await relay.services.blog.publish({ title: "Peas", content: "Peas climb the fence", tags: [] });
     assert.equal((await relay.hits(q("fence"))).length, 1);
     await relay.search.close();
+    // Like every file of the relay's, owner-only.
+    assert.equal((await Deno.stat(join(dataDir, SEARCH_FILE))).mode! & 0o777, 0o600);
 
     // Restart: the marker matches, so nothing is rebuilt.
     logs.length = 0;

@@ -63,6 +63,38 @@ const episode = z.object({
   audio_url: z.string().optional(),
 });
 
+/** Longest title, tag list and content the services take, characters (as their API checks). */
+const TITLE_MAX = 500;
+const TAGS_MAX = 2000;
+const CONTENT_MAX = 1_000_000;
+
+/** A text field that must hold more than white space, of at most `max` characters. */
+function nonBlank(max: number) {
+  return z.string().regex(/\S/).max(max);
+}
+
+/** What every publish body has; the targets and `transform` are in {@linkcode publishBody}. */
+const publishFields = {
+  title: nonBlank(TITLE_MAX),
+  content: nonBlank(CONTENT_MAX),
+  content_md: z.string().optional(),
+  tags: z.string().max(TAGS_MAX).optional(),
+};
+
+/**
+ * A publish body, in the two shapes the services take: reading aloud (`nas` among the
+ * targets) needs `transform: "read"`, and the blog alone takes no `transform`. JSON Schema's
+ * `contains` says the first; the second is an object without `transform`.
+ */
+const publishBody = z.union([
+  z.object({
+    ...publishFields,
+    targets: z.array(z.enum(["blog", "nas"])).min(1).meta({ contains: { const: "nas" } }),
+    transform: z.literal("read"),
+  }),
+  z.strictObject({ ...publishFields, targets: z.array(z.literal("blog")).min(1) }),
+]);
+
 const html = { description: "HTML page", content: { "text/html; charset=utf-8": {} } };
 
 /** The `publishing` part of `GET /stats`: the built-in services' figures and limits. */
@@ -91,10 +123,10 @@ function downstreamPaths(): Record<string, ZodOpenApiOperationObject> {
         content: {
           "application/json": {
             schema: z.object({
-              title: z.string().min(1).max(500),
-              content: z.string().min(1),
+              title: nonBlank(TITLE_MAX),
+              content: nonBlank(CONTENT_MAX),
               content_format: z.literal(1).optional(),
-              tags: z.string().optional().meta({ description: "comma-separated" }),
+              tags: z.string().max(TAGS_MAX).optional().meta({ description: "comma-separated" }),
             }),
             example: { title: "A note", content: "# A note\n\nText", content_format: 1 },
           },
@@ -113,14 +145,7 @@ function downstreamPaths(): Record<string, ZodOpenApiOperationObject> {
         required: true,
         content: {
           "application/json": {
-            schema: z.object({
-              title: z.string().min(1).max(500),
-              content: z.string().min(1),
-              content_md: z.string().optional(),
-              tags: z.string().optional(),
-              targets: z.array(z.enum(["blog", "nas"])).min(1),
-              transform: z.literal("read").optional(),
-            }),
+            schema: publishBody,
             example: { title: "A post", content: "Summary", targets: ["blog"] },
           },
         },

@@ -24,6 +24,7 @@ import {
 } from "../constants.ts";
 import type { KeyRing } from "../access/named_keys.ts";
 import { podcastFeedKey } from "../access/podcast_feed_key.ts";
+import { feedKeysOf } from "../access/feed_keys.ts";
 import type { PublishConfig } from "../publish/fan_out.ts";
 import type { FailedPublishes } from "../publish/failed.ts";
 import type { BuiltinPublishing } from "./route.ts";
@@ -124,7 +125,7 @@ export function appRoutes(relay: RouteContext): Routes {
     ...adminRoutes(relay, () => routes),
     ...pageRoutes(),
     ...(builtin === undefined ? {} : downstreamRoutes({ ...relay, builtin })),
-    ...(builtin === undefined ? {} : siteRoutes(builtin)),
+    ...(builtin === undefined ? {} : siteRoutes(builtin, relay.feedKeys)),
   };
   return routes;
 }
@@ -194,6 +195,7 @@ function routeContext(options: AppOptions, logger: Logger, metrics: RelayMetrics
       total: options.maxStreams ?? DEFAULT_MAX_STREAMS,
       perKey: options.maxStreamsPerKey ?? DEFAULT_MAX_STREAMS_PER_KEY,
     }),
+    feedKeys: feedKeysOf(options.apiKey),
   };
 }
 
@@ -215,6 +217,7 @@ function authorizeOf(options: AppOptions, feedKey: string | undefined): Authoriz
     ],
     appId: options.builtin?.appId,
     podcastFeedKey: feedKey,
+    feedKeys: feedKeysOf(options.apiKey),
   });
 }
 
@@ -248,6 +251,7 @@ export function createApp(options: AppOptions): RelayApp {
       mainKey: options.apiKey,
       isNamedKey: options.keyRing?.isKey,
       podcastFeedKey: feedKey,
+      feedKeys: [...feedKeysOf(options.apiKey).values()],
     },
     builtin: options.builtin !== undefined,
   });

@@ -86,6 +86,8 @@ export interface Secrets {
   readonly isNamedKey?: ((text: string) => boolean) | undefined;
   /** The private podcast's feed key (`podcast_feed_key.ts`), when the relay has a podcast. */
   readonly podcastFeedKey?: string | undefined;
+  /** The feeds' keys (`feed_keys.ts`). */
+  readonly feedKeys?: readonly string[] | undefined;
 }
 
 /**
@@ -119,6 +121,7 @@ function percentDecode(text: string): string {
 function holdsKey(text: string, secrets: Secrets): boolean {
   if (secrets.mainKey !== "" && text.includes(secrets.mainKey)) return true;
   if (secrets.podcastFeedKey !== undefined && text.includes(secrets.podcastFeedKey)) return true;
+  if (secrets.feedKeys?.some((key) => text.includes(key))) return true;
   const isNamedKey = secrets.isNamedKey;
   if (isNamedKey === undefined || text.length < NAMED_KEY_CHARS) return false;
   for (const [token] of text.matchAll(KEY_TOKEN)) if (isNamedKey(token)) return true;
@@ -358,6 +361,11 @@ export interface AuthorizeOptions {
    * key (and no other route does); without it they take keys only.
    */
   readonly podcastFeedKey?: string | undefined;
+  /**
+   * The feeds' keys by the path of their feed (`feed_keys.ts`): each is taken as a key with
+   * the `read` scope by its feed's route, and by no other.
+   */
+  readonly feedKeys?: ReadonlyMap<string, string> | undefined;
 }
 
 /** What a route asks of a request's credentials. */
@@ -384,6 +392,9 @@ export const APP_ID_KEY_ID = "app-id";
 
 /** The key id of a request let through by the podcast's feed key. */
 export const PODCAST_FEED_KEY_ID = "podcast-feed";
+
+/** The {@linkcode KEY_ID} of a request let through by its feed's key (`feed_keys.ts`). */
+export const FEED_KEY_ID = "feed";
 
 /** The 401 for a missing or wrong key (and app id, where one is taken). */
 function unauthorized(given: string | undefined, access: Access): HttpError {
@@ -432,7 +443,8 @@ function checkCookieUse(request: Request, access: Access, path: string): void {
  * Makes `authorize(request, url, address, access, path)`: the one check, made after the
  * method's, that lets a request through only with the main key, a named key that has
  * `access.scope`, or, where `access.appId`, the relay's app id, or, where
- * `access.podcastFeed`, the podcast's feed key (anywhere else that is an unknown key). Every
+ * `access.podcastFeed`, the podcast's feed key, or, on a feed's own route, that feed's key
+ * (anywhere else either is an unknown key). Every
  * route that needs a key goes through it, the built-in services' too. It runs
  * synchronously, inside each endpoint's one handler and before a cached read is answered.
  *
@@ -464,7 +476,8 @@ function checkCookieUse(request: Request, access: Access, path: string): void {
  *   without the scope.
  */
 export function createAuthorize(options: AuthorizeOptions): Authorize {
-  const { apiKey, keyRing, failures, allowedOrigins = [], appId, podcastFeedKey } = options;
+  const { apiKey, keyRing, failures, allowedOrigins = [], appId, podcastFeedKey, feedKeys } =
+    options;
   return (request, url, address, access, path) => {
     const headers = request.headers;
     const foreign = foreignOrigin(headers, request.url, allowedOrigins);
@@ -493,6 +506,10 @@ export function createAuthorize(options: AuthorizeOptions): Authorize {
       access.podcastFeed && podcastFeedKey !== undefined && given !== undefined &&
       keysMatch(given, podcastFeedKey)
     ) return PODCAST_FEED_KEY_ID;
+    const pathFeedKey = feedKeys?.get(path);
+    if (pathFeedKey !== undefined && given !== undefined && keysMatch(given, pathFeedKey)) {
+      return FEED_KEY_ID;
+    }
     const named = given === undefined ? undefined : keyRing?.find(given);
     if (named !== undefined) {
       if (!named.scopes.includes(access.scope)) {

@@ -88,7 +88,12 @@ function json(description: string, schema: z.ZodType, example?: unknown) {
 }
 
 /** A query parameter from a field of a handler's schema, with an example. */
-function query(name: string, schema: z.ZodType, example: string, description: string) {
+function query(
+  name: string,
+  schema: z.ZodType,
+  example: string | number,
+  description: string,
+) {
   return schema.meta({ description, param: { in: "query", name, example } });
 }
 
@@ -170,14 +175,15 @@ function queueDescriptions(): Record<string, ZodOpenApiOperationObject> {
     },
     "/pull": {
       summary: "Take a queue's items, or lease some",
-      description: "Without `lease`, takes every item of the first non-empty queue. With " +
-        "`lease`, hands out up to `limit` items for that many seconds; acknowledge them " +
-        "with POST /ack. `wait` long-polls for up to that many seconds.",
+      description: "Without `lease`, takes every item of the first non-empty queue (its " +
+        "first `limit` with `limit`). With `lease`, hands out up to `limit` items for that " +
+        "many seconds; acknowledge them with POST /ack. `wait` long-polls for up to that " +
+        "many seconds.",
       parameters: [
         query("queue", pullQuerySchema.shape.queue, "qa", queueList()),
-        query("wait", pullQuerySchema.shape.wait, "0", "Long-poll, seconds (0–60)"),
-        query("lease", pullQuerySchema.shape.lease, "300", "Lease, seconds (1–43200)"),
-        query("limit", pullQuerySchema.shape.limit, "1", "Items to lease (1–50)"),
+        query("wait", pullQuerySchema.shape.wait, 0, "Long-poll, seconds (0–60)"),
+        query("lease", pullQuerySchema.shape.lease, 300, "Lease, seconds (1–43200)"),
+        query("limit", pullQuerySchema.shape.limit, 1, "Most items to take (1–50)"),
       ],
       responses: {
         "200": json(
@@ -231,9 +237,10 @@ function resultDescriptions(): Record<string, ZodOpenApiOperationObject> {
     "/results": {
       summary: "Read the results feed after a cursor",
       parameters: [
-        query("since", resultsQuerySchema.shape.since, "0", "Cursor: results after this t"),
-        query("limit", resultsQuerySchema.shape.limit, "50", "At most this many (≤ 50)"),
-        query("wait", resultsQuerySchema.shape.wait, "0", "Long-poll, seconds (0–60)"),
+        query("since", resultsQuerySchema.shape.since, 0, "Cursor: results after this t"),
+        // The relay clamps a larger limit to 50; the document says what a client should send.
+        query("limit", z.number().int().min(1).max(50).optional(), 50, "At most this many (1–50)"),
+        query("wait", resultsQuerySchema.shape.wait, 0, "Long-poll, seconds (0–60)"),
       ],
       responses: {
         "200": json(
@@ -267,10 +274,10 @@ function resultDescriptions(): Record<string, ZodOpenApiOperationObject> {
         "`gap` event says results were evicted unread. Resumes after `Last-Event-ID`, " +
         "else after `since`. EventSource cannot send headers: pass the key as `?key=`.",
       parameters: [
-        query("since", resultsQuerySchema.shape.since, "0", "Cursor to start after"),
+        query("since", resultsQuerySchema.shape.since, 0, "Cursor to start after"),
         streamStartSchema.in.shape.lastEventId.meta({
           description: "Sent by a reconnecting EventSource; wins over `since`",
-          param: { in: "header", name: "Last-Event-ID", example: "0" },
+          param: { in: "header", name: "Last-Event-ID", example: 0 },
         }),
       ],
       responses: {
@@ -326,7 +333,7 @@ function publishDescriptions(): Record<string, ZodOpenApiOperationObject> {
         required: true,
         content: {
           "application/json": {
-            schema: z.object({ id: z.string() }),
+            schema: z.object({ id: z.string().min(1) }),
             example: { id: "20260101-120000-abcd1234" },
           },
         },

@@ -165,6 +165,8 @@ export interface RouteContext {
   readonly bulkRead: LimitFunction;
   /** The open results streams, counted against `--max-streams` and its per-key limit. */
   readonly streams: StreamLimits;
+  /** The feeds' keys by their feed's path (`feed_keys.ts`), for their self links. */
+  readonly feedKeys?: ReadonlyMap<string, string> | undefined;
 }
 
 /** Options of {@linkcode waitFor}. */

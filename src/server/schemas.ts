@@ -232,19 +232,17 @@ const MAX_WAIT_S = 60;
 const waitParam = inRange("wait", 0, MAX_WAIT_S, " seconds").optional().default(0);
 
 /**
- * Query of `GET /pull` and its extensions: `wait` (long-poll,
- * 0–60 s), `lease` (seconds, 1–43200: a leased pull) and `limit` (1–50, leased pulls only).
+ * Query of `GET /pull` and its extensions: `wait` (long-poll, 0–60 s), `lease` (seconds,
+ * 1–43200: a leased pull) and `limit` (1–50: most items taken, by a plain or a leased pull).
+ * `limit` once needed `lease`; a rule between two parameters is one the API document cannot
+ * state, so a client made from it sent `limit` alone and was refused.
  */
-export const pullQuerySchema = z
-  .object({
-    queue: pullQueueParamSchema,
-    wait: waitParam,
-    lease: inRange("lease", 1, MAX_LEASE_MS / 1000, " seconds (12 hours)").optional(),
-    limit: inRange("limit", 1, QUEUE_CAPACITY).optional(),
-  })
-  .refine((q) => q.limit === undefined || q.lease !== undefined, {
-    error: '"limit" needs "lease": a plain pull always takes the whole queue',
-  });
+export const pullQuerySchema = z.object({
+  queue: pullQueueParamSchema,
+  wait: waitParam,
+  lease: inRange("lease", 1, MAX_LEASE_MS / 1000, " seconds (12 hours)").optional(),
+  limit: inRange("limit", 1, QUEUE_CAPACITY).optional(),
+});
 
 /** Query of `GET /results`: `since` ≥ 0 (default 0), `limit` ≥ 1 clamped to 50. */
 export const resultsQuerySchema = z.object({

@@ -115,18 +115,21 @@ export function submitOp(
 }
 
 /**
- * The plain pull (`lease` undefined: delete what is handed out) and the leased pull (mark
- * it leased), as one write: the first queue of `order` with available items.
+ * The plain pull (`lease` undefined: delete what is handed out, all of it or its first
+ * `limit` items) and the leased pull (mark it leased), as one write: the first queue of
+ * `order` with available items.
  */
 export function takeOp(
   kv: Deno.Kv,
   order: readonly QueueName[],
   lease: { leaseMs: number; limit: number } | undefined,
+  limit?: number,
 ): WriteOp<{ queue: QueueName; items: QueuedItem[] } | undefined> {
+  const most = lease?.limit ?? limit;
   const pick = (draft: Draft) => {
     for (const queue of order) {
       const items = draft.queues[queue].items.filter((i) => available(i, draft.now));
-      if (items.length > 0) return { queue, items: items.slice(0, lease?.limit ?? items.length) };
+      if (items.length > 0) return { queue, items: items.slice(0, most ?? items.length) };
     }
     return undefined;
   };

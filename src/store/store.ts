@@ -218,18 +218,19 @@ export async function pull(store: Store, queue: QueueName): Promise<QueuedItem[]
 
 /**
  * Pulls the first non-empty queue of `order` and leaves the others untouched, all in one
- * step of the writer (spec rule 2). Items a leased pull holds do not count
- * and stay.
+ * step of the writer. Items a leased pull holds do not count and stay.
  *
  * @param order Queues to try; default `qa`, `article`, `general`.
+ * @param limit Most items to take, ≥ 1, oldest first (the rest stay); default all.
  * @returns The queue pulled and its items, or `undefined` when all are empty.
  * @throws {StoreBusyError} when another process kept changing the file; KV errors.
  */
 export async function pullFirst(
   store: Store,
   order: readonly QueueName[] = QUEUE_NAMES,
+  limit?: number,
 ): Promise<{ queue: QueueName; items: QueuedItem[] } | undefined> {
-  return await writerOf(store).write(takeOp(store.kv, order, undefined));
+  return await writerOf(store).write(takeOp(store.kv, order, undefined, limit));
 }
 
 /** Longest lease, ms: 12 hours. */

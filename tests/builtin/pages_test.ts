@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { postJson, serveServices } from "./_services.ts";
+import { MAIN_KEY, postJson, READER_KEY, serveServices } from "./_services.ts";
 
 Deno.test("blog pages: one heading, a description, the relay's icon", async () => {
   await using relay = await serveServices();
@@ -110,4 +110,34 @@ Deno.test("blog pages and their entries in the index say the language each post 
     ["读书笔记", "zh"],
   ]);
   assert.doesNotMatch(index, /lang="und"/);
+});
+
+Deno.test("a private blog's feed read with ?key= links to itself with a key that keeps access, never the main key", async () => {
+  await using relay = await serveServices({ privateBlog: true });
+  await relay.services.blog.publish({ title: "A post", content: "Body", tags: [] });
+  const selfOf = async (url: string) => {
+    const res = await fetch(url);
+    assert.equal(res.status, 200, url);
+    const text = await res.text();
+    assert.ok(!text.includes(MAIN_KEY), "no main key in the feed");
+    const href = /<link rel="self" href="([^"]*)"/.exec(text)?.[1] ?? "";
+    return new URL(href.replaceAll("&amp;", "&"));
+  };
+  const self = await selfOf(`${relay.url}/blog/feed.xml?key=${MAIN_KEY}`);
+  const feedKey = self.searchParams.get("key") ?? "";
+  assert.match(feedKey, /^[\w-]{43}$/);
+  assert.equal((await selfOf(self.href)).searchParams.get("key"), feedKey);
+  // It opens the blog's feed only.
+  for (const path of ["/blog/", "/results/feed.xml", "/notes/", "/peek"]) {
+    const res = await fetch(`${relay.url}${path}?key=${feedKey}`);
+    await res.body?.cancel();
+    assert.equal(res.status, 401, path);
+  }
+  const named = await selfOf(`${relay.url}/blog/feed.xml?key=${READER_KEY}`);
+  assert.equal(named.searchParams.get("key"), READER_KEY);
+  // A public blog's feed needs no key and its link carries none.
+  await using open = await serveServices();
+  await open.services.blog.publish({ title: "A post", content: "Body", tags: [] });
+  const text = await (await fetch(`${open.url}/blog/feed.xml?key=${MAIN_KEY}`)).text();
+  assert.match(text, /<link rel="self" href="[^"?]*"/);
 });

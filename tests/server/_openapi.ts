@@ -13,7 +13,7 @@ export type Document = {
 };
 
 /** `schema` with every `$ref` to the document's components replaced by what it names. */
-function inlined(schema: unknown, doc: Document): unknown {
+export function inlined(schema: unknown, doc: Document): unknown {
   if (Array.isArray(schema)) return schema.map((item) => inlined(item, doc));
   if (typeof schema !== "object" || schema === null) return schema;
   const ref = (schema as { $ref?: string }).$ref;
@@ -33,8 +33,14 @@ export function schemaChecker(
   doc: Document,
 ): (schema: unknown, value: unknown) => string | undefined {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
+  const compiled = new Map<string, ReturnType<typeof ajv.compile>>();
   return (schema, value) => {
-    const validate = ajv.compile(inlined(schema, doc) as object);
+    const text = JSON.stringify(schema);
+    let validate = compiled.get(text);
+    if (validate === undefined) {
+      validate = ajv.compile(inlined(schema, doc) as object);
+      compiled.set(text, validate);
+    }
     return validate(value) ? undefined : ajv.errorsText(validate.errors);
   };
 }

@@ -154,3 +154,14 @@ Deno.test("a body the API document allows, the relay takes; one it refuses, the 
     assert.equal(taken, allowedByDoc, `the relay on ${what}: ${res.status} ${answer}`);
   }
 });
+
+Deno.test("a pull with limit and without lease takes that many items, oldest first, and leaves the rest", async () => {
+  await using t = await makeApp();
+  for (const content of ["one", "two", "three"]) {
+    await t.call("/submit?queue=general", { method: "POST", body: content });
+  }
+  const first = await t.call("/pull?queue=general&limit=2");
+  assert.equal(first.status, 200);
+  assert.deepEqual(await first.json(), ["one", "two"]);
+  assert.deepEqual(await (await t.call("/pull?queue=general")).json(), ["three"]);
+});

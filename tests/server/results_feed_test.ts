@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { addKey, KeyRing } from "../../src/access/named_keys.ts";
 import { failureResult, writeArticleResult } from "../../src/article_result.ts";
-import { assertProblem, makeApp, withTempDir } from "../_helpers.ts";
+import { assertProblem, KEY, makeApp, withTempDir } from "../_helpers.ts";
 
 const ARTICLE = `# Sowing calendar
 
@@ -65,8 +65,41 @@ Deno.test("GET /results/feed.xml", async (t) => {
         entries[1].title["#text"],
         "Could not read https://garden.example/gone: HTTP 404",
       );
-      assert.ok(!text.includes(reader), "the key is not in the feed's own links");
+      for (const entry of entries) {
+        assert.ok(!JSON.stringify(entry).includes(reader), "the key is not in the entries");
+      }
     });
+
+    await t.step(
+      "read with ?key=, the self link keeps access, never with the main key",
+      async () => {
+        const selfOf = async (res: Response) => {
+          assert.equal(res.status, 200);
+          const feed = new XMLParser({ ignoreAttributes: false }).parse(await res.text()).feed;
+          const self = [feed.link].flat().find((link) => link["@_rel"] === "self");
+          return new URL(self["@_href"]);
+        };
+        // A named key with the read scope: the reader's own key, already in its address.
+        const named = await selfOf(await relay.app.request(`/results/feed.xml?key=${reader}`));
+        assert.equal(named.searchParams.get("key"), reader);
+        // The main key: the feed's own key instead, which opens this feed and nothing else.
+        const main = await selfOf(await relay.app.request(`/results/feed.xml?key=${KEY}`));
+        const feedKey = main.searchParams.get("key") ?? "";
+        assert.match(feedKey, /^[\w-]{43}$/);
+        assert.notEqual(feedKey, KEY);
+        const followed = await relay.app.request(`${main.pathname}${main.search}`);
+        assert.equal(followed.status, 200);
+        assert.equal((await selfOf(followed)).searchParams.get("key"), feedKey);
+        for (const path of ["/results", "/peek", "/stats", "/results/stream"]) {
+          await assertProblem(await relay.app.request(`${path}?key=${feedKey}`), 401);
+        }
+        // A key sent in the header is sent again by the reader: the link holds none.
+        const header = await selfOf(
+          await relay.app.request("/results/feed.xml", { headers: { "x-auth-key": KEY } }),
+        );
+        assert.equal(header.search, "");
+      },
+    );
 
     await t.step("an entry takes its title and link from the article result's fields", async () => {
       await push(writeArticleResult({

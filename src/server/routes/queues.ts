@@ -108,7 +108,7 @@ function pullRoute(relay: RouteContext): Route {
       const take = () =>
         bulkRead(async () => {
           if (leaseS === undefined) {
-            const taken = await pullFirst(store, order);
+            const taken = await pullFirst(store, order, query.limit);
             return taken && json(taken.items.map((item) => item.content));
           }
           const leaseMs = leaseS * 1000;

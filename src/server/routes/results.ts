@@ -16,6 +16,7 @@ import { eventStreamResponse, sseEvent, streamResults } from "../live.ts";
 import { text } from "../responses.ts";
 import { absentIfEmpty, type Route, type RouteContext, type Routes, waitFor } from "../route.ts";
 import { parseOr400, pushFieldsSchema, resultsQuerySchema, streamStartSchema } from "../schemas.ts";
+import { selfLinkKey, withKeyedSelf } from "../self_link.ts";
 
 /** Results answers kept: one per distinct query string (readers' cursors differ). */
 const RESULTS_CACHE_ANSWERS = 64;
@@ -192,18 +193,20 @@ export function resultRoutes(relay: RouteContext): Routes {
  * `GET /results/feed.xml` (scope `read`, the key may be in `?key=`): the whole results feed
  * as Atom with each result's Markdown rendered, for feed readers. Its links use the
  * relay's public URL or listening address when the built-in services know it, so that a
- * request's `Host` does not end up in a document a proxy may keep.
+ * request's `Host` does not end up in a document a proxy may keep. Read with a key in
+ * `?key=`, its self link keeps access without the main key ({@linkcode selfLinkKey}).
  */
 function atomRoute(relay: RouteContext): Route {
   const { store, bulkRead } = relay;
   return {
     scope: "read",
     methods: ["GET", "HEAD"],
-    handler: async (_c, url) => {
+    handler: async (c, url) => {
       const { resultsAtom } = await loadAtom();
       const page = await bulkRead(() => readResults(store, { since: 0, limit: ATOM_ENTRIES }));
       const origin = relay.builtin?.services.site.origin ?? url.origin;
-      return new Response(resultsAtom(page.items, origin), {
+      const self = selfLinkKey(c, url, relay.feedKeys?.get("/results/feed.xml"));
+      return new Response(withKeyedSelf(resultsAtom(page.items, origin), self), {
         headers: { "content-type": ATOM_TYPE },
       });
     },

@@ -109,7 +109,8 @@ export function searchOperation(problems: Record<string, unknown>): ZodOpenApiOp
       "Operators, quotes and `*` are taken as text. While the index is being built the answer " +
       "is 503 with Retry-After.",
     parameters: [
-      param("q", shape.q, "tomato", "The words to look for (1–1,000 characters)"),
+      // What the check takes: more than white space (a rule the refinements hide).
+      param("q", z.string().regex(/\S/).max(MAX_QUERY_CHARS), "tomato", "The words to look for"),
       param("kind", shape.kind, "post", "Only this kind: note, post, episode or result"),
       param("limit", shape.limit, "20", `At most this many (1–${SEARCH_LIMIT_MAX}; default 20)`),
     ],

@@ -19,6 +19,7 @@ import {
 import { robotsResponse } from "../../builtin/site.ts";
 import { podcastFeedKey } from "../../access/podcast_feed_key.ts";
 import { grantedToAll } from "../cors.ts";
+import { selfLinkKey, withKeyedSelf } from "../self_link.ts";
 import { json } from "../responses.ts";
 import { serveFile } from "../file_server.ts";
 import type { BuiltinPublishing, Handler, Route, Routes } from "../route.ts";
@@ -56,8 +57,13 @@ function noteRoutes(builtin: BuiltinPublishing): Routes {
   };
 }
 
-/** The blog: its index, Atom feed, posts as JSON and each post's page. */
-function blogRoutes(builtin: BuiltinPublishing): Routes {
+/**
+ * The blog: its index, Atom feed, posts as JSON and each post's page.
+ *
+ * @param feedKey The blog feed's key, which its self link carries when a private blog's feed
+ *   is read with the main key in `?key=`.
+ */
+function blogRoutes(builtin: BuiltinPublishing, feedKey: string | undefined): Routes {
   const { blog } = builtin.services;
   const urls = (): SiteUrls => ({ origin: siteOrigin(builtin) });
   const index: Handler = async () => {
@@ -68,12 +74,14 @@ function blogRoutes(builtin: BuiltinPublishing): Routes {
   return {
     "/blog": reading(closed, index),
     "/blog/": reading(closed, index),
-    "/blog/feed.xml": reading(closed, async () => {
+    "/blog/feed.xml": reading(closed, async (c, url) => {
       const { blogFeed } = await loadFeeds();
-      const feed = new Response(await blogFeed(blog, urls()), {
-        headers: { "content-type": "application/atom+xml; charset=utf-8" },
-      });
-      return closed ? feed : grantedToAll(feed);
+      const headers = { "content-type": "application/atom+xml; charset=utf-8" };
+      const atom = await blogFeed(blog, urls());
+      if (!closed) return grantedToAll(new Response(atom, { headers }));
+      const self = selfLinkKey(c, url, feedKey);
+      if (self === undefined) return new Response(atom, { headers });
+      return new Response(withKeyedSelf(new TextDecoder().decode(atom), self), { headers });
     }),
     "/blog/posts": reading(closed, async () => {
       const origin = urls().origin;
@@ -184,11 +192,15 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
  * The built-in services' pages, feeds and files: notes, blog, podcast.
  *
  * @param builtin The services and whether the blog and podcast are private.
+ * @param feedKeys The feeds' keys by their path (`feed_keys.ts`), for their self links.
  */
-export function siteRoutes(builtin: BuiltinPublishing): Routes {
+export function siteRoutes(
+  builtin: BuiltinPublishing,
+  feedKeys: ReadonlyMap<string, string> = new Map(),
+): Routes {
   return {
     ...noteRoutes(builtin),
-    ...blogRoutes(builtin),
+    ...blogRoutes(builtin, feedKeys.get("/blog/feed.xml")),
     ...podcastRoutes(builtin),
     "/robots.txt": reading(false, () => Promise.resolve(robotsResponse(builtin))),
   };

@@ -1,0 +1,274 @@
+/**
+ * Requests generated from the API document, sent to a live relay (`relay serve`, its
+ * built-in services on): what Schemathesis does, written here because Schemathesis is a
+ * Python tool this project's CI cannot install. For every operation the document lists,
+ * fast-check draws path, query and header parameters and bodies from its schemas (each value
+ * checked against the schema with ajv), sends them with the main key, and fails on any 5xx
+ * and on any such request the relay refuses with 400 or 422: a request the document allows
+ * must be taken. The document's own examples must fit their schemas too. The figures of a
+ * run are in docs/api.md, "GET /openapi.json".
+ */
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { KEY, startRelayProcess, stressOr } from "../_helpers.ts";
+import { type Document as Shape, inlined, schemaChecker } from "./_openapi.ts";
+
+/** A JSON Schema, as far as the generator reads one. */
+interface Schema {
+  type?: string | string[];
+  enum?: unknown[];
+  const?: unknown;
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  pattern?: string;
+  format?: string;
+  items?: Schema;
+  minItems?: number;
+  maxItems?: number;
+  uniqueItems?: boolean;
+  properties?: Record<string, Schema>;
+  required?: string[];
+  anyOf?: Schema[];
+  oneOf?: Schema[];
+  allOf?: Schema[];
+  example?: unknown;
+  examples?: unknown[];
+}
+
+interface Parameter {
+  in: "query" | "header" | "path" | "cookie";
+  name: string;
+  required?: boolean;
+  example?: unknown;
+  schema: Schema;
+}
+
+interface Operation {
+  parameters?: Parameter[];
+  requestBody?: {
+    required?: boolean;
+    content: Record<string, { schema: Schema; example?: unknown }>;
+  };
+}
+
+type Document = Shape & { paths: Record<string, Record<string, Operation>> };
+
+/** Strings the generator draws from besides random ones: URLs, Unicode, blanks. */
+const STRINGS = fc.oneof(
+  fc.string({ maxLength: 40 }),
+  fc.constantFrom("https://example.com/a", "https://stackoverflow.com/q/1", "读一读", " ", "x"),
+  fc.webUrl(),
+);
+
+/** A fast-check arbitrary of values of `schema` (which may draw some outside it). */
+function arbitraryOf(schema: Schema): fc.Arbitrary<unknown> {
+  if (schema.const !== undefined) return fc.constant(schema.const);
+  if (schema.enum !== undefined) return fc.constantFrom(...schema.enum);
+  const choices = schema.anyOf ?? schema.oneOf;
+  if (choices !== undefined) return fc.oneof(...choices.map(arbitraryOf));
+  if (schema.allOf !== undefined) return arbitraryOf(Object.assign({}, ...schema.allOf));
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
+    case "integer": {
+      const min = schema.minimum ?? (schema.exclusiveMinimum ?? -1001) + 1;
+      const max = schema.maximum ?? (schema.exclusiveMaximum ?? 1_000_001) - 1;
+      return fc.oneof(
+        fc.constantFrom(min, max),
+        fc.integer({ min: Math.max(min, -1e9), max: Math.min(max, 1e9) }),
+      );
+    }
+    case "number":
+      return fc.double({ min: schema.minimum ?? -1e6, max: schema.maximum ?? 1e6, noNaN: true });
+    case "boolean":
+      return fc.boolean();
+    case "array":
+      return fc.array(arbitraryOf(schema.items ?? {}), {
+        minLength: schema.minItems ?? 0,
+        maxLength: Math.min(schema.maxItems ?? 4, 4),
+      });
+    case "object": {
+      const properties = schema.properties ?? {};
+      const required = new Set(schema.required ?? []);
+      return fc.record(
+        Object.fromEntries(Object.entries(properties).map(([name, s]) => [name, arbitraryOf(s)])),
+        { requiredKeys: [...required].filter((name) => name in properties) },
+      );
+    }
+    case "string":
+    default: {
+      if (schema.pattern !== undefined) return fc.stringMatching(new RegExp(schema.pattern));
+      if (schema.format === "uri") return fc.webUrl();
+      const examples = [schema.example, ...(schema.examples ?? [])].filter((e) => e !== undefined);
+      return fc.oneof(
+        { weight: 3, arbitrary: STRINGS },
+        ...(examples.length > 0 ? [{ weight: 1, arbitrary: fc.constantFrom(...examples) }] : []),
+      );
+    }
+  }
+}
+
+/** One request drawn for an operation. */
+interface Drawn {
+  path: string;
+  query: Record<string, unknown>;
+  headers: Record<string, unknown>;
+  body?: { type: string; value: unknown };
+}
+
+/** The arbitrary of requests to one operation, every value fitting the document. */
+function requestsOf(
+  path: string,
+  operation: Operation,
+  fits: (schema: unknown, value: unknown) => string | undefined,
+): fc.Arbitrary<Drawn> {
+  const parameters = (operation.parameters ?? []).filter((p) => p.in !== "cookie");
+  const valid = (schema: Schema) =>
+    arbitraryOf(schema).filter((v) => fits(schema, v) === undefined);
+  // A header holds visible ASCII only (RFC 9110, "Field Values"; fetch refuses the rest).
+  const headerValue = (schema: Schema) =>
+    valid(schema).filter((v) => /^[\x20-\x7e]*$/.test(String(v)));
+  const group = (where: Parameter["in"]) =>
+    fc.record(
+      Object.fromEntries(
+        parameters.filter((p) => p.in === where).map((p) => [
+          p.name,
+          where === "header" ? headerValue(p.schema) : valid(p.schema),
+        ]),
+      ),
+      {
+        requiredKeys: parameters.filter((p) => p.in === where && (p.required || where === "path"))
+          .map((p) => p.name),
+      },
+    );
+  const contents = Object.entries(operation.requestBody?.content ?? {});
+  const body = contents.length === 0 ? fc.constant(undefined) : fc.oneof(
+    ...contents.map(([type, media]) => valid(media.schema).map((value) => ({ type, value }))),
+  );
+  return fc.record({
+    params: group("path"),
+    query: group("query"),
+    headers: group("header"),
+    body,
+  }).map(({ params, query, headers, body }) => ({
+    path: path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(params[name]))),
+    query,
+    headers,
+    ...(body === undefined ? {} : { body }),
+  }));
+}
+
+/** The body's bytes as its media type carries them. */
+function encodeBody(type: string, value: unknown): string {
+  if (type.includes("json")) return JSON.stringify(value);
+  if (type === "application/x-www-form-urlencoded") {
+    const form = new URLSearchParams();
+    for (const [name, field] of Object.entries(value as Record<string, unknown>)) {
+      form.set(name, typeof field === "string" ? field : JSON.stringify(field));
+    }
+    return form.toString();
+  }
+  return String(value);
+}
+
+/** How long a drawn request may take before it counts as a long-poll or stream, ms. */
+const ANSWER_WITHIN_MS = 5_000;
+
+/** Requests drawn per operation: 20, or 100 with `RELAY_STRESS=1`. */
+const RUNS = stressOr(20, 100);
+
+Deno.test("API document: its examples fit its schemas", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relay-openapi-" });
+  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  const doc = await (await fetch(`${relay.url}/openapi.json`)).json() as Document;
+  const fits = schemaChecker(doc);
+  const wrong: string[] = [];
+  for (const [path, methods] of Object.entries(doc.paths)) {
+    for (const [method, operation] of Object.entries(methods)) {
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.example === undefined) continue;
+        const example = parameter.example;
+        const error = fits(parameter.schema, example);
+        if (error !== undefined) {
+          wrong.push(`${method} ${path} ${parameter.name}=${JSON.stringify(example)}: ${error}`);
+        }
+      }
+      for (const [type, media] of Object.entries(operation.requestBody?.content ?? {})) {
+        if (media.example === undefined) continue;
+        const error = fits(media.schema, media.example);
+        if (error !== undefined) wrong.push(`${method} ${path} ${type} example: ${error}`);
+      }
+    }
+  }
+  await relay.stop();
+  await Deno.remove(dir, { recursive: true });
+  assert.deepEqual(wrong, []);
+});
+
+Deno.test("API document: requests drawn from it get no 5xx, and none it allows is refused with 400 or 422", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relay-openapi-" });
+  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  const doc = await (await fetch(`${relay.url}/openapi.json`)).json() as Document;
+  const fits = schemaChecker(doc);
+  const failures: string[] = [];
+  const statuses = new Map<number | "open", number>();
+  let sent = 0;
+  let operations = 0;
+  for (const [path, methods] of Object.entries(doc.paths)) {
+    for (const [method, operation] of Object.entries(methods)) {
+      if (method === "parameters") continue;
+      operations++;
+      const drawn = fc.sample(requestsOf(path, inlined(operation, doc) as Operation, fits), {
+        numRuns: RUNS,
+        seed: 40,
+      });
+      for (const request of drawn) {
+        const url = new URL(`${relay.url}${request.path}`);
+        for (const [name, value] of Object.entries(request.query)) {
+          url.searchParams.set(name, String(value));
+        }
+        const headers: Record<string, string> = { "x-auth-key": KEY };
+        for (const [name, value] of Object.entries(request.headers)) headers[name] = String(value);
+        if (request.body !== undefined) headers["content-type"] = request.body.type;
+        const what = `${method.toUpperCase()} ${url.pathname}${url.search} ${
+          request.body === undefined ? "" : JSON.stringify(request.body)
+        }`;
+        const signal = AbortSignal.timeout(ANSWER_WITHIN_MS);
+        let status: number | "open";
+        let text = "";
+        try {
+          const res = await fetch(url, {
+            method: method.toUpperCase(),
+            headers,
+            signal,
+            ...(request.body === undefined
+              ? {}
+              : { body: encodeBody(request.body.type, request.body.value) }),
+          });
+          status = res.status;
+          text = res.headers.get("content-type")?.startsWith("text/event-stream")
+            ? (await res.body?.cancel(), "")
+            : await res.text();
+        } catch (error) {
+          if (!signal.aborted) throw error;
+          status = "open"; // a long-poll or a stream still waiting: taken
+        }
+        sent++;
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+        if (status === "open") continue;
+        if (status >= 500 || status === 400 || status === 422) {
+          failures.push(`${what} → ${status} ${text.slice(0, 300)}`);
+        }
+      }
+    }
+  }
+  await relay.stop();
+  await Deno.remove(dir, { recursive: true });
+  const figures = [...statuses].sort().map(([status, n]) => `${status}: ${n}`).join(", ");
+  console.log(`${sent} requests to ${operations} operations; ${figures}`);
+  assert.deepEqual(failures, []);
+  assert.ok(operations >= 30, `${operations} operations`);
+});

@@ -97,8 +97,8 @@ const submit: Command = {
   name: "submit",
   synopsis: "<text|url|-> [--queue Q] [--json]",
   summary: "queue a link or text (- reads stdin)",
-  help: "Without --queue, the relay routes the content: Q&A links to qa, article links to\n" +
-    "article, everything else to general. Prints the relay's answer, e.g. OK (qa).",
+  help: "Without --queue, the relay routes the content: links to Q&A sites to qa, everything\n" +
+    "else to general (name --queue article for a long read). Prints the relay's answer, e.g. OK (qa).",
   options: [
     { ...QUEUE_OPTION, default: "the relay routes it" },
     JSON_OPTION,

@@ -106,7 +106,7 @@ Deno.test("relay client commands against a running relay", async (t) => {
       assert.equal(refused.code, 1);
       assert.match(
         refused.stderr,
-        /^relay: Cannot reach the relay at http:\/\/127\.0\.0\.1:\d+: connection refused \(is it running\?\)\n$/,
+        /^relay: Cannot reach the relay at http:\/\/127\.0\.0\.1:\d+: connection refused \(is it running\? start it with relay serve, or check the port [^\n]*\)\n$/,
       );
       const bad = await run(["pull", "--queue", "nope"]);
       assert.equal(bad.code, 3);

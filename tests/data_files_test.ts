@@ -67,6 +67,9 @@ for (const umask of ["000", "022"]) {
           "relay.kv.counters": "600",
           "relay.kv.lock": "600",
           "relay.kv.reserve": "600",
+          "search.sqlite": "600",
+          "search.sqlite-shm": "600",
+          "search.sqlite-wal": "600",
         }, "while the relay runs");
         // SIGTERM writes the last use of the named key.
         assert.equal((await relay.stop("SIGTERM")).code, 0);
@@ -81,6 +84,7 @@ for (const umask of ["000", "022"]) {
         "relay.kv.counters": "600",
         "relay.kv.lock": "600",
         "relay.kv.reserve": "600",
+        "search.sqlite": "600",
       }, "after it stopped (no temporary files left)");
       assert.deepEqual(
         [join(base, "a"), join(base, "a", "b"), data].map(mode),

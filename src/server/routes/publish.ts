@@ -8,6 +8,8 @@
 
 import { errorMessage, HttpError } from "../../errors.ts";
 import { builtinTargets } from "../../builtin/publishing.ts";
+import type { BuiltinTargets } from "../../publish/target_kind.ts";
+import { fileFaultProblem } from "../faults.ts";
 import { MAX_FAILED_ENTRIES } from "../../publish/failed.ts";
 import {
   type Article,
@@ -35,6 +37,33 @@ const NOT_CONFIGURED: PublishConfig = {
 };
 
 /**
+ * The built-in services as publish targets, their failures said as the routes of the same
+ * services would answer them: a full disk is `HTTP 507: Cannot save to the built-in notes: the
+ * relay's disk is full. …`, a failing one 503, so that the failed publish says what to do. Any
+ * other error is a bug: logged, and reported without its message (it may name local paths).
+ */
+function withFaultAnswers(targets: BuiltinTargets, relay: RouteContext): BuiltinTargets {
+  const answered = <T>(target: string, call: () => Promise<T>) => async (): Promise<T> => {
+    try {
+      return await call();
+    } catch (error) {
+      const fault = fileFaultProblem(error, `save to the built-in ${target}`);
+      if (fault === undefined) {
+        relay.logger.error(`relay: built-in ${target}: unexpected error`, error);
+        throw new Error("the relay logged the cause");
+      }
+      const { detail } = await fault.json() as { detail: string };
+      throw new Error(`HTTP ${fault.status}: ${detail}`);
+    }
+  };
+  return {
+    saveNote: (article) => answered("notes", () => targets.saveNote(article))(),
+    publishPost: (article) => answered("blog", () => targets.publishPost(article))(),
+    queueEpisode: (article) => answered("podcast", () => targets.queueEpisode(article))(),
+  };
+}
+
+/**
  * Publishes `article` to `targets` with the configured services (the built-in ones for
  * targets without a URL).
  *
@@ -48,7 +77,7 @@ async function publishNow(
   const base = relay.publish ?? NOT_CONFIGURED;
   const config: PublishConfig = relay.builtin === undefined
     ? base
-    : { ...base, builtin: builtinTargets(relay.builtin.services) };
+    : { ...base, builtin: withFaultAnswers(builtinTargets(relay.builtin.services), relay) };
   const missing = missingConfiguration(targets, config);
   if (missing.length > 0) {
     throw new HttpError(503, `Cannot publish: ${missing.join("; ")}`);

@@ -103,6 +103,15 @@ interface Target {
 }
 
 /**
+ * The path a request named, for error details: the route's own path with its parameter's value
+ * in place (`/podcast/20261123-….mp3`, not `/podcast/:file`), as the client wrote it.
+ */
+function pathOf(target: Target): string {
+  const { path } = target.entry;
+  return target.param === undefined ? path : path.replace(/:[^/]+$/, () => target.param!);
+}
+
+/**
  * The routes by path: exact paths in a map, and the paths that end in one parameter
  * (`/notes/:doc_id`: one non-empty segment after `/notes/`), tried after them.
  */
@@ -335,7 +344,7 @@ function runStep(
   return (target, request, info) => {
     const { entry } = target;
     const method = request.method;
-    const failed = (error: unknown) => errorResponse(error, `${method} ${entry.path}`);
+    const failed = (error: unknown) => errorResponse(error, `${method} ${pathOf(target)}`);
     try {
       if (!entry.route.methods.includes(method)) {
         const origin = isPreflight(request) ? cors(request.headers) : undefined;
@@ -446,7 +455,11 @@ export function createPipeline(parts: PipelineParts): Pipeline {
     const started = performance.now();
     const target = lookup(request, network);
     const entry = target instanceof Response ? undefined : target.entry;
-    const failed = (error: unknown) => errorResponse(error, `${request.method} ${entry?.path}`);
+    const failed = (error: unknown) =>
+      errorResponse(
+        error,
+        `${request.method} ${target instanceof Response ? entry?.path : pathOf(target)}`,
+      );
     try {
       const answer = target instanceof Response ? target : run(target, request, info);
       const sent = then(answer, (response) => represent(entry, request, response));

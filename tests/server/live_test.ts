@@ -130,7 +130,7 @@ Deno.test("wait, lease and limit are validated: 400 problem documents", async ()
       "/pull?lease=0",
       "/pull?lease=43201",
       "/pull?lease=x",
-      "/pull?limit=5",
+      "/pull?limit=0",
       "/pull?lease=10&limit=0",
       "/pull?lease=10&limit=51",
       "/results?wait=61",

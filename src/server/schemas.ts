@@ -160,7 +160,9 @@ export const publishBodySchema = z
         { error: `field "targets" must be an array of ${TARGET_LIST}` },
       )
       .min(1, { error: `field "targets" must name at least one of ${TARGET_LIST}` })
-      .refine((names) => new Set(names.map(targetNamed)).size === names.length, {
+      // The same name twice is refused; a target and its alias (`podcast`, `nas`) are one target,
+      // published once.
+      .refine((names) => new Set(names).size === names.length, {
         error: 'field "targets" names a target twice',
       })
       // The document's words for the check above.
@@ -174,7 +176,7 @@ export const publishBodySchema = z
       ...(body.content_md ? { content_md: body.content_md } : {}),
       ...(body.tags ? { tags: body.tags } : {}),
     },
-    targets: body.targets.map((name) => targetNamed(name)!),
+    targets: [...new Set(body.targets.map((name) => targetNamed(name)!))],
     names: body.targets,
   }));
 

@@ -87,11 +87,12 @@ async function publishNow(
 
 /**
  * The answer's body with each target under the name the request gave it (`nas` stays `nas`
- * for a client that asked for `nas`).
+ * for a client that asked for `nas`; one that named both `nas` and `podcast` sees the one
+ * publish under both).
  */
-function underNames(outcome: PublishOutcome, targets: readonly Target[], names: string[]) {
+function underNames(outcome: PublishOutcome, names: readonly string[]) {
   const results: Record<string, unknown> = {};
-  targets.forEach((target, i) => results[names[i] ?? target] = outcome.body.results[target]);
+  for (const name of names) results[name] = outcome.body.results[targetNamed(name)!];
   return { ...outcome.body, results };
 }
 
@@ -142,7 +143,7 @@ export function publishRoutes(relay: RouteContext): Routes {
             relay.logger.error(`relay: cannot keep a failed publish: ${errorMessage(error)}`)
           );
         }
-        return json(underNames(outcome, targets, names), outcome.httpStatus);
+        return json(underNames(outcome, names), outcome.httpStatus);
       },
     },
     "/publish/failed": {

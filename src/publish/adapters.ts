@@ -13,22 +13,14 @@
 
 import { fetchFailure } from "../errors.ts";
 import { readAtMost } from "../util/streams.ts";
+import type { Article, TargetResult } from "./target_kind.ts";
 import type { AdapterTarget, HttpTarget, ImaTarget, MemosTarget, RetryPolicy } from "./targets.ts";
 
-/** The article as an adapter sees it (the same fields as `POST /publish`). */
-export interface AdapterArticle {
-  readonly title: string;
-  readonly content: string;
-  readonly content_md?: string;
-  readonly tags?: string;
-}
+/** The article as an adapter sees it: the article of `POST /publish` (target_kind.ts). */
+export type AdapterArticle = Article;
 
-/** What one target did, as `POST /publish` reports it. */
-export type AdapterResult =
-  | { readonly status: "success"; readonly doc_id: string }
-  | { readonly status: "success"; readonly url: string }
-  | { readonly status: "success"; readonly message: string }
-  | { readonly status: "error"; readonly error: string };
+/** What one target did, as `POST /publish` reports it (target_kind.ts). */
+export type AdapterResult = TargetResult;
 
 /** How adapters reach the network and wait. */
 export interface AdapterContext {

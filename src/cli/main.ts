@@ -38,7 +38,7 @@ function serveArgs(args: readonly string[]): readonly string[] | undefined {
  * @param args The arguments after the program name.
  * @param io The surroundings; default the real process's (stdout, stderr, stdin, and
  *   SIGINT/SIGTERM for the long-running commands).
- * @returns The exit code (docs/cli.md, "Exit codes"); messages go to stdout and stderr.
+ * @returns The exit code (docs/cli/commands.md, "Exit codes"); messages go to stdout and stderr.
  */
 export async function main(args: readonly string[], io?: CommandIo): Promise<number> {
   const stop = io === undefined ? new AbortController() : undefined;

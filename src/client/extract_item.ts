@@ -43,6 +43,12 @@ export interface ExtractSettings {
   allowPrivate: AllowList;
   /** With `--summarize`: how each article's summary is made (`summary.ts`). */
   summarize?: SummarizeSettings | undefined;
+  /**
+   * The reader's state directory (`--state-dir`), where each item is recorded while it is
+   * read (src/client/reading_record.ts); `undefined`: none, a page that stops the reader is
+   * read again after each restart.
+   */
+  stateDir?: string | undefined;
 }
 
 /** The worker's options {@linkcode readItem} uses besides the {@linkcode ExtractSettings}. */

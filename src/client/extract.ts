@@ -42,7 +42,7 @@ export async function readLink(url: string, options: FetchPageOptions): Promise<
   const { html, cut } = capForDom(withoutScripts(page.html));
   checkShape(html);
   const { document } = parseHTML(html) as unknown as { document: PageDocument };
-  const found = extractArticle(document, page.url);
+  const found = extractArticle(document, page.url, true);
   const article = found && withLinkedArticle(found, linkedArticle(page.html));
   const words = article === null ? 0 : wordCount(article.text ?? article.markdown);
   if (article === null || words < NEAR_EMPTY_WORDS) {

@@ -338,14 +338,18 @@ Deno.test("relay work --extract --publish: a publish the relay could not take th
           },
         );
       }
-      const res = await fetch(`${relay.url}${url.pathname}${url.search}`, {
-        method: req.method,
-        headers: req.headers,
-        body: req.body === null ? null : await req.arrayBuffer(),
-        // A long-poll the worker gave up (it stopped) ends here too.
-        signal: req.signal,
-      });
-      return new Response(res.body, { status: res.status, headers: res.headers });
+      try {
+        const res = await fetch(`${relay.url}${url.pathname}${url.search}`, {
+          method: req.method,
+          headers: req.headers,
+          body: req.body === null ? null : await req.arrayBuffer(),
+          // A long-poll the worker gave up (it stopped) ends here too.
+          signal: req.signal,
+        });
+        return new Response(res.body, { status: res.status, headers: res.headers });
+      } catch {
+        return new Response(null, { status: 502 }); // the worker went away
+      }
     });
     try {
       const proxied = `http://127.0.0.1:${proxy.addr.port}`;

@@ -222,8 +222,10 @@ Deno.test("relay-reader.service runs the reader with the relay's hardening, disa
     /^ExecStart=\/usr\/local\/bin\/relay work --queue general --extract \$RELAY_READER_ARGS$/m,
   );
   assert.match(reader, /^EnvironmentFile=\/etc\/relay\/reader\.env$/m);
-  // No state of its own: it cannot touch the relay's database.
-  assert.doesNotMatch(reader, /^StateDirectory=/m);
+  // A folder of its own for its reading records (found through $STATE_DIRECTORY), not the
+  // relay's: it cannot touch the relay's database.
+  assert.match(reader, /^StateDirectory=relay-reader$/m);
+  assert.equal(reader.match(/^StateDirectory=/gm)?.length, 1);
   const env = await Deno.readTextFile(join(ROOT, "deploy", "debian", "reader.env"));
   assert.match(env, /--scope consume,push,publish/);
   // The package installs it; the admin enables it (docs/install.md, "The reader").

@@ -25,6 +25,7 @@ import {
   contentTextSchema,
   dedupeParamSchema,
   publishBodySchema,
+  publishReportSchema,
   pullQuerySchema,
   pushBodyDocSchema,
   queueParamSchema,
@@ -327,6 +328,19 @@ function publishDescriptions(): Record<string, ZodOpenApiOperationObject> {
           z.object({ max: z.number().int(), entries: z.array(failedSummary) }),
         ),
       },
+    },
+    "/publish/report": {
+      summary: "Keep a publish a client could not make (the relay unreachable, or 5xx)",
+      requestBody: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: publishReportSchema,
+            example: { title: "t", content: "c", targets: ["blog"], error: "HTTP 503" },
+          },
+        },
+      },
+      responses: { "201": json("Kept", z.object({ id: z.string() })), ...problems(400, 503) },
     },
     "/publish/retry": {
       summary: "Send a kept failed publish again, to the targets that failed",

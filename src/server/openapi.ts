@@ -35,6 +35,7 @@ import {
 } from "./schemas.ts";
 import { WEBAPP_FILES } from "./webapp.ts";
 import { searchOperation } from "./routes/search.ts";
+import { qaHostsOperation } from "./routes/queues.ts";
 
 /** The RFC 9457 problem document every error carries. */
 const problemSchema = z
@@ -473,6 +474,7 @@ function pageDescriptions(): Record<string, ZodOpenApiOperationObject> {
 function descriptions(): Record<string, ZodOpenApiOperationObject> {
   return {
     ...queueDescriptions(),
+    "/qa-hosts": qaHostsOperation(),
     ...resultDescriptions(),
     ...publishDescriptions(),
     ...adminDescriptions(),

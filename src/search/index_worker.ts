@@ -22,8 +22,7 @@ export type IndexMessage =
   | { readonly id: number; readonly type: "search"; readonly request: SearchRequest }
   | { readonly id: number; readonly type: "setMeta"; readonly key: string; value: string }
   | { readonly id: number; readonly type: "counts" }
-  | { readonly id: number; readonly type: "close" }
-  | { readonly id: number; readonly type: "exit" };
+  | { readonly id: number; readonly type: "close" };
 
 let db: IndexDb | undefined;
 let path = "";
@@ -78,8 +77,8 @@ function open(at: string): { fresh: boolean; generation: string | undefined } {
 }
 
 /**
- * Opens the file a thread before this one checked and left closed, without the full check
- * (it was whole when that thread closed it). A missing file is not made anew: its documents
+ * Opens the file a thread before this one checked, without the full check (that thread
+ * failed; the file was whole when checked). A missing file is not made anew: its documents
  * would be missing, so the call fails and the main thread rebuilds it.
  */
 function reopen(at: string): void {
@@ -96,7 +95,6 @@ function reopen(at: string): void {
 function handle(message: IndexMessage): unknown {
   if (message.type === "open") return open(message.path);
   if (message.type === "reopen") return reopen(message.path);
-  if (message.type === "exit") return self.close();
   if (message.type === "reset") {
     reopenFailed = undefined;
     return void fresh();

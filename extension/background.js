@@ -22,6 +22,7 @@
 
 // Chromium's service worker loads the policy here; Firefox lists it as a background script.
 if (typeof importScripts === "function" && !globalThis.relayHosts) importScripts("hosts.js");
+if (typeof importScripts === "function" && !globalThis.relayTabs) importScripts("tabs.js");
 
 /** Where the reader's state lives in chrome.storage.local (the options page uses the same). */
 const STORED = [
@@ -46,8 +47,6 @@ const LEASE_S = 300;
  * ends) costs at most this.
  */
 const PAGE_TIMEOUT_S = 30;
-/** Time the content script may take to read a loaded page (a busy page can stall it), ms. */
-const READ_MS = 20_000;
 /** Time a request to the relay may take beyond its long-poll wait, ms. */
 const REQUEST_MS = 15_000;
 /** First wait after the relay could not be reached, doubled each time up to the maximum, ms. */
@@ -220,7 +219,11 @@ async function saveArticle(tab) {
     if (tab?.id === undefined || !/^https?:/.test(tab.url ?? "")) {
       throw new Error(`Cannot save "${tab?.url ?? ""}": only http and https pages are read`);
     }
-    const reading = await withTimeout(readTab(tab.id), READ_MS, "reading the page took over 20 s");
+    const reading = await relayTabs.withTimeout(
+      relayTabs.readTab(tab.id),
+      relayTabs.READ_MS,
+      "reading the page took over 20 s",
+    );
     if (!reading.ok) throw new Error(`Cannot save ${reading.url}: ${reading.reason}`);
     await relayPost("push", { content: cut(reading.result) });
     outcome = { ok: true, message: `Saved: ${reading.title}` };
@@ -435,7 +438,7 @@ async function readItem(item) {
     await setStatus(`reading ${link.href}`);
     const { pageTimeoutS } = await stored();
     const timeoutMs = (pageTimeoutS || PAGE_TIMEOUT_S) * 1000;
-    const reading = await readInTab(link.href, timeoutMs, await policy());
+    const reading = await relayTabs.readInTab(link.href, timeoutMs, await policy());
     result = reading.ok ? cut(reading.result) : `Could not read ${link.href}: ${reading.reason}`;
     recent = { ok: reading.ok, title: reading.ok ? reading.title : result, url: link.href };
   }
@@ -469,88 +472,6 @@ function cut(text) {
   if (bytes.length <= MAX_RESULT_BYTES) return text;
   const kept = new TextDecoder().decode(bytes.slice(0, MAX_RESULT_BYTES)).replace(/\uFFFD$/, "");
   return `${kept}\n\n(Cut here: the article is longer than ${MAX_RESULT_BYTES} bytes.)\n`;
-}
-
-/**
- * Opens `url` in a background tab, reads its article, closes the tab. A page that ended on a
- * host the reader does not open (a redirect) is not read.
- * @param {string} url An http or https address.
- * @param {number} timeoutMs Time the page may take to load, ms.
- * @param {{qaHosts: string[], allowed: string[]}} rules The reader's policy (hosts.js).
- * @returns {Promise<{ok: true, title: string, result: string} | {ok: false, reason: string}>}
- */
-async function readInTab(url, timeoutMs, rules) {
-  let tab;
-  try {
-    tab = await chrome.tabs.create({ url, active: false });
-    const late = `the page did not finish loading within ${timeoutMs / 1000} s`;
-    await withTimeout(loaded(tab.id), timeoutMs, late);
-    const landed = new URL((await chrome.tabs.get(tab.id)).url);
-    if (!relayHosts.judgeLink(landed, rules).read) {
-      const why = `it led to ${landed.host}, which the extension does not read`;
-      return { ok: false, reason: `${why} (not a Q&A site, nor a host listed in its options)` };
-    }
-    return await withTimeout(readTab(tab.id), READ_MS, "reading the page took over 20 s");
-  } catch (error) {
-    // Chromium's words for a tab that shows its own error page rather than the site's.
-    const reason = /error page/i.test(error.message)
-      ? "the browser could not load it (no connection, or too many redirects)"
-      : error.message;
-    return { ok: false, reason };
-  } finally {
-    if (tab) await chrome.tabs.remove(tab.id).catch(() => {});
-  }
-}
-
-/**
- * Resolves once tab `tabId` has loaded its http(s) page. Firefox reports a new tab's first
- * document, about:blank, as complete before the page starts loading: that one does not count.
- */
-function loaded(tabId) {
-  return new Promise((resolve, reject) => {
-    const done = (error) => {
-      chrome.tabs.onUpdated.removeListener(onUpdated);
-      chrome.tabs.onRemoved.removeListener(onRemoved);
-      if (error) reject(error);
-      else resolve();
-    };
-    const isLoaded = (tab) => tab.status === "complete" && /^https?:/.test(tab.url ?? "");
-    const onUpdated = (id, _change, tab) => {
-      if (id === tabId && isLoaded(tab)) done();
-    };
-    const onRemoved = (id) => {
-      if (id === tabId) done(new Error("the tab was closed"));
-    };
-    chrome.tabs.onUpdated.addListener(onUpdated);
-    chrome.tabs.onRemoved.addListener(onRemoved);
-    // It may have loaded before the listener was added.
-    chrome.tabs.get(tabId).then((tab) => isLoaded(tab) && done(), done);
-  });
-}
-
-/** Runs the content script in tab `tabId` (once) and returns what it read. */
-async function readTab(tabId) {
-  const target = { tabId };
-  const [probe] = await chrome.scripting.executeScript({
-    target,
-    func: () => typeof globalThis.relayReadPage === "function",
-  });
-  if (!probe?.result) await chrome.scripting.executeScript({ target, files: ["content.js"] });
-  const [reading] = await chrome.scripting.executeScript({
-    target,
-    func: () => globalThis.relayReadPage(),
-  });
-  if (!reading?.result) throw new Error("the page could not be read");
-  return reading.result;
-}
-
-/** `promise`, or a rejection with `reason` after `ms`. */
-function withTimeout(promise, ms, reason) {
-  let timer;
-  const late = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(reason)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 // --- messages from the popup and the options page ---

@@ -27,6 +27,7 @@ const SOURCE = fromFileUrl(new URL("./", import.meta.url));
 const COPIED = [
   "background.js",
   "hosts.js",
+  "tabs.js",
   "options.html",
   "options.js",
   "popup.html",
@@ -65,7 +66,7 @@ export async function manifestFor(
   if (options.grantHosts?.length) manifest.host_permissions = [...options.grantHosts];
   if (browser === "firefox") {
     delete manifest.minimum_chrome_version;
-    manifest.background = { scripts: ["hosts.js", "background.js"] };
+    manifest.background = { scripts: ["hosts.js", "tabs.js", "background.js"] };
     manifest.browser_specific_settings = {
       gecko: {
         id: GECKO_ID,

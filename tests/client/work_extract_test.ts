@@ -50,6 +50,8 @@ Deno.test("relay work --extract pushes each link's article, reports links it can
         "--queue",
         "general",
         "--extract",
+        "--state-dir",
+        `${dir}/reader`,
         "--attempts",
         "2",
         "--backoff",
@@ -112,7 +114,14 @@ Deno.test("relay work --extract refuses a link to this machine as one result, ac
     for (const item of items) {
       assert.equal((await runRelay(["submit", "--queue", "general", item], { env })).code, 0);
     }
-    const worker = spawnRelay(["work", "--queue", "general", "--extract"], { env });
+    const worker = spawnRelay([
+      "work",
+      "--queue",
+      "general",
+      "--extract",
+      "--state-dir",
+      `${dir}/reader`,
+    ], { env });
     let feed: string[] = [];
     await eventually(async () => (feed = await results(relay.url)).length === 3, "3 results");
     worker.child.kill("SIGTERM");
@@ -153,6 +162,8 @@ Deno.test("relay work --extract ends a page that takes longer than --timeout, fe
       "--queue",
       "general",
       "--extract",
+      "--state-dir",
+      `${dir}/reader`,
       "--attempts",
       "1",
       "--timeout",
@@ -196,6 +207,8 @@ Deno.test("relay work --extract --publish blog,nas publishes each article with a
         "--queue",
         "general",
         "--extract",
+        "--state-dir",
+        `${dir}/reader`,
         "--publish",
         "blog,nas",
         "--allow-private",
@@ -246,6 +259,8 @@ Deno.test("relay work --extract --publish publishes a 400 KB article whole, as M
       "--queue",
       "general",
       "--extract",
+      "--state-dir",
+      `${dir}/reader`,
       "--publish",
       "blog",
       "--timeout",
@@ -279,7 +294,16 @@ Deno.test("relay work --extract cuts an article longer than the relay's body lim
     const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
     assert.equal((await runRelay(["submit", `${pages.url}/long`], { env })).code, 0);
     const worker = spawnRelay(
-      ["work", "--queue", "general", "--extract", "--allow-private", new URL(pages.url).host],
+      [
+        "work",
+        "--queue",
+        "general",
+        "--extract",
+        "--state-dir",
+        `${dir}/reader`,
+        "--allow-private",
+        new URL(pages.url).host,
+      ],
       { env },
     );
     let feed: string[] = [];
@@ -358,6 +382,8 @@ Deno.test("relay work --extract --publish: a publish the relay could not take th
         "--queue",
         "general",
         "--extract",
+        "--state-dir",
+        `${dir}/reader`,
         "--publish",
         "blog",
         "--backoff",

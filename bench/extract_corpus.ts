@@ -27,6 +27,7 @@ import { Readability } from "@mozilla/readability";
 import MarkdownIt from "markdown-it";
 import { articleResult, extractArticle, type PageDocument } from "../src/client/article.ts";
 import { decodeHtml } from "../src/client/charset.ts";
+import { linkedArticle, withLinkedArticle } from "../src/client/json_ld.ts";
 import { checkShape, withoutScripts } from "../src/client/extract.ts";
 import { NEAR_EMPTY_WORDS, wordCount } from "../src/client/page_wall.ts";
 
@@ -182,7 +183,8 @@ function read(page: Page) {
   const kept = withoutScripts(html);
   checkShape(kept);
   const { document } = parseHTML(kept) as unknown as { document: PageDocument };
-  const article = extractArticle(document, page.url);
+  const found = extractArticle(document, page.url);
+  const article = found && withLinkedArticle(found, linkedArticle(html));
   // As the reader does: a near-empty article is not pushed.
   if (!article || wordCount(article.text ?? article.markdown) < NEAR_EMPTY_WORDS) return null;
   return { article, result: articleResult(article) };

@@ -16,6 +16,13 @@
 //   of this browser (so pages that need the user's login work), reads the article there with
 //   the relay's own extractor (content.js), pushes the Markdown, acknowledges the item and
 //   closes the tab. A link it cannot read is reported in the results feed and acknowledged.
+//   It opens only links to the relay's Q&A sites and to hosts the user listed (hosts.js): it
+//   looks at the queue first (a peek) and leaves any other link for the reader on the relay,
+//   unpulled, so that whoever may submit cannot make it open a page with the user's cookies.
+
+// Chromium's service worker loads the policy here; Firefox lists it as a background script.
+if (typeof importScripts === "function" && !globalThis.relayHosts) importScripts("hosts.js");
+if (typeof importScripts === "function" && !globalThis.relayTabs) importScripts("tabs.js");
 
 /** Where the reader's state lives in chrome.storage.local (the options page uses the same). */
 const STORED = [
@@ -27,23 +34,19 @@ const STORED = [
   "lastSend",
   "status",
   "pageTimeoutS",
+  "allowHosts",
+  "qaHosts",
+  "leftForRelay",
 ];
 
 /** Items a leased pull holds: long enough to load and read one page several times over. */
 const LEASE_S = 300;
-/**
- * How long a pull waits for an item, s. Under 30 s: Chromium stops an extension's service
- * worker that has had no event for 30 s, and a request that ends restarts that count.
- */
-const WAIT_S = 20;
 /**
  * Time a page may take to load in its background tab before it counts as unreadable, s, unless
  * the options say otherwise: a page that never finishes (a slow drip, a script that never
  * ends) costs at most this.
  */
 const PAGE_TIMEOUT_S = 30;
-/** Time the content script may take to read a loaded page (a busy page can stall it), ms. */
-const READ_MS = 20_000;
 /** Time a request to the relay may take beyond its long-poll wait, ms. */
 const REQUEST_MS = 15_000;
 /** First wait after the relay could not be reached, doubled each time up to the maximum, ms. */
@@ -53,6 +56,14 @@ const RETRY_MAX_MS = 60_000;
 const MAX_RESULT_BYTES = 400 * 1024;
 /** Outcomes the popup lists. */
 const RECENT_MAX = 10;
+/**
+ * Time between looks at qa while it holds nothing this reader may read, ms. Well under 30 s:
+ * Chromium stops an extension's service worker that has had no event for 30 s, and a request
+ * restarts that count.
+ */
+const POLL_MS = 3_000;
+/** How long the relay's Q&A domains are used before they are asked for again, ms. */
+const QA_HOSTS_MS = 10 * 60_000;
 /** The alarm that restarts the reader after the browser stopped this worker, minutes. */
 const WAKE_MINUTES = 1;
 
@@ -93,14 +104,56 @@ async function relayFetch(path, init = {}) {
       ...rest,
       headers,
       credentials: "omit",
-      redirect: "error",
+      redirect: "manual",
       cache: "no-store",
       signal: AbortSignal.any(signals),
+    }).then((response) => {
+      if (response.type !== "opaqueredirect") return response;
+      throw new Error(
+        `The relay at ${base.href} answered with a redirect, which the extension does not ` +
+          "follow with the key: enter the address it redirects to (https:// instead of " +
+          "http://, or another path) in the options",
+      );
     });
   } catch (error) {
-    if (signal?.aborted) throw error;
-    throw new Error(`The relay at ${base.href} could not be reached (${error.message})`);
+    if (signal?.aborted || /answered with a redirect/.test(error.message)) throw error;
+    throw new Error(
+      `The relay at ${base.href} could not be reached (${error.message}): check the ` +
+        "address and that the relay runs and this browser reaches it; a proxy in front of it " +
+        "must pass the extension's requests (CORS) and the X-Auth-Key header",
+    );
   }
+}
+
+/**
+ * Why an answer of the relay is not what was asked for, with what to do about it: a wrong
+ * key, a key without the scope, or an address where no relay answers.
+ * @param {Response} response An answer that is not ok, or not JSON where JSON was expected.
+ * @param {string} what What was asked, e.g. "look at qa".
+ * @returns {Promise<Error>}
+ */
+async function relayError(response, what) {
+  const type = response.headers.get("content-type") ?? "";
+  const problem = /json/.test(type) ? await describe(response) : undefined;
+  const { relay } = await stored();
+  if (response.status === 401) {
+    return new Error(
+      `${problem ?? "Wrong API key"}: enter the key again, or a new pairing link ` +
+        "(relay pair on the relay's machine)",
+    );
+  }
+  if (response.status === 403 && problem) {
+    return new Error(
+      `${problem}: give the extension a key with the scopes it uses ` +
+        "(relay keys add browser --scope submit,consume,push,read)",
+    );
+  }
+  if (problem) return new Error(`Cannot ${what}: ${problem}`);
+  await response.body?.cancel();
+  return new Error(
+    `${relay} does not answer as a relay (HTTP ${response.status}${type ? `, ${type}` : ""}): ` +
+      "enter the relay's own address, the part of its web app's address before /app/",
+  );
 }
 
 /** What the relay's answer says went wrong: a problem document's detail, else the status. */
@@ -166,7 +219,11 @@ async function saveArticle(tab) {
     if (tab?.id === undefined || !/^https?:/.test(tab.url ?? "")) {
       throw new Error(`Cannot save "${tab?.url ?? ""}": only http and https pages are read`);
     }
-    const reading = await withTimeout(readTab(tab.id), READ_MS, "reading the page took over 20 s");
+    const reading = await relayTabs.withTimeout(
+      relayTabs.readTab(tab.id),
+      relayTabs.READ_MS,
+      "reading the page took over 20 s",
+    );
     if (!reading.ok) throw new Error(`Cannot save ${reading.url}: ${reading.reason}`);
     await relayPost("push", { content: cut(reading.result) });
     outcome = { ok: true, message: `Saved: ${reading.title}` };
@@ -228,7 +285,11 @@ function stopReader() {
   reader?.stop.abort();
 }
 
-/** The reader: leased pulls of qa, one item at a time, until paused or unset. */
+/**
+ * The reader: looks at qa, and when its oldest free item is one it reads, takes it with a
+ * leased pull (which hands out the oldest free item); one item at a time, until paused or
+ * unset. A link it does not read is never pulled: it stays for the reader on the relay.
+ */
 async function readLoop(signal) {
   let retryMs = RETRY_FIRST_MS;
   while (!signal.aborted) {
@@ -236,30 +297,115 @@ async function readLoop(signal) {
     if (!relay || !key) return await setStatus("not set up");
     if (paused) return await setStatus("paused");
     try {
-      await setStatus("waiting for links in qa");
-      const items = await pullQa(signal);
-      for (const item of items) {
+      const { next } = await surveyQa();
+      if (next === undefined || !next.verdict.read) {
+        await setStatus(
+          next === undefined
+            ? "waiting for links in qa"
+            : `waiting: the next link in qa is left for the reader on the relay (${next.why})`,
+        );
+        await sleep(POLL_MS, signal);
+        continue;
+      }
+      for (const item of await pullQa(signal)) {
+        // Another reader may have taken the item looked at: judge what came. One left here
+        // comes back to the queue when its lease ends, unacknowledged.
+        if (!(await judgeItem(item.content)).read) continue;
         if (signal.aborted || !(await readItem(item))) break;
       }
       retryMs = RETRY_FIRST_MS;
     } catch (error) {
       if (signal.aborted) break;
       await setStatus(`error: ${error.message} (trying again in ${retryMs / 1000} s)`);
-      await new Promise((resolve) => setTimeout(resolve, retryMs));
+      await sleep(retryMs, signal);
       retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);
     }
   }
 }
 
-/** One leased pull of qa: the items it hands out, `[]` when none came within the wait. */
-async function pullQa(signal) {
-  const response = await relayFetch(`pull?queue=qa&lease=${LEASE_S}&limit=1&wait=${WAIT_S}`, {
-    signal,
-    timeoutMs: WAIT_S * 1000 + REQUEST_MS,
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms, signal) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
   });
+}
+
+/** One leased pull of qa's oldest free item: the items it hands out, `[]` when none. */
+async function pullQa(signal) {
+  const response = await relayFetch(`pull?queue=qa&lease=${LEASE_S}&limit=1`, { signal });
   if (response.status === 204) return [];
-  if (!response.ok) throw new Error(`Cannot pull qa: ${await describe(response)}`);
+  if (!response.ok) throw await relayError(response, "pull qa");
   return await response.json();
+}
+
+/**
+ * The relay's Q&A domains (GET /qa-hosts), asked for again after QA_HOSTS_MS; none from a
+ * relay that does not say (an older one), so that only the hosts the user listed are read.
+ * @returns {Promise<string[]>}
+ */
+async function relayQaHosts() {
+  const { qaHosts } = await stored();
+  if (qaHosts && Date.now() - qaHosts.at < QA_HOSTS_MS) return qaHosts.hosts;
+  const response = await relayFetch("qa-hosts");
+  let hosts = [];
+  if (response.ok && /json/.test(response.headers.get("content-type") ?? "")) {
+    hosts = (await response.json()).hosts ?? [];
+  } else if (response.status !== 404) {
+    throw await relayError(response, "read the relay's Q&A sites");
+  } else {
+    await response.body?.cancel();
+  }
+  await chrome.storage.local.set({ qaHosts: { hosts, at: Date.now() } });
+  return hosts;
+}
+
+/**
+ * Whether the reader handles item `content` itself: text and links it does not open (not
+ * http or https) yes; an http or https link only when hosts.js says so.
+ * @returns {Promise<{read: boolean, why?: string}>} `why` for a link left for the relay.
+ */
+async function judgeItem(content) {
+  const text = content.trim();
+  const link = /^\S+$/.test(text) ? parseUrl(text) : undefined;
+  if (!link || (link.protocol !== "http:" && link.protocol !== "https:")) return { read: true };
+  const verdict = relayHosts.judgeLink(link, await policy());
+  if (verdict.read) return verdict;
+  const why = verdict.local ? `${link.host} is ${verdict.local}` : `${link.host} is not a Q&A site`;
+  return { read: false, why };
+}
+
+/** The reader's policy: the relay's Q&A domains and the hosts the user listed. */
+async function policy() {
+  const { allowHosts = [] } = await stored();
+  return { qaHosts: await relayQaHosts(), allowed: allowHosts };
+}
+
+/**
+ * Looks at qa: how many items it holds, how many of its links are left for the reader on the
+ * relay (stored for the popup), and its oldest item no lease holds, with the verdict on it.
+ * @returns {Promise<{count: number, left: number, next?: {verdict: object, why?: string}}>}
+ */
+async function surveyQa() {
+  const response = await relayFetch("peek?queue=qa");
+  let items = [];
+  if (response.status !== 204) {
+    const json = /json/.test(response.headers.get("content-type") ?? "");
+    if (!response.ok || !json) throw await relayError(response, "look at qa");
+    items = (await response.json()).queues?.qa ?? [];
+  }
+  const now = Date.now();
+  let left = 0;
+  let next;
+  for (const item of items) {
+    const verdict = await judgeItem(item.content);
+    if (!verdict.read) left++;
+    if (next === undefined && !(item.lease_until > now)) next = { verdict, why: verdict.why };
+  }
+  if ((await stored()).leftForRelay !== left) {
+    await chrome.storage.local.set({ leftForRelay: left });
+  }
+  return { count: items.length, left, next };
 }
 
 /**
@@ -291,7 +437,8 @@ async function readItem(item) {
     }
     await setStatus(`reading ${link.href}`);
     const { pageTimeoutS } = await stored();
-    const reading = await readInTab(link.href, (pageTimeoutS || PAGE_TIMEOUT_S) * 1000);
+    const timeoutMs = (pageTimeoutS || PAGE_TIMEOUT_S) * 1000;
+    const reading = await relayTabs.readInTab(link.href, timeoutMs, await policy());
     result = reading.ok ? cut(reading.result) : `Could not read ${link.href}: ${reading.reason}`;
     recent = { ok: reading.ok, title: reading.ok ? reading.title : result, url: link.href };
   }
@@ -327,89 +474,19 @@ function cut(text) {
   return `${kept}\n\n(Cut here: the article is longer than ${MAX_RESULT_BYTES} bytes.)\n`;
 }
 
-/**
- * Opens `url` in a background tab, reads its article, closes the tab.
- * @param {string} url An http or https address.
- * @param {number} timeoutMs Time the page may take to load, ms.
- * @returns {Promise<{ok: true, title: string, result: string} | {ok: false, reason: string}>}
- */
-async function readInTab(url, timeoutMs) {
-  let tab;
-  try {
-    tab = await chrome.tabs.create({ url, active: false });
-    const late = `the page did not finish loading within ${timeoutMs / 1000} s`;
-    await withTimeout(loaded(tab.id), timeoutMs, late);
-    return await withTimeout(readTab(tab.id), READ_MS, "reading the page took over 20 s");
-  } catch (error) {
-    // Chromium's words for a tab that shows its own error page rather than the site's.
-    const reason = /error page/i.test(error.message)
-      ? "the browser could not load it (no connection, or too many redirects)"
-      : error.message;
-    return { ok: false, reason };
-  } finally {
-    if (tab) await chrome.tabs.remove(tab.id).catch(() => {});
-  }
-}
-
-/**
- * Resolves once tab `tabId` has loaded its http(s) page. Firefox reports a new tab's first
- * document, about:blank, as complete before the page starts loading: that one does not count.
- */
-function loaded(tabId) {
-  return new Promise((resolve, reject) => {
-    const done = (error) => {
-      chrome.tabs.onUpdated.removeListener(onUpdated);
-      chrome.tabs.onRemoved.removeListener(onRemoved);
-      if (error) reject(error);
-      else resolve();
-    };
-    const isLoaded = (tab) => tab.status === "complete" && /^https?:/.test(tab.url ?? "");
-    const onUpdated = (id, _change, tab) => {
-      if (id === tabId && isLoaded(tab)) done();
-    };
-    const onRemoved = (id) => {
-      if (id === tabId) done(new Error("the tab was closed"));
-    };
-    chrome.tabs.onUpdated.addListener(onUpdated);
-    chrome.tabs.onRemoved.addListener(onRemoved);
-    // It may have loaded before the listener was added.
-    chrome.tabs.get(tabId).then((tab) => isLoaded(tab) && done(), done);
-  });
-}
-
-/** Runs the content script in tab `tabId` (once) and returns what it read. */
-async function readTab(tabId) {
-  const target = { tabId };
-  const [probe] = await chrome.scripting.executeScript({
-    target,
-    func: () => typeof globalThis.relayReadPage === "function",
-  });
-  if (!probe?.result) await chrome.scripting.executeScript({ target, files: ["content.js"] });
-  const [reading] = await chrome.scripting.executeScript({
-    target,
-    func: () => globalThis.relayReadPage(),
-  });
-  if (!reading?.result) throw new Error("the page could not be read");
-  return reading.result;
-}
-
-/** `promise`, or a rejection with `reason` after `ms`. */
-function withTimeout(promise, ms, reason) {
-  let timer;
-  const late = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(reason)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
-
 // --- messages from the popup and the options page ---
 
-/** The qa queue's length, for the popup. */
-async function queueCount() {
-  const response = await relayFetch("peek?queue=qa");
-  if (response.status === 204) return 0;
-  if (!response.ok) throw new Error(await describe(response));
-  return (await response.json()).total;
+/**
+ * Checks the relay's address and key, as the options page saves them: a look at qa and the
+ * relay's Q&A sites, whose failures say what to do.
+ * @returns {Promise<string>} e.g. "Connected: 2 item(s) in qa".
+ */
+async function checkRelay() {
+  await chrome.storage.local.remove("qaHosts");
+  const { count } = await surveyQa();
+  const hosts = await relayQaHosts();
+  const sites = hosts.length ? `; Q&A sites: ${hosts.join(", ")}` : "";
+  return `Connected: ${count} item(s) in qa${sites}`;
 }
 
 /** Answers one message; every answer is `{ok, …}` or `{ok: false, error}`. */
@@ -420,9 +497,9 @@ async function answer(message) {
     case "save-article":
       return await saveArticle(message.tab);
     case "queue":
-      return { ok: true, count: await queueCount() };
+      return { ok: true, ...(await surveyQa()), next: undefined };
     case "check":
-      return { ok: true, message: `Connected: ${await queueCount()} item(s) in qa` };
+      return { ok: true, message: await checkRelay() };
     case "pause":
       await chrome.storage.local.set({ paused: Boolean(message.paused), pauseReason: "" });
       return { ok: true };
@@ -440,7 +517,7 @@ chrome.runtime.onMessage.addListener((message, sender, respond) => {
 
 chrome.storage.onChanged.addListener((changes, area) => {
   if (area !== "local") return;
-  if (changes.relay || changes.key || changes.paused) {
+  if (changes.relay || changes.key || changes.paused || changes.allowHosts) {
     stopReader();
     // The stopped loop ends first; then a new one reads the new settings.
     Promise.resolve(reader?.done).finally(() => startReader());

@@ -24,7 +24,15 @@ export const BROWSERS: readonly Browser[] = ["chromium", "firefox"];
 /** The extension's source folder. */
 const SOURCE = fromFileUrl(new URL("./", import.meta.url));
 /** Files copied as they are, from the source folder (and the icon from the web app). */
-const COPIED = ["background.js", "options.html", "options.js", "popup.html", "popup.js"];
+const COPIED = [
+  "background.js",
+  "hosts.js",
+  "tabs.js",
+  "options.html",
+  "options.js",
+  "popup.html",
+  "popup.js",
+];
 const STYLES = "extension.css";
 const ICON = fromFileUrl(new URL("../webapp/icon-192.png", import.meta.url));
 /** Firefox's add-on id: stable, so that an update replaces the installed add-on. */
@@ -58,7 +66,7 @@ export async function manifestFor(
   if (options.grantHosts?.length) manifest.host_permissions = [...options.grantHosts];
   if (browser === "firefox") {
     delete manifest.minimum_chrome_version;
-    manifest.background = { scripts: ["background.js"] };
+    manifest.background = { scripts: ["hosts.js", "tabs.js", "background.js"] };
     manifest.browser_specific_settings = {
       gecko: {
         id: GECKO_ID,

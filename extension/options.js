@@ -1,6 +1,7 @@
-// Content Relay extension: the options page. It stores the relay's address and key in
-// chrome.storage.local and asks the browser, at the moment of saving, for access to the
-// relay's address only; the background sends every request. Plain JavaScript, no build step.
+// Content Relay extension: the options page. It stores the relay's address and key, and the
+// hosts the Q&A reader may read besides the relay's Q&A sites, in chrome.storage.local, and
+// asks the browser, at the moment of saving, for access to the relay's address only; the
+// background sends every request. Plain JavaScript, no build step.
 
 const byId = (id) => document.getElementById(id);
 
@@ -60,15 +61,18 @@ async function save(settings) {
     notice.textContent = "Not saved: the extension needs access to the relay's address.";
     return;
   }
+  await chrome.storage.local.remove("qaHosts");
   await chrome.storage.local.set({
     relay: settings.relay.href,
     key: settings.key,
+    allowHosts: settings.allowHosts,
     pageTimeoutS: pageTimeout(),
     paused: false,
     pauseReason: "",
   });
   byId("relay").value = settings.relay.href;
   byId("key").value = settings.key;
+  byId("allow-hosts").value = settings.allowHosts.join(", ");
   notice.textContent = "Saved. Checking the relay…";
   const answer = await chrome.runtime.sendMessage({ type: "check" });
   notice.textContent = answer.ok ? `Saved. ${answer.message}.` : `Saved, but: ${answer.error}`;
@@ -79,7 +83,8 @@ function onSubmit(read) {
     event.preventDefault();
     let settings;
     try {
-      settings = read();
+      // The listed hosts go with either form.
+      settings = { ...read(), allowHosts: relayHosts.parseAllowed(byId("allow-hosts").value) };
     } catch (error) {
       byId("notice").textContent = error.message;
       return;
@@ -97,8 +102,9 @@ byId("pair-form").addEventListener(
   onSubmit(() => fromPairingLink(byId("pairing").value)),
 );
 
-chrome.storage.local.get(["relay", "key", "pageTimeoutS"]).then((stored) => {
+chrome.storage.local.get(["relay", "key", "pageTimeoutS", "allowHosts"]).then((stored) => {
   if (stored.relay) byId("relay").value = stored.relay;
   if (stored.key) byId("key").value = stored.key;
   if (stored.pageTimeoutS) byId("timeout").value = String(stored.pageTimeoutS);
+  if (stored.allowHosts) byId("allow-hosts").value = stored.allowHosts.join(", ");
 });

@@ -1,11 +1,16 @@
-// Content Relay extension: the popup. It sends the open page, shows the qa queue's length and
-// the reader's last results, pauses and resumes the reader, and asks for access to the pages
-// it reads. Everything that reaches the relay goes through the background. Plain JavaScript.
+// Content Relay extension: the popup. It sends the open page, shows the qa queue's length, how
+// many of its links are left for the reader on the relay, and the reader's last results,
+// pauses and resumes the reader, and asks for access to the sites it reads. Everything that
+// reaches the relay goes through the background. Plain JavaScript.
 
 const byId = (id) => document.getElementById(id);
 
-/** What the reader may read: any http or https page, asked for only when the user says so. */
-const PAGES = { origins: ["http://*/*", "https://*/*"] };
+/**
+ * What the reader may read: the relay's Q&A sites and the hosts listed in the options
+ * (hosts.js), asked for only when the user clicks "Allow reading pages". Kept from the last
+ * render, because the browser asks for a permission only straight from the click.
+ */
+let pages = { origins: [] };
 
 /** Shows the stored state: the reader's status, the last send, the last results. */
 async function render() {
@@ -16,6 +21,9 @@ async function render() {
     "status",
     "lastSend",
     "recent",
+    "qaHosts",
+    "allowHosts",
+    "leftForRelay",
   ]);
   if (!state.relay) {
     byId("reader").textContent = "Not set up: open the options and enter the relay and key.";
@@ -25,7 +33,18 @@ async function render() {
     byId("reader").textContent = `Reading qa from ${state.relay}: ${state.status ?? "starting"}`;
   }
   byId("pause").textContent = state.paused ? "Resume" : "Pause";
-  byId("allow").hidden = await chrome.permissions.contains(PAGES);
+  pages = {
+    origins: relayHosts.originsFor({
+      qaHosts: state.qaHosts?.hosts ?? [],
+      allowed: state.allowHosts ?? [],
+    }),
+  };
+  byId("allow").hidden = pages.origins.length === 0 ||
+    await chrome.permissions.contains(pages);
+  const left = state.relay ? state.leftForRelay ?? 0 : 0;
+  byId("left").textContent = left
+    ? `${left} link(s) left for the reader on the relay: not Q&A sites.`
+    : "";
   if (state.lastSend) byId("send-answer").textContent = state.lastSend.message;
   const list = byId("recent");
   list.replaceChildren(...(state.recent ?? []).map(recentItem));
@@ -77,12 +96,15 @@ byId("pause").addEventListener("click", async () => {
 
 byId("allow").addEventListener("click", () => {
   // Asked straight from the click: browsers ask for a permission only during a user action.
-  chrome.permissions.request(PAGES).then((allowed) => {
+  chrome.permissions.request(pages).then((allowed) => {
     if (allowed) chrome.runtime.sendMessage({ type: "pause", paused: false });
     render();
   });
 });
 
+// Access granted or taken back elsewhere (the browser's own settings) shows here at once.
+chrome.permissions.onAdded.addListener(render);
+chrome.permissions.onRemoved.addListener(render);
 chrome.storage.onChanged.addListener((changes) => {
   render();
   // The queue changed when the reader finished a link or a page was sent.

@@ -8,6 +8,7 @@
  */
 
 import assert from "node:assert/strict";
+import { NO_SUCH_DIR } from "./_relay.ts";
 import { fileURLToPath } from "node:url";
 import { createApp } from "../src/server/app.ts";
 import { PROBLEM_KINDS, PROBLEM_TYPE_BASE } from "../src/errors.ts";
@@ -168,15 +169,16 @@ export interface RelayProcess extends AsyncDisposable {
 
 /**
  * A directory that does not exist: where spawned commands look for the client config file
- * and the system data directory unless a test says otherwise, so that neither the
- * machine's `~/.config/relay/config` nor its `/var/lib/relay` leaks into a test.
+ * and (through the test entry script, tests/_relay.ts) the system data directory unless a
+ * test says otherwise, so that neither the machine's `~/.config/relay/config` nor its
+ * `/var/lib/relay` leaks into a test.
  */
-export const NO_SUCH_DIR = "/nonexistent/relay-tests";
+export { NO_SUCH_DIR };
 
 /**
  * The environment a spawned relay gets: this process's, minus every `RELAY_*` and
- * `STATE_DIRECTORY`, with `XDG_CONFIG_HOME` and `RELAY_SYSTEM_DATA_DIR` pointing at
- * {@linkcode NO_SUCH_DIR}, plus `extra`.
+ * `STATE_DIRECTORY`, with `XDG_CONFIG_HOME` pointing at {@linkcode NO_SUCH_DIR}, plus
+ * `extra`.
  */
 export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env = Deno.env.toObject();
@@ -186,7 +188,6 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
   return {
     ...env,
     XDG_CONFIG_HOME: NO_SUCH_DIR,
-    RELAY_SYSTEM_DATA_DIR: NO_SUCH_DIR,
     ...extra,
   };
 }
@@ -278,12 +279,18 @@ export function freePort(): number {
 }
 
 /**
- * The program and arguments that run `main.ts` with `args` and the relay's permission set;
+ * The program and arguments that run the relay with `args` and the relay's permission set;
  * `root` is the checkout to run (a directory path ending in `/`), by default this one, and
- * `entry` the script in it, by default `main.ts` (a test's own entry script injects what the
- * command line never sets, e.g. `tests/reliability/_paused_relay.ts`).
+ * `entry` the script in it, by default `tests/_relay.ts` (main.ts with the system data
+ * directory pointed at {@linkcode NO_SUCH_DIR}; a test's own entry script injects what the
+ * command line never sets, e.g. `tests/reliability/_paused_relay.ts`; `main.ts` itself where
+ * a test runs the program exactly as users do).
  */
-export function relayArgv(args: string[], root: string = ROOT, entry = "main.ts"): string[] {
+export function relayArgv(
+  args: string[],
+  root: string = ROOT,
+  entry = "tests/_relay.ts",
+): string[] {
   return [
     Deno.execPath(),
     "run",

@@ -226,8 +226,13 @@ Deno.test("relay-reader.service runs the reader with the relay's hardening, disa
     /^ExecStart=\/usr\/local\/bin\/relay work --queue general --extract \$RELAY_READER_ARGS$/m,
   );
   assert.match(reader, /^EnvironmentFile=\/etc\/relay\/reader\.env$/m);
-  // No state of its own: it cannot touch the relay's database.
-  assert.doesNotMatch(reader, /^StateDirectory=/m);
+  // A folder of its own for its reading records (found through $STATE_DIRECTORY), not the
+  // relay's: it cannot touch the relay's database.
+  assert.match(reader, /^StateDirectory=relay-reader$/m);
+  // The reader's smaller young generation (its peak memory), not the relay's.
+  assert.match(reader, /^Environment=DENO_V8_FLAGS=--max-semi-space-size=1$/m);
+  assert.doesNotMatch(relay, /DENO_V8_FLAGS/);
+  assert.equal(reader.match(/^StateDirectory=/gm)?.length, 1);
   const env = await Deno.readTextFile(join(ROOT, "deploy", "debian", "reader.env"));
   assert.match(env, /--scope consume,push,publish/);
   // The package installs it; the admin enables it (docs/install.md, "The reader").

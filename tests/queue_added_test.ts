@@ -6,11 +6,11 @@ import { ROOT, runRelay, startRelayProcess, withTempDir } from "./_helpers.ts";
 const KEY = "queue-added-test-key-0123456789";
 
 /**
- * A copy of the repository's program (main.ts, src/, deno.json, deno.lock, webapp/) in `dir`,
- * with `edit` applied to the text of `src/queue_names.ts`.
+ * A copy of the repository's program (main.ts, src/, deno.json, deno.lock, webapp/, and the
+ * tests' entry script) in `dir`, with `edit` applied to the text of `src/queue_names.ts`.
  */
 async function scratchCopy(dir: string, edit: (source: string) => string): Promise<string> {
-  for (const name of ["main.ts", "deno.json", "deno.lock", "src", "webapp"]) {
+  for (const name of ["main.ts", "deno.json", "deno.lock", "src", "webapp", "tests/_relay.ts"]) {
     await cp(join(ROOT, name), join(dir, name), { recursive: true });
   }
   const file = join(dir, "src", "queue_names.ts");

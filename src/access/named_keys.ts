@@ -19,7 +19,7 @@ import { writePrivateFile } from "../util/files.ts";
 
 /**
  * What a key may do, each naming the endpoints it opens: `submit` (`/submit`),
- * `consume` (`/pull`, `/ack`), `push` (`/push`), `read` (`/peek`, `/results`,
+ * `consume` (`/pull`, `/ack`, `/qa-hosts`), `push` (`/push`), `read` (`/peek`, `/results`,
  * `/results/stream`), `publish` (`/publish`), `admin` (`/clear`, `/stats`, `/metrics`).
  */
 export const SCOPES = ["submit", "consume", "push", "read", "publish", "admin"] as const;

@@ -31,7 +31,7 @@ function describeBackup(backup: Backup): string {
 
 /** The relay's files as the server would find them, for the database the command means. */
 function relayConfig(args: Args, io: CommandIo): Config {
-  return loadConfig({ db: commandDbPath(args.string("db"), io.env) }, io.env);
+  return loadConfig({ db: commandDbPath(args.string("db"), io.env, io.systemDataDir) }, io.env);
 }
 
 /**

@@ -152,7 +152,7 @@ const urlSchema = z.url({ protocol: /^https?$/ });
  */
 export function resolveUrl(
   flag: string | undefined,
-  io: Pick<CommandIo, "env">,
+  io: Pick<CommandIo, "env" | "systemDataDir">,
   file: ClientConfigFile,
 ): string {
   const fromEnv = readEnv(io.env, "RELAY_URL");
@@ -193,7 +193,7 @@ function isLoopback(url: string): boolean {
  */
 export async function resolveKey(
   args: Args,
-  io: Pick<CommandIo, "env">,
+  io: Pick<CommandIo, "env" | "systemDataDir">,
   file: ClientConfigFile,
   url: string,
 ): Promise<string> {
@@ -216,7 +216,7 @@ export async function resolveKey(
         notSent,
     );
   }
-  const path = generatedKeyPath(commandDbPath(args.string("db"), io.env));
+  const path = generatedKeyPath(commandDbPath(args.string("db"), io.env, io.systemDataDir));
   let key = "";
   try {
     key = (await Deno.readTextFile(path)).trim();
@@ -250,7 +250,10 @@ async function readKeyFile(path: string, origin: string): Promise<string> {
  * @throws {UsageError} as {@linkcode resolveUrl} and {@linkcode resolveKey}.
  * @throws {ConfigError} when the config file exists but cannot be read.
  */
-export async function resolveClient(args: Args, io: Pick<CommandIo, "env">): Promise<RelayClient> {
+export async function resolveClient(
+  args: Args,
+  io: Pick<CommandIo, "env" | "systemDataDir">,
+): Promise<RelayClient> {
   const file = await readConfigFile(io.env);
   const url = resolveUrl(args.string("url"), io, file);
   return { url, key: await resolveKey(args, io, file, url) };

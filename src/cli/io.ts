@@ -41,6 +41,13 @@ export interface CommandIo {
   readSecret: (prompt: string) => Promise<string>;
   /** Aborts on SIGINT/SIGTERM, for the long-running commands (`work`, `results --follow`). */
   signal: AbortSignal;
+  /**
+   * The relay's data directory under systemd, where commands run on the relay's machine look
+   * for its database and key when `./data` has none; default `/var/lib/relay`
+   * (docs/cli/commands.md, "Finding the relay and the key"). Tests point it elsewhere, so that a relay installed on the
+   * machine running them is never touched.
+   */
+  systemDataDir?: string;
 }
 
 /**

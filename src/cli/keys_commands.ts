@@ -38,7 +38,7 @@ const FILE_OPTIONS: readonly OptionSpec[] = [KEYS_FILE_OPTION, DB_OPTION];
 /** The keys file the relay uses: `--keys-file`, `RELAY_KEYS_FILE`, or beside `--db`. */
 function keysFile(args: Args, io: CommandIo): string {
   return args.string("keys-file") ?? readEnv(io.env, "RELAY_KEYS_FILE") ??
-    defaultKeysFile(commandDbPath(args.string("db"), io.env));
+    defaultKeysFile(commandDbPath(args.string("db"), io.env, io.systemDataDir));
 }
 
 /** `--scope` values as given (repeated, or comma-separated) → scope names, trimmed. */
@@ -163,7 +163,7 @@ const pair: Command = {
   ],
   async run(args, io) {
     const base = args.string("app-url") ?? readEnv(io.env, "RELAY_URL") ??
-      localRelayUrl(commandDbPath(args.string("db"), io.env));
+      localRelayUrl(commandDbPath(args.string("db"), io.env, io.systemDataDir));
     const name = args.string("name");
     let key: string;
     // The main key of the relay on this machine: a pairing link carries it to a phone, not

@@ -38,11 +38,17 @@ function serveArgs(args: readonly string[]): readonly string[] | undefined {
  * @param args The arguments after the program name.
  * @param io The surroundings; default the real process's (stdout, stderr, stdin, and
  *   SIGINT/SIGTERM for the long-running commands).
+ * @param place Where the real process's surroundings differ from the defaults: the
+ *   service's data directory (a test entry script points it away from the machine's).
  * @returns The exit code (docs/cli/commands.md, "Exit codes"); messages go to stdout and stderr.
  */
-export async function main(args: readonly string[], io?: CommandIo): Promise<number> {
+export async function main(
+  args: readonly string[],
+  io?: CommandIo,
+  place: { systemDataDir?: string } = {},
+): Promise<number> {
   const stop = io === undefined ? new AbortController() : undefined;
-  const surroundings = io ?? processIo(stop!.signal);
+  const surroundings = io ?? { ...processIo(stop!.signal), ...place };
   try {
     const serving = serveArgs(args);
     if (serving !== undefined) return await runCommand(SERVE, serving, surroundings, stop);

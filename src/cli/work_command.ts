@@ -15,6 +15,7 @@ import type { Args, Command } from "./command.ts";
 import { durationOption } from "./client_commands.ts";
 import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
 import { type AllowList, parseAllowList } from "../client/address_policy.ts";
+import { defaultStateDir } from "../client/reading_record.ts";
 import { SUMMARIZE_OPTIONS, summarizeSettings } from "./summarize_options.ts";
 
 /** Default `--attempts`: a passing hiccup gets two more chances, a broken item not many. */
@@ -62,10 +63,22 @@ function attempts(args: Args): number {
 }
 
 /** The `--extract` settings, or `undefined` without `--extract`. */
-function extractSettings(args: Args): ExtractSettings | undefined {
+function extractSettings(
+  args: Args,
+  env: (name: string) => string | undefined,
+): ExtractSettings | undefined {
   const publish = (args.string("publish") ?? "").split(",").map((t) => t.trim()).filter((t) => t);
   if (!args.flag("extract")) {
-    for (const name of ["publish", "timeout", "max-page", "accept-language", "allow-private"]) {
+    for (
+      const name of [
+        "publish",
+        "timeout",
+        "max-page",
+        "accept-language",
+        "allow-private",
+        "state-dir",
+      ]
+    ) {
       if (args.string(name) !== undefined) throw args.usage(`--${name} needs --extract`);
     }
     if (summarizeSettings(args) !== undefined) throw args.usage("--summarize needs --extract");
@@ -95,6 +108,7 @@ function extractSettings(args: Args): ExtractSettings | undefined {
     publish,
     allowPrivate: allowPrivate(args),
     summarize: summarizeSettings(args),
+    stateDir: args.string("state-dir") || defaultStateDir(env),
   };
 }
 
@@ -138,6 +152,10 @@ const workCommand: Command = {
     "publish a router's or NAS's page. --allow-private HOST[:PORT],… reads those hosts;",
     "--allow-private all turns the check off (a risk: anyone who can submit a link can then",
     "read the household network's pages through the reader).",
+    "",
+    "Each link is recorded in --state-dir while it is read: a link whose reading stopped the",
+    "reader itself (killed for its memory) --attempts times is not read again; one line",
+    "(Could not read URL: reading this page stopped the reader N times) is pushed instead.",
   ].join("\n"),
   options: [
     {
@@ -203,6 +221,14 @@ const workCommand: Command = {
       help: "with --extract: HOST[:PORT],… on this machine or the local network that may be " +
         "read (all: any, a risk)",
     },
+    {
+      name: "state-dir",
+      type: "string",
+      value: "DIR",
+      help: "with --extract: where each link is recorded while it is read, so that one that " +
+        "stopped the reader --attempts times is given up on",
+      default: "$STATE_DIRECTORY, else ~/.local/state/relay/reader",
+    },
     ...SUMMARIZE_OPTIONS,
     ...CLIENT_OPTIONS,
   ],
@@ -212,7 +238,7 @@ const workCommand: Command = {
     const queue = args.string("queue");
     if (queue === undefined) throw args.needs(`--queue (${queueList()})`);
     const command = [...args.positionals];
-    const extract = extractSettings(args);
+    const extract = extractSettings(args, io.env);
     if (extract !== undefined && command.length > 0) {
       throw args.usage("--extract runs no command: give either --extract or -- CMD");
     }
@@ -232,6 +258,12 @@ const workCommand: Command = {
       log: io.err,
     };
     const client = await resolveClient(args, io);
+    if (extract !== undefined && extract.stateDir === undefined) {
+      io.err(
+        "relay: warning: no state directory (set HOME or give --state-dir): a link whose " +
+          "reading stops the reader is read again after every restart",
+      );
+    }
     const waits = options.backoffMs * (2 ** (options.attempts - 1) - 1);
     if (waits >= options.leaseS * 1000) {
       io.err(

@@ -496,6 +496,28 @@ export async function failedPublishes(client: RelayClient): Promise<
 }
 
 /**
+ * `POST /publish/report`: asks the relay to keep a publish this client could not make, with
+ * the failed publishes it lists and retries.
+ *
+ * @param body The publish request as it was last sent.
+ * @param error Why it failed, one line.
+ * @returns The kept entry's id.
+ * @throws {RelayError} as {@linkcode call} (404 from a relay older than this route).
+ */
+export async function reportFailedPublish(
+  client: RelayClient,
+  body: Record<string, unknown>,
+  error: string,
+): Promise<string> {
+  const res = await call(client, "/publish/report", {
+    method: "POST",
+    body: JSON.stringify({ ...body, error: error.slice(0, 2000) }),
+    type: "application/json",
+  });
+  return ((await res.json()) as { id: string }).id;
+}
+
+/**
  * Checks that the relay accepts `client.key`, with a request that changes nothing
  * (`GET /results?limit=1`). A 403, a named key that lacks the `read` scope, counts as
  * accepted: the relay knows the key.

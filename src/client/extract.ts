@@ -13,6 +13,7 @@ import { type Article, articleResult, extractArticle, type PageDocument } from "
 import { fetchPage, type FetchPageOptions, PageError } from "./fetch_page.ts";
 import { capForDom, checkShape, MAX_DOM_CHARS } from "./page_shape.ts";
 import { NEAR_EMPTY_WORDS, NEEDS_BROWSER, needsBrowser, wordCount } from "./page_wall.ts";
+import { linkedArticle, withLinkedArticle } from "./json_ld.ts";
 
 export { PageError, relayAddresses } from "./fetch_page.ts";
 export { checkShape } from "./page_shape.ts";
@@ -41,7 +42,8 @@ export async function readLink(url: string, options: FetchPageOptions): Promise<
   const { html, cut } = capForDom(withoutScripts(page.html));
   checkShape(html);
   const { document } = parseHTML(html) as unknown as { document: PageDocument };
-  const article = extractArticle(document, page.url);
+  const found = extractArticle(document, page.url, true);
+  const article = found && withLinkedArticle(found, linkedArticle(page.html));
   const words = article === null ? 0 : wordCount(article.text ?? article.markdown);
   if (article === null || words < NEAR_EMPTY_WORDS) {
     // A near-empty article is not one: never pushed, so never published.
@@ -63,6 +65,9 @@ export async function readLink(url: string, options: FetchPageOptions): Promise<
   return { article, result };
 }
 
+/** A JSON-LD block's start tag: data, not code; Readability reads its title and authors. */
+const LINKED_DATA = /^<script\b[^>]*\btype\s*=\s*["']?application\/ld\+json/i;
+
 /** What {@linkcode withoutScripts} takes out: no article is in them, and pages carry megabytes. */
 const DROPPED = /<(script|style)\b|<!--/gi;
 
@@ -82,6 +87,9 @@ export function withoutScripts(html: string): string {
     const end = close.exec(html);
     at = end === null ? html.length : end.index + end[0].length;
     DROPPED.lastIndex = at;
+    if (LINKED_DATA.test(html.slice(open.index, open.index + 1000))) {
+      kept.push(html.slice(open.index, at));
+    }
   }
   kept.push(html.slice(at));
   return kept.join("");

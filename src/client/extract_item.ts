@@ -18,6 +18,7 @@ import {
   pushResult,
   type RelayClient,
   RelayError,
+  reportFailedPublish,
   retrying,
 } from "./client.ts";
 import type { ReadLink } from "./extract.ts";
@@ -43,6 +44,12 @@ export interface ExtractSettings {
   allowPrivate: AllowList;
   /** With `--summarize`: how each article's summary is made (`summary.ts`). */
   summarize?: SummarizeSettings | undefined;
+  /**
+   * The reader's state directory (`--state-dir`), where each item is recorded while it is
+   * read (src/client/reading_record.ts); `undefined`: none, a page that stops the reader is
+   * read again after each restart.
+   */
+  stateDir?: string | undefined;
 }
 
 /** The worker's options {@linkcode readItem} uses besides the {@linkcode ExtractSettings}. */
@@ -258,12 +265,47 @@ async function publish(client: RelayClient, read: ReadLink, options: ReadItemOpt
         attempt--;
         continue;
       }
-      const retry = attempt < PUBLISH_TRIES && (error as { retryable?: boolean }).retryable;
+      const retryable = (error as { retryable?: boolean }).retryable === true;
+      const retry = attempt < PUBLISH_TRIES && retryable;
       log(
         `relay: could not publish "${article.title}": ${(error as Error).message}` +
           (retry ? "; trying again" : ""),
       );
-      if (!retry || !await sleep(options.backoffMs * 2 ** (attempt - 1), options.signal)) return;
+      if (retry && await sleep(options.backoffMs * 2 ** (attempt - 1), options.signal)) continue;
+      // A refusal (4xx) would refuse the report too; a publish that failed for want of the
+      // relay is kept by it as soon as it answers, like any failed publish.
+      if (retryable) await report(client, body, (error as Error).message, options);
+      return;
     }
+  }
+}
+
+/**
+ * Has the relay keep a publish whose tries were spent (`POST /publish/report`), waiting for the
+ * relay as a push does, so that it is listed and retried with the relay's failed publishes.
+ */
+async function report(
+  client: RelayClient,
+  body: Record<string, unknown>,
+  error: string,
+  options: ReadItemOptions,
+): Promise<void> {
+  const { log, signal } = options;
+  const title = String(body.title);
+  try {
+    let id = "";
+    await retrying(
+      async () => void (id = await reportFailedPublish(client, body, error)),
+      "report a failed publish",
+      log,
+      signal,
+    );
+    log(`relay: kept "${title}" in the relay's failed publishes as ${id} (relay publish --failed)`);
+  } catch (refused) {
+    log(
+      `relay: the relay did not keep the failed publish of "${title}": ${
+        (refused as Error).message
+      }`,
+    );
   }
 }

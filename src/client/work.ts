@@ -13,7 +13,9 @@
  * a submitted item starts within milliseconds.
  *
  * With `extract` (`relay work --extract`) no command runs: the worker reads each item that is a
- * link itself (src/client/extract_item.ts) and pushes the article as Markdown.
+ * link itself (src/client/extract_item.ts) and pushes the article as Markdown. Each link is
+ * recorded on disk while it is read (src/client/reading_record.ts), so that one whose reading
+ * killed the worker is given up on after `attempts` restarts instead of killing it again.
  *
  * @module
  */
@@ -29,8 +31,10 @@ import {
   waitToRetry,
 } from "./client.ts";
 import { CannotStartError, runCapturing } from "./run.ts";
-import { type ExtractSettings, readItem } from "./extract_item.ts";
+import { type ExtractSettings, linkOf, readItem } from "./extract_item.ts";
 import { closeReadThread } from "./read_thread.ts";
+import { ReadingRecords } from "./reading_record.ts";
+import { failureResult } from "../article_result.ts";
 
 export type { ExtractSettings } from "./extract_item.ts";
 
@@ -83,6 +87,8 @@ export async function work(client: RelayClient, options: WorkOptions): Promise<W
   const { queue, signal, log } = options;
   const summary: WorkSummary = { done: 0, failed: 0 };
   const backoff = new Backoff();
+  const stateDir = options.extract?.stateDir;
+  const records = stateDir === undefined ? undefined : new ReadingRecords(stateDir);
   try {
     while (!signal.aborted) {
       let items: LeasedItem[];
@@ -101,10 +107,8 @@ export async function work(client: RelayClient, options: WorkOptions): Promise<W
       }
       for (const item of items) {
         if (options.extract) {
-          const read = await readItem(client, item, { ...options, ...options.extract });
-          if (read === undefined) continue;
-          summary[read ? "done" : "failed"]++;
-          await acknowledge(client, item, log, signal);
+          const read = await readRecorded(client, item, options, options.extract, records);
+          if (read !== undefined) summary[read ? "done" : "failed"]++;
           continue;
         }
         const output = await runAttempts(item, options);
@@ -126,6 +130,67 @@ export async function work(client: RelayClient, options: WorkOptions): Promise<W
     closeReadThread();
   }
   return summary;
+}
+
+/**
+ * Reads one item with `--extract` and acknowledges it, recorded in the reader's state
+ * directory while it is read (src/client/reading_record.ts): an item whose readings stopped
+ * the reader `attempts` times is not read again but ends as one `Could not read` result.
+ *
+ * @returns As {@linkcode readItem}: `true` read, `false` reported as unreadable, `undefined`
+ *   left to its lease (the worker is stopping).
+ * @throws {RelayError} when the relay refuses a push (a 4xx).
+ */
+async function readRecorded(
+  client: RelayClient,
+  item: LeasedItem,
+  options: WorkOptions,
+  extract: ExtractSettings,
+  records: ReadingRecords | undefined,
+): Promise<boolean | undefined> {
+  const { log, signal, attempts } = options;
+  const link = linkOf(item.content);
+  let stopped = 0;
+  let recorded = false;
+  if (records !== undefined && link !== undefined) {
+    try {
+      stopped = await records.begin(item.id, item.content);
+      recorded = true;
+    } catch (error) {
+      log(
+        `relay: cannot record item ${item.id} in ${records.dir} (${(error as Error).message}); ` +
+          "reading it unrecorded: if it stops the reader, it is read again after the restart",
+      );
+    }
+  }
+  let read: boolean | undefined;
+  try {
+    if (stopped >= attempts) {
+      const reason = `reading this page stopped the reader ${stopped} times`;
+      log(
+        `relay: could not read ${link} (item ${item.id}): ${reason}; reported in the results feed`,
+      );
+      await retrying(
+        () => pushResult(client, failureResult(link!, reason)),
+        "push the result",
+        log,
+        signal,
+      );
+      read = false;
+    } else {
+      read = await readItem(client, item, { ...options, ...extract });
+    }
+    if (read !== undefined) await acknowledge(client, item, log, signal);
+  } finally {
+    // Ended without stopping the reader: the item's earlier count stays only when it is left
+    // to its lease (the worker stopping, or the relay refusing a push).
+    if (recorded) {
+      await records!.end(item.id, item.content, read === undefined ? stopped : 0).catch((error) =>
+        log(`relay: cannot update the record of item ${item.id}: ${(error as Error).message}`)
+      );
+    }
+  }
+  return read;
 }
 
 /**

@@ -337,19 +337,19 @@ export const SYSTEM_DATA_DIR = "/var/lib/relay";
  *
  * @param flag The command's `--db` value, if any.
  * @param env Reads an environment variable; an empty value counts as unset.
- *   `RELAY_SYSTEM_DATA_DIR` replaces {@linkcode SYSTEM_DATA_DIR}, for tests.
+ * @param systemDataDir The service's data directory; default {@linkcode SYSTEM_DATA_DIR}.
  */
 export function commandDbPath(
   flag: string | undefined,
   env: (name: string) => string | undefined,
+  systemDataDir: string = SYSTEM_DATA_DIR,
 ): string {
   const chosen = flag ?? readEnv(env, "RELAY_DB");
   if (chosen !== undefined) return chosen;
   const state = readEnv(env, "STATE_DIRECTORY");
   const local = defaultDbPath(state);
   if (state !== undefined || pathExists(local)) return local;
-  const system = readEnv(env, "RELAY_SYSTEM_DATA_DIR") ?? SYSTEM_DATA_DIR;
-  return isDirectory(system) ? join(system, "relay.kv") : local;
+  return isDirectory(systemDataDir) ? join(systemDataDir, "relay.kv") : local;
 }
 
 function isDirectory(path: string): boolean {

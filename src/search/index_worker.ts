@@ -16,6 +16,7 @@ import { IndexDb, type IndexOp, type SearchRequest } from "./index_db.ts";
 /** A message from the main thread. */
 export type IndexMessage =
   | { readonly id: number; readonly type: "open"; readonly path: string }
+  | { readonly id: number; readonly type: "reopen"; readonly path: string }
   | { readonly id: number; readonly type: "reset" }
   | { readonly id: number; readonly type: "apply"; readonly ops: readonly IndexOp[] }
   | { readonly id: number; readonly type: "search"; readonly request: SearchRequest }
@@ -25,6 +26,8 @@ export type IndexMessage =
 
 let db: IndexDb | undefined;
 let path = "";
+/** Why the file could not be reopened: every later call is answered as on a damaged file. */
+let reopenFailed: string | undefined;
 
 /** Removes the index file and SQLite's files beside it. */
 function removeFiles(): void {
@@ -73,9 +76,29 @@ function open(at: string): { fresh: boolean; generation: string | undefined } {
   }
 }
 
+/**
+ * Opens the file a thread before this one checked, without the full check (that thread
+ * failed; the file was whole when checked). A missing file is not made anew: its documents
+ * would be missing, so the call fails and the main thread rebuilds it.
+ */
+function reopen(at: string): void {
+  path = at;
+  try {
+    Deno.statSync(path);
+    db = new IndexDb(path, { check: false });
+  } catch (error) {
+    reopenFailed = error instanceof Error ? error.message : String(error);
+    throw error;
+  }
+}
+
 function handle(message: IndexMessage): unknown {
   if (message.type === "open") return open(message.path);
-  if (message.type === "reset") return void fresh();
+  if (message.type === "reopen") return reopen(message.path);
+  if (message.type === "reset") {
+    reopenFailed = undefined;
+    return void fresh();
+  }
   if (db === undefined) throw new Error("the search index is not open");
   switch (message.type) {
     case "apply":
@@ -101,6 +124,7 @@ self.onmessage = (event: MessageEvent<IndexMessage>) => {
     self.postMessage({ id, ok: true, value: handle(event.data) });
   } catch (error) {
     const text = error instanceof Error ? error.message : String(error);
-    self.postMessage({ id, ok: false, error: text, damaged: DAMAGED.test(text) });
+    const damaged = DAMAGED.test(text) || reopenFailed !== undefined;
+    self.postMessage({ id, ok: false, error: text, damaged });
   }
 };

@@ -2,12 +2,15 @@
  * The search index as the relay uses it: a SQLite file beside the store, owned by a thread of
  * its own (`index_worker.ts`), that is derived data and never the source of truth.
  *
- * - At start the file is opened and checked (SQLite's quick check, the layout's version) and
- *   its generation marker is compared with the sources' fingerprint (what the store and the
- *   built-in services hold now). A file that is missing, damaged, of another version, or whose
- *   marker differs is rebuilt from the sources in the background; meanwhile, and until the
- *   check is done, {@linkcode SearchIndex.search} throws {@linkcode SearchUnavailableError}
- *   (the route answers 503 with `Retry-After`), never a partial answer.
+ * - With the first change, query or count after start (not at start: an idle relay keeps no
+ *   thread, below) the file is opened and checked (SQLite's quick check, the layout's
+ *   version) and its generation marker is compared with the sources' fingerprint (what the
+ *   store and the built-in services hold now). A query waits for that check. A file that is
+ *   missing, damaged, of another version, or whose marker differs is rebuilt from the sources
+ *   in the background; meanwhile {@linkcode SearchIndex.search} throws
+ *   {@linkcode SearchUnavailableError} (the route answers 503 with `Retry-After`), never a
+ *   partial answer. A relay stopped before any of these leaves the file and its marker as
+ *   they were.
  * - While the relay runs, the marker is empty: a file left by a crash is rebuilt. The marker is
  *   written at an orderly close, once every change has reached the file.
  * - Changes ({@linkcode SearchIndex.put}, `remove`, `keepFrom`) are queued and sent to the
@@ -15,6 +18,12 @@
  *   During a rebuild they wait until its end, so that the rebuild's older copy of a document
  *   never wins over a later change.
  * - When SQLite finds the file damaged while the relay runs, the index is rebuilt.
+ * - The thread starts with the first call, not at start: a relay that has not been written to
+ *   or searched since its start holds no second V8 isolate with SQLite (about 9 MB of
+ *   resident memory, measured; docs/benchmarks.md, "Idle memory"). It is kept from then on:
+ *   ending it gave back 0.4 MB, and closing the file checkpoints SQLite's log, a disk write
+ *   while the relay is idle. A thread that failed is replaced by the next call, which
+ *   reopens the file without the full check.
  *
  * @module
  */
@@ -83,8 +92,10 @@ export interface SearchIndexOptions {
 
 /** The search index: see the module's doc. */
 export class SearchIndex {
-  readonly #worker: Worker;
+  /** The index's thread while it runs. */
+  #worker: Worker | undefined;
   readonly #options: SearchIndexOptions;
+  /** Calls not answered yet: the thread ends only when there are none. */
   readonly #calls = new Map<number, PromiseWithResolvers<unknown>>();
   #nextId = 0;
   #state: IndexState = "checking";
@@ -93,23 +104,19 @@ export class SearchIndex {
   #buffering = true;
   #work: Promise<void>;
   #retry: ReturnType<typeof setTimeout> | undefined;
+  /** Whether the file is open in a thread: a new thread reopens it before anything else. */
+  #opened = false;
+  /** The start-up check, once begun: whether the file could be used as it is. */
+  #checking: Promise<boolean> | undefined;
 
   private constructor(options: SearchIndexOptions) {
     this.#options = options;
-    this.#worker = new Worker(new URL("./index_worker.ts", import.meta.url).href, {
-      type: "module",
-    });
-    this.#worker.onmessage = (event: MessageEvent<Reply>) => this.#reply(event.data);
-    this.#worker.onerror = (event) => {
-      event.preventDefault();
-      this.#failAll(new IndexError(`the search thread failed: ${event.message}`, false));
-    };
-    this.#work = this.#start();
+    this.#work = Promise.resolve();
   }
 
   /**
    * Opens the index at `options.path`; checking it, and rebuilding it when it must be, go on
-   * in the background.
+   * in the background from the first change, query or count.
    */
   static open(options: SearchIndexOptions): SearchIndex {
     return new SearchIndex(options);
@@ -120,8 +127,17 @@ export class SearchIndex {
     return this.#state;
   }
 
-  /** Resolves when the check or rebuild under way is over (for tests and the benchmark). */
+  /** Whether the index's thread is running now (for tests and the benchmark). */
+  get threadRunning(): boolean {
+    return this.#worker !== undefined;
+  }
+
+  /**
+   * Checks the index when that has not begun, and resolves when the check or rebuild under
+   * way is over (for tests and the benchmark).
+   */
   async settled(): Promise<void> {
+    this.#begin();
     while (true) {
       const work = this.#work;
       await work;
@@ -156,6 +172,8 @@ export class SearchIndex {
    *   found damaged (a rebuild is then under way).
    */
   async search(request: SearchRequest): Promise<SearchHit[]> {
+    this.#begin();
+    if (this.#state === "checking") await this.#checking;
     if (this.#state !== "ready") throw new SearchUnavailableError();
     this.#flush();
     try {
@@ -172,6 +190,7 @@ export class SearchIndex {
 
   /** Documents in the index by kind (for `/stats`, tests and the benchmark). */
   async counts(): Promise<Record<string, number>> {
+    this.#begin();
     return await this.#call({ type: "counts" }) as Record<string, number>;
   }
 
@@ -185,6 +204,7 @@ export class SearchIndex {
     const wasReady = this.#state === "ready";
     this.#state = "closed";
     clearTimeout(this.#retry);
+    if (!wasReady && this.#worker === undefined) return;
     try {
       await this.#work.catch(() => {});
       if (wasReady) {
@@ -197,29 +217,38 @@ export class SearchIndex {
     } catch (error) {
       this.#options.log(`relay: cannot close the search index: ${String(error)}`);
     } finally {
-      this.#worker.terminate();
+      this.#endThread();
       this.#failAll(new IndexError("the search index is closed", false));
     }
   }
 
-  async #start(): Promise<void> {
+  /** Begins the start-up check, and the rebuild it may call for, once. */
+  #begin(): void {
+    if (this.#checking !== undefined || this.#isClosed()) return;
+    const checking = this.#check();
+    this.#checking = checking;
+    this.#work = checking.then((usable) => usable ? undefined : this.#rebuild());
+  }
+
+  /** Opens and checks the file; `true` when it is used as it is (the index is then ready). */
+  async #check(): Promise<boolean> {
     try {
       const opened = await this.#call({ type: "open", path: this.#options.path }) as {
         fresh: boolean;
         generation: string | undefined;
       };
       const fingerprint = await this.#options.sources.fingerprint();
-      if (this.#isClosed()) return;
+      if (this.#isClosed()) return true;
       if (!opened.fresh && opened.generation === fingerprint && opened.generation !== "") {
         // From now on the file changes: a crash leaves it to be rebuilt.
         await this.#call({ type: "setMeta", key: "generation", value: "" });
         this.#ready();
-        return;
+        return true;
       }
     } catch (error) {
       this.#options.log(`relay: cannot open the search index: ${String(error)}`);
     }
-    await this.#rebuild();
+    return false;
   }
 
   async #rebuild(): Promise<void> {
@@ -272,6 +301,7 @@ export class SearchIndex {
 
   #queue(op: IndexOp): void {
     if (this.#isClosed()) return;
+    this.#begin();
     this.#pending.push(op);
     if (!this.#buffering && this.#pending.length === 1) setTimeout(() => this.#flush(), 0);
   }
@@ -302,8 +332,31 @@ export class SearchIndex {
     const id = this.#nextId++;
     const call = Promise.withResolvers<unknown>();
     this.#calls.set(id, call);
-    this.#worker.postMessage({ ...message, id });
+    this.#thread().postMessage({ ...message, id });
     return call.promise;
+  }
+
+  /**
+   * The running thread, started when there is none. Messages posted before its module has
+   * loaded wait, in order; a thread started after the file was opened reopens it first
+   * (its own message, whose failure reaches the call after it as a damaged file).
+   */
+  #thread(): Worker {
+    if (this.#worker !== undefined) return this.#worker;
+    const worker = new Worker(new URL("./index_worker.ts", import.meta.url).href, {
+      type: "module",
+    });
+    worker.onmessage = (event: MessageEvent<Reply>) => this.#reply(event.data);
+    worker.onerror = (event) => {
+      event.preventDefault();
+      if (this.#worker !== worker) return; // an ended thread: its calls were all answered
+      this.#failAll(new IndexError(`the search thread failed: ${event.message}`, false));
+      this.#endThread();
+    };
+    this.#worker = worker;
+    if (this.#opened) worker.postMessage({ id: -1, type: "reopen", path: this.#options.path });
+    else this.#opened = true;
+    return worker;
   }
 
   #reply(reply: Reply): void {
@@ -312,6 +365,12 @@ export class SearchIndex {
     this.#calls.delete(reply.id);
     if (reply.ok) call.resolve(reply.value);
     else call.reject(new IndexError(reply.error, reply.damaged));
+  }
+
+  /** Terminates the thread now, if one runs. */
+  #endThread(): void {
+    this.#worker?.terminate();
+    this.#worker = undefined;
   }
 
   #failAll(error: Error): void {

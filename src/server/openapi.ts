@@ -25,6 +25,7 @@ import {
   contentTextSchema,
   dedupeParamSchema,
   publishBodySchema,
+  publishReportSchema,
   pullQuerySchema,
   pushBodyDocSchema,
   queueParamSchema,
@@ -34,6 +35,7 @@ import {
 } from "./schemas.ts";
 import { WEBAPP_FILES } from "./webapp.ts";
 import { searchOperation } from "./routes/search.ts";
+import { qaHostsOperation } from "./routes/queues.ts";
 
 /** The RFC 9457 problem document every error carries. */
 const problemSchema = z
@@ -327,6 +329,19 @@ function publishDescriptions(): Record<string, ZodOpenApiOperationObject> {
         ),
       },
     },
+    "/publish/report": {
+      summary: "Keep a publish a client could not make (the relay unreachable, or 5xx)",
+      requestBody: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: publishReportSchema,
+            example: { title: "t", content: "c", targets: ["blog"], error: "HTTP 503" },
+          },
+        },
+      },
+      responses: { "201": json("Kept", z.object({ id: z.string() })), ...problems(400, 503) },
+    },
     "/publish/retry": {
       summary: "Send a kept failed publish again, to the targets that failed",
       requestBody: {
@@ -459,6 +474,7 @@ function pageDescriptions(): Record<string, ZodOpenApiOperationObject> {
 function descriptions(): Record<string, ZodOpenApiOperationObject> {
   return {
     ...queueDescriptions(),
+    "/qa-hosts": qaHostsOperation(),
     ...resultDescriptions(),
     ...publishDescriptions(),
     ...adminDescriptions(),

@@ -126,16 +126,8 @@ export const pushFieldsSchema = z.object({ content: stringField("content") });
  */
 export const pushBodyDocSchema = pushFieldsSchema.extend({ content: requiredText("content") });
 
-/**
- * The body of `POST /publish`, the one check of an article before any target sees it:
- * `title` (at most 500 characters) and `content` non-empty strings; `targets` a non-empty array
- * of distinct target names of the registry (`notes`, `blog`, `podcast`, or an alias such as
- * `nas`); `tags` and `content_md` optional strings; `transform`, when given, `read` (the
- * podcast reads aloud whatever it is sent; older clients send it). Empty optional strings count
- * as absent. Gives the article, the targets, and the names the request used for them (the
- * answer's keys).
- */
-export const publishBodySchema = z
+/** The fields of a publish body (checked as {@linkcode publishBodySchema} says). */
+const publishFields = z
   .object({
     title: requiredText("title").max(TITLE_MAX, {
       error: `field "title" is longer than ${TITLE_MAX} characters`,
@@ -168,8 +160,13 @@ export const publishBodySchema = z
       // The document's words for the check above.
       .meta({ uniqueItems: true }),
     transform: z.literal("read", { error: 'field "transform" must be "read"' }).optional(),
-  })
-  .transform((body): { article: Article; targets: Target[]; names: string[] } => ({
+  });
+
+/** A publish body's article, targets and the names the request gave them. */
+function toPublish(
+  body: z.infer<typeof publishFields>,
+): { article: Article; targets: Target[]; names: string[] } {
+  return {
     article: {
       title: body.title,
       content: body.content,
@@ -178,7 +175,33 @@ export const publishBodySchema = z
     },
     targets: [...new Set(body.targets.map((name) => targetNamed(name)!))],
     names: body.targets,
-  }));
+  };
+}
+
+/**
+ * The body of `POST /publish`, the one check of an article before any target sees it:
+ * `title` (at most 500 characters) and `content` non-empty strings; `targets` a non-empty array
+ * of distinct target names of the registry (`notes`, `blog`, `podcast`, or an alias such as
+ * `nas`); `tags` and `content_md` optional strings; `transform`, when given, `read` (the
+ * podcast reads aloud whatever it is sent; older clients send it). Empty optional strings count
+ * as absent. Gives the article, the targets, and the names the request used for them (the
+ * answer's keys).
+ */
+export const publishBodySchema = publishFields.transform(toPublish);
+
+/** Characters of the `error` of a reported publish, at most. */
+const REPORT_ERROR_MAX = 2000;
+
+/**
+ * The body of `POST /publish/report`, a publish a client could not make (the relay could not
+ * be reached, or kept answering 5xx): the body of `POST /publish` and `error`, why, in at
+ * most 2,000 characters.
+ */
+export const publishReportSchema = publishFields.extend({
+  error: requiredText("error").max(REPORT_ERROR_MAX, {
+    error: `field "error" is longer than ${REPORT_ERROR_MAX} characters`,
+  }),
+}).transform((body) => ({ ...toPublish(body), error: body.error }));
 
 /**
  * A string field that must hold more than white space: the pattern (a character that is

@@ -183,7 +183,14 @@ export async function openSearch(
     log,
   });
   const stop = new AbortController();
+  // The first look finds nothing to do (the file matches the feed, or is rebuilt from it)
+  // and queues nothing, so that an idle relay never starts the index's thread.
+  let first = true;
   const syncFeed = async () => {
+    if (first) {
+      first = false;
+      return;
+    }
     const oldest = (await readResults(store, { since: 0, limit: 1 })).items[0];
     index.keepFrom("result", oldest?.t ?? null);
     while (true) {

@@ -92,8 +92,11 @@ export class Deadlines {
   #fire(): void {
     this.#timer = undefined;
     const now = performance.now() / this.#resolutionMs;
-    for (const [tick, bucket] of this.#buckets) {
-      if (tick > now) continue;
+    // A timer that ran late finds several buckets due: they fire oldest first, not in the
+    // order they were made.
+    const due = [...this.#buckets.keys()].filter((tick) => tick <= now).sort((a, b) => a - b);
+    for (const tick of due) {
+      const bucket = this.#buckets.get(tick)!;
       this.#buckets.delete(tick);
       for (const callback of bucket) {
         try {

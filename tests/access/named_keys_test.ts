@@ -30,6 +30,7 @@ const ENDPOINTS: ReadonlyArray<{ method: string; path: string; scope: Scope; bod
   { method: "POST", path: "/submit", scope: "submit", body: { content: "from a scoped key" } },
   { method: "GET", path: "/pull?queue=general", scope: "consume" },
   { method: "POST", path: "/ack", scope: "consume", body: { ids: ["general:999"] } },
+  { method: "GET", path: "/qa-hosts", scope: "consume" },
   { method: "POST", path: "/push", scope: "push", body: { content: "a result" } },
   { method: "GET", path: "/peek", scope: "read" },
   { method: "HEAD", path: "/peek", scope: "read" },

@@ -16,14 +16,19 @@ Deno.test("client commands on the NAS find the service's data in the system data
     await Deno.mkdir(cwd);
     // The service made its key and database there; this shell is somewhere else.
     await using relay = await startRelayProcess(system);
-    const env = { RELAY_URL: relay.url, RELAY_SYSTEM_DATA_DIR: system };
-    const peek = await runRelay(["peek"], { env, cwd });
+    const env = { RELAY_URL: relay.url };
+    // The test entry script takes the service's data directory as its first argument.
+    const onTheNas = `--system-data-dir=${system}`;
+    const peek = await runRelay([onTheNas, "peek"], { env, cwd });
     assert.equal(peek.code, 0, peek.stderr);
     assert.equal(peek.stderr, "relay: nothing queued\n");
-    const added = await runRelay(["keys", "add", "phone", "--scope", "submit"], { env, cwd });
+    const added = await runRelay([onTheNas, "keys", "add", "phone", "--scope", "submit"], {
+      env,
+      cwd,
+    });
     assert.equal(added.code, 0, added.stderr);
     assert.match(added.stderr, new RegExp(`added key "phone" to ${join(system, "keys.json")};`));
-    const listed = await runRelay(["keys", "list"], { env, cwd });
+    const listed = await runRelay([onTheNas, "keys", "list"], { env, cwd });
     assert.equal(listed.stderr, `relay: 1 key in ${join(system, "keys.json")}\n`);
     assert.match(listed.stdout, /^phone +submit /m);
 
@@ -31,9 +36,9 @@ Deno.test("client commands on the NAS find the service's data in the system data
     await Deno.mkdir(join(cwd, "data"));
     await Deno.writeTextFile(join(cwd, "data", "relay.kv"), "");
     await Deno.writeTextFile(join(cwd, "data", "api-key"), "the-local-relays-key-000000\n");
-    const local = await runRelay(["peek"], { env, cwd });
+    const local = await runRelay([onTheNas, "peek"], { env, cwd });
     assert.equal(local.code, 3, "the local key is not the service's");
-    const localKeys = await runRelay(["keys", "list"], { env, cwd });
+    const localKeys = await runRelay([onTheNas, "keys", "list"], { env, cwd });
     assert.equal(
       localKeys.stderr,
       `relay: no keys file at ${join("data", "keys.json")} ` +

@@ -75,6 +75,36 @@ function cjkPage(label: string, head: string): Uint8Array<ArrayBuffer> {
   return encode(articlePage(CJK_TITLE[label]!, body, head), label);
 }
 
+/** The whole article of {@linkcode TEASER_PAGE}, as its JSON-LD gives it: three paragraphs. */
+export const TEASER_BODY = [
+  "Seed potatoes go in the ground when the soil has warmed to eight degrees, usually in April.",
+  "Plant them thirty centimetres apart in rows seventy apart, ten centimetres deep, sprouts up. " +
+  "Earth them up when the shoots are twenty centimetres tall, and again three weeks later.",
+  "*Early* varieties are lifted in June, maincrop ones in September once the haulm has died " +
+  "back; let them dry for a few hours before they are stored in the dark.",
+].join("\n");
+
+/** A page whose markup shows a teaser, and whose JSON-LD holds the whole article. */
+const TEASER_PAGE = articlePage(
+  "Growing potatoes",
+  "<p>Seed potatoes go in the ground when the soil has warmed to eight degrees, usually in " +
+    "April. Subscribe to read how to plant, earth up and lift them.</p>",
+  `<script type="application/ld+json">${
+    JSON.stringify({
+      "@context": "https://schema.org",
+      "@graph": [
+        { "@type": "WebSite", name: "Garden Weekly" },
+        {
+          "@type": ["NewsArticle"],
+          headline: "Growing potatoes",
+          author: [{ "@type": "Person", name: "Ana Gomez" }, "https://example.org/ana"],
+          articleBody: TEASER_BODY,
+        },
+      ],
+    })
+  }</script>`,
+);
+
 /** The table page's article. */
 export const TABLE_PAGE = articlePage(
   "Sowing calendar",
@@ -178,6 +208,8 @@ function page(path: string, origin: string): Response {
         "Members only",
         '<p>Sign in to read on.</p><form><input type="password" name="p"></form>',
       ));
+    case "/teaser": // a teaser in the markup, the whole article in its JSON-LD
+      return html(TEASER_PAGE);
     case "/stub": // near-empty: a few words and no sign of why
       return html(articlePage("Stub", "<p>More soon.</p>"));
     case "/scripts":

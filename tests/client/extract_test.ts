@@ -130,6 +130,9 @@ Deno.test("readLink() ends each hostile or unreadable page as a reason, within i
       "abcd<scripty>e",
     );
     assert.equal(withoutScripts("a<!-- never closed <p>b"), "a");
+    // JSON-LD is data, kept for Readability's metadata (title, authors).
+    const linked = '<script type="application/ld+json">{"@type":"Article"}</script>';
+    assert.equal(withoutScripts(`a${linked}b<script>x</script>c`), `a${linked}bc`);
     assert.equal(withoutScripts("a" + "<script>".repeat(10_000)), "a");
   });
   await t.step("a page's depth counts closed and sibling-closed elements as a parser does", () => {

@@ -50,6 +50,8 @@ Deno.test("relay work --extract pushes each link's article, reports links it can
         "--queue",
         "general",
         "--extract",
+        "--state-dir",
+        `${dir}/reader`,
         "--attempts",
         "2",
         "--backoff",
@@ -112,7 +114,14 @@ Deno.test("relay work --extract refuses a link to this machine as one result, ac
     for (const item of items) {
       assert.equal((await runRelay(["submit", "--queue", "general", item], { env })).code, 0);
     }
-    const worker = spawnRelay(["work", "--queue", "general", "--extract"], { env });
+    const worker = spawnRelay([
+      "work",
+      "--queue",
+      "general",
+      "--extract",
+      "--state-dir",
+      `${dir}/reader`,
+    ], { env });
     let feed: string[] = [];
     await eventually(async () => (feed = await results(relay.url)).length === 3, "3 results");
     worker.child.kill("SIGTERM");
@@ -153,6 +162,8 @@ Deno.test("relay work --extract ends a page that takes longer than --timeout, fe
       "--queue",
       "general",
       "--extract",
+      "--state-dir",
+      `${dir}/reader`,
       "--attempts",
       "1",
       "--timeout",
@@ -196,6 +207,8 @@ Deno.test("relay work --extract --publish blog,nas publishes each article with a
         "--queue",
         "general",
         "--extract",
+        "--state-dir",
+        `${dir}/reader`,
         "--publish",
         "blog,nas",
         "--allow-private",
@@ -246,6 +259,8 @@ Deno.test("relay work --extract --publish publishes a 400 KB article whole, as M
       "--queue",
       "general",
       "--extract",
+      "--state-dir",
+      `${dir}/reader`,
       "--publish",
       "blog",
       "--timeout",
@@ -279,7 +294,16 @@ Deno.test("relay work --extract cuts an article longer than the relay's body lim
     const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
     assert.equal((await runRelay(["submit", `${pages.url}/long`], { env })).code, 0);
     const worker = spawnRelay(
-      ["work", "--queue", "general", "--extract", "--allow-private", new URL(pages.url).host],
+      [
+        "work",
+        "--queue",
+        "general",
+        "--extract",
+        "--state-dir",
+        `${dir}/reader`,
+        "--allow-private",
+        new URL(pages.url).host,
+      ],
       { env },
     );
     let feed: string[] = [];
@@ -315,4 +339,83 @@ Deno.test("relay work --extract refuses a command, and its options without --ext
     assert.equal(out.code, 2, out.stderr);
     assert.match(out.stderr, message);
   }
+});
+
+Deno.test("relay work --extract --publish: a publish the relay could not take through every try is kept in its failed publishes, and retried from there", async () => {
+  await withTempDir(async (dir) => {
+    await using pages = servePages();
+    await using relay = await startRelayProcess(join(dir, "data"), {
+      env: { RELAY_API_KEY: KEY },
+    });
+    // A reverse proxy in front of the relay whose /publish is down (503); the rest passes.
+    const publishes: string[] = [];
+    const proxy = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+      const url = new URL(req.url);
+      if (url.pathname === "/publish") {
+        publishes.push(req.method);
+        await req.body?.cancel();
+        return Response.json(
+          { title: "Service Unavailable", status: 503, detail: "upstream down" },
+          {
+            status: 503,
+            headers: { "content-type": "application/problem+json" },
+          },
+        );
+      }
+      try {
+        const res = await fetch(`${relay.url}${url.pathname}${url.search}`, {
+          method: req.method,
+          headers: req.headers,
+          body: req.body === null ? null : await req.arrayBuffer(),
+          // A long-poll the worker gave up (it stopped) ends here too.
+          signal: req.signal,
+        });
+        return new Response(res.body, { status: res.status, headers: res.headers });
+      } catch {
+        return new Response(null, { status: 502 }); // the worker went away
+      }
+    });
+    try {
+      const proxied = `http://127.0.0.1:${proxy.addr.port}`;
+      const worker = spawnRelay([
+        "work",
+        "--queue",
+        "general",
+        "--extract",
+        "--state-dir",
+        `${dir}/reader`,
+        "--publish",
+        "blog",
+        "--backoff",
+        "10ms",
+        "--allow-private",
+        new URL(pages.url).host,
+      ], { env: { RELAY_URL: proxied, RELAY_API_KEY: KEY } });
+      const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
+      assert.equal((await runRelay(["submit", `${pages.url}/table`], { env })).code, 0);
+      await eventually(
+        () =>
+          worker.stderr.some((line) => /kept "Sowing calendar" in the relay's failed/.test(line)),
+        "the report",
+      );
+      worker.child.kill("SIGTERM");
+      assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+      assert.equal(publishes.length, 3, "three tries, then the report");
+      const listed = await runRelay(["publish", "--failed"], { env });
+      assert.match(listed.stdout, /Sowing calendar/);
+      assert.match(listed.stdout, /The relay answered 503: upstream down/);
+      const id = /kept "Sowing calendar" in the relay's failed publishes as (\S+) /.exec(
+        worker.stderr.join("\n"),
+      )![1]!;
+      // Sent again from the relay itself (its built-in blog), the entry is settled.
+      const retried = await runRelay(["publish", "--retry", id], { env });
+      assert.equal(retried.code, 0, retried.stderr);
+      const after = await fetch(`${relay.url}/publish/failed`, { headers: { "x-auth-key": KEY } });
+      assert.deepEqual((await after.json() as { entries: unknown[] }).entries, []);
+      const posts = await fetch(`${relay.url}/blog/`, { headers: { "x-auth-key": KEY } });
+      assert.match(await posts.text(), /Sowing calendar/);
+    } finally {
+      await proxy.shutdown();
+    }
+  });
 });

@@ -17,12 +17,14 @@ const FILES = [
   "background.js",
   "content.js",
   "extension.css",
+  "hosts.js",
   "icon.png",
   "manifest.json",
   "options.html",
   "options.js",
   "popup.html",
   "popup.js",
+  "tabs.js",
 ];
 
 Deno.test("manifestFor() asks for no site at install and for every page only at run time", async () => {
@@ -50,7 +52,7 @@ Deno.test("manifestFor() gives Chromium a service worker and Firefox an event pa
   assert.deepEqual(chromium.background, { service_worker: "background.js" });
   assert.equal(chromium.browser_specific_settings, undefined);
   const firefox = await manifestFor("firefox");
-  assert.deepEqual(firefox.background, { scripts: ["background.js"] });
+  assert.deepEqual(firefox.background, { scripts: ["hosts.js", "tabs.js", "background.js"] });
   assert.equal(firefox.minimum_chrome_version, undefined);
   const gecko = (firefox.browser_specific_settings as { gecko: Record<string, unknown> }).gecko;
   assert.match(String(gecko.id), /^[\w.-]+@[\w.-]+$/);

@@ -8,8 +8,10 @@
  * reaches them.
  *
  * The extension under test is built like the stores' (extension/build.ts) except that it is
- * granted `http://127.0.0.1/*` and `http://localhost/*` at install: a headless browser cannot click the prompt with
- * which the extension asks for a site at run time.
+ * granted `*://127.0.0.1/*` and `*://localhost/*` at install: a headless browser cannot click
+ * the prompt with which the extension asks for a site at run time. The relay names 127.0.0.1 a
+ * Q&A site, which the reader does not take for a loopback address: each test lists the page
+ * server's `127.0.0.1:<port>` in the options, as a user lists a host of their own network.
  *
  * @module
  */
@@ -26,7 +28,7 @@ import {
   startRelayProcess,
   withTempDir,
 } from "../_helpers.ts";
-import { type PageServer, startPages } from "./pages.ts";
+import { type PageServer, ROUTER_COOKIE, ROUTER_SECRET, startPages } from "./pages.ts";
 import { CHROMIUM, CHROMIUM_ARGS } from "../_chromium.ts";
 import { PROGRAMS, testGroup } from "../_optional.ts";
 
@@ -67,7 +69,7 @@ async function withExtension(
     await using pages = startPages();
     const extension = `${dir}/extension`;
     await buildExtension(extension, "chromium", {
-      grantHosts: ["http://127.0.0.1/*", "http://localhost/*"],
+      grantHosts: ["*://127.0.0.1/*", "*://localhost/*"],
     });
     const context = await chromium.launchPersistentContext(`${dir}/profile`, {
       executablePath: CHROMIUM,
@@ -102,9 +104,17 @@ async function optionsPage(session: Session): Promise<Page> {
   return page!;
 }
 
-/** Enters `link` as the pairing link in the options page; returns the page. */
-async function pair(session: Session, link: string): Promise<Page> {
+/**
+ * Enters `link` as the pairing link in the options page, with `allow` as the hosts the reader
+ * may read besides the relay's Q&A sites (default: the page server's); returns the page.
+ */
+async function pair(
+  session: Session,
+  link: string,
+  allow = new URL(session.pages.url).host,
+): Promise<Page> {
   const page = await optionsPage(session);
+  await page.fill("#allow-hosts", allow);
   await page.fill("#pairing", link);
   await page.click("#pair-form button");
   return page;
@@ -164,7 +174,11 @@ test("the extension sends the open page and reads the qa queue in background tab
 
     // Options: the pairing link gives the relay's address and the key.
     const options = await pair(session, `${relay.url}/app/#key=${KEY}`);
-    await textOf(options, "#notice", /^Saved\. Connected: \d+ item\(s\) in qa\.$/);
+    await textOf(
+      options,
+      "#notice",
+      /^Saved\. Connected: \d+ item\(s\) in qa; Q&A sites: 127\.0\.0\.1\.$/,
+    );
     assert.equal(await options.inputValue("#relay"), `${relay.url}/`);
 
     // Send this page: the open article goes to qa, and the badge says so.
@@ -275,11 +289,14 @@ test("the extension sends the open page and reads the qa queue in background tab
 test("the extension's popup shows the queue and last results, and pauses the reader", async () => {
   await withExtension(async (session) => {
     const { call, pages, context, relay } = session;
-    await textOf(await pair(session, `${relay.url}/app/#key=${KEY}`), "#notice", /Connected/);
+    const options = await pair(session, `${relay.url}/app/#key=${KEY}`);
+    await textOf(options, "#notice", /Connected/);
     const popup = await context.newPage();
     await popup.setViewportSize({ width: 380, height: 420 });
     await popup.goto(`chrome-extension://${session.extensionId}/popup.html`);
     await textOf(popup, "#reader", /^Reading qa from /);
+    // The reader may read every site it would open (127.0.0.1): nothing to allow.
+    assert.equal(await popup.isVisible("#allow"), false);
     await popup.click("#pause");
     await textOf(popup, "#reader", /^Paused\.$/);
     await call("/submit", { method: "POST", body: `${pages.url}/article` });
@@ -291,8 +308,12 @@ test("the extension's popup shows the queue and last results, and pauses the rea
     await textOf(popup, "#count", /^0 link\(s\) waiting in qa\.$/);
     await screenshot(popup, "extension-popup");
 
-    // A link on a site the extension may not read: the reader pauses and asks, the link stays.
+    // A listed host the browser has not let the extension read: the reader pauses and asks,
+    // the link stays.
     const elsewhere = pages.url.replace("127.0.0.1", "127.0.0.2") + "/article";
+    await options.fill("#allow-hosts", `${new URL(pages.url).host}, ${new URL(elsewhere).host}`);
+    await options.click("#pair-form button");
+    await textOf(options, "#notice", /Connected/);
     await call("/submit?queue=qa", { method: "POST", body: elsewhere });
     await textOf(
       popup,
@@ -312,14 +333,37 @@ test("the extension refuses what would send its key elsewhere", async () => {
     const options = await pair(session, `${relay.url}/app/#key=wrong`);
     await textOf(options, "#notice", /^Saved, but: Wrong API key/);
     // A "relay" that redirects elsewhere: the extension does not follow it with the key.
+    await textOf(options, "#notice", /: enter the key again, or a new pairing link/);
     await options.fill("#relay", `${pages.url}/redirect/`);
     await options.fill("#key", KEY);
     await options.click("#form button");
-    await textOf(options, "#notice", /^Saved, but: The relay at .* could not be reached/);
+    await textOf(
+      options,
+      "#notice",
+      /^Saved, but: The relay at .* answered with a redirect, which the extension does not follow with the key: enter the address it redirects to/,
+    );
     assert.ok(pages.requests.some((r) => new URL(r.url).pathname.startsWith("/redirect/")));
     for (const request of pages.requests) {
       assert.ok(!new URL(request.url).pathname.startsWith("/record"), request.url);
     }
+    // An address where no relay answers (a web page), and one where nothing listens.
+    await options.fill("#relay", `${pages.url}/elsewhere/`);
+    await options.click("#form button");
+    await textOf(
+      options,
+      "#notice",
+      /^Saved, but: http:\/\/127\.0\.0\.1:\d+\/elsewhere\/ does not answer as a relay \(HTTP 404, text\/html\): enter the relay's own address/,
+    );
+    const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const nowhere = `http://127.0.0.1:${(closed.addr as Deno.NetAddr).port}/`;
+    closed.close();
+    await options.fill("#relay", nowhere);
+    await options.click("#form button");
+    await textOf(
+      options,
+      "#notice",
+      /^Saved, but: The relay at .* could not be reached \(.*\): check the address and that the relay runs/,
+    );
     // A javascript: link is not sent anywhere; the badge says why.
     const refused = await session.worker.evaluate(() =>
       onMenuClick({ menuItemId: "send-link", linkUrl: "javascript:alert(1)" })
@@ -343,6 +387,8 @@ test("the extension's reader gives up on pages that never finish loading, and go
     await options.fill("#relay", relay.url);
     await options.fill("#key", KEY);
     await options.fill("#timeout", "2");
+    const port = new URL(pages.url).port;
+    await options.fill("#allow-hosts", `127.0.0.1:${port} localhost:${port}`);
     await options.click("#form button");
     await textOf(options, "#notice", /Connected/);
     // A script that never ends, on a site of its own (localhost): it stalls its renderer.
@@ -373,4 +419,59 @@ test("the extension reports an article larger than the relay takes, once", async
       return peek.status === 204;
     }, "qa to be empty");
   }, { relayArgs: ["--max-body", "2KiB"] });
+});
+
+test("the reader opens only Q&A sites and listed hosts, and leaves other links for the relay", async () => {
+  await withExtension(async (session) => {
+    const { call, pages, context, relay } = session;
+    // A router's admin page on loopback, which this browser is signed in to. The relay routes
+    // its link to qa (it names 127.0.0.1 a Q&A site), but the options list another port.
+    await using router = startPages();
+    await context.addCookies([{ ...ROUTER_COOKIE, url: router.url }]);
+    await textOf(await pair(session, `${relay.url}/app/#key=${KEY}`), "#notice", /Connected/);
+    const secret = `${router.url}/router`;
+    // A listed page that redirects to a host not listed: loaded, but not read.
+    const away = `${pages.url}/away?to=${
+      encodeURIComponent(`${pages.url.replace("127.0.0.1", "localhost")}/article`)
+    }`;
+    for (const content of [`${pages.url}/article`, away, secret]) {
+      assert.equal(
+        await (await call("/submit", { method: "POST", body: content })).text(),
+        "OK (qa)",
+      );
+    }
+    await resultStarting(call, "# Why WAL needs fsync");
+    assert.match(
+      await resultStarting(call, `Could not read ${away}`),
+      /: it led to localhost:\d+, which the extension does not read/,
+    );
+    const popup = await context.newPage();
+    await popup.goto(`chrome-extension://${session.extensionId}/popup.html`);
+    await textOf(popup, "#left", /^1 link\(s\) left for the reader on the relay: not Q&A sites\.$/);
+    await textOf(
+      popup,
+      "#reader",
+      /left for the reader on the relay \(127\.0\.0\.1:\d+ is a loopback address\)/,
+    );
+    // The router's page was never asked for, its link is still queued and not leased, and no
+    // result holds its secret.
+    assert.deepEqual(router.requests, []);
+    const peek = await (await call("/peek?queue=qa")).json();
+    assert.deepEqual(peek.queues.qa.map((item: { content: string }) => item.content), [secret]);
+    assert.equal(peek.queues.qa[0].lease_until, undefined);
+    assert.ok(!(await results(call)).some((c) => c.includes(ROUTER_SECRET)));
+    // Once listed by the user, the same page is read with the browser's cookie and pushed.
+    await textOf(
+      await pair(
+        session,
+        `${relay.url}/app/#key=${KEY}`,
+        `${new URL(pages.url).host} ${new URL(router.url).host}`,
+      ),
+      "#notice",
+      /Connected/,
+    );
+    const read = await resultStarting(call, `# Router\n\nSource: <${secret}>`);
+    assert.ok(read.includes(ROUTER_SECRET), read);
+    await textOf(popup, "#left", /^$/);
+  });
 });

@@ -4,7 +4,8 @@
  * The Firefox build of the extension is installed as a temporary add-on, set up through its
  * options page with a pairing link (clicked as real input: Firefox asks for a permission only
  * during a user action), and its Q&A reader runs end to end against a real relay and loopback
- * pages. Like the Chromium tests, the build is granted `http://127.0.0.1/*` at install.
+ * pages. Like the Chromium tests, the build is granted `http://127.0.0.1/*` at install, and the
+ * options list the page server's host and port (a loopback address is read only when listed).
  *
  * @module
  */
@@ -125,6 +126,10 @@ test("the extension runs in Firefox: pairing, and the qa reader end to end", asy
         `document.getElementById("pairing").value = ${
           JSON.stringify(`${relay.url}/app/#key=${KEY}`)
         }`,
+      );
+      // The pages are on loopback: read only because the options list their host and port.
+      await evaluate(
+        `document.getElementById("allow-hosts").value = ${JSON.stringify(new URL(pages).host)}`,
       );
       const button = await evaluate(`document.querySelector("#pair-form button")`);
       await bidi.send("input.performActions", {

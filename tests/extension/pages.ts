@@ -120,9 +120,16 @@ export interface PageServer extends AsyncDisposable {
   requests: { url: string; headers: Record<string, string> }[];
 }
 
+/** The cookie that opens `/router`, as a signed-in browser would hold it. */
+export const ROUTER_COOKIE = { name: "router_session", value: "signed-in" };
+/** What `/router` shows a signed-in browser: the secret no reader may push anywhere. */
+export const ROUTER_SECRET = "admin password: hunter2-router";
+
 /**
  * Starts {@linkcode PageServer} on 127.0.0.1, port 0. Besides {@linkcode PAGES}: `/loop`
- * redirects to itself, `/drip` never ends, `/redirect/…` redirects to `/record`.
+ * redirects to itself, `/drip` never ends, `/redirect/…` redirects to `/record`, `/away?to=X`
+ * redirects to X, and `/router` is a router's admin page, shown only with
+ * {@linkcode ROUTER_COOKIE}.
  */
 export function startPages(): PageServer {
   const requests: PageServer["requests"] = [];
@@ -131,6 +138,8 @@ export function startPages(): PageServer {
     const url = new URL(req.url);
     if (url.pathname === "/loop") return Response.redirect(`${url.origin}/loop`, 302);
     if (url.pathname === "/drip") return drip();
+    if (url.pathname === "/away") return Response.redirect(url.searchParams.get("to")!, 302);
+    if (url.pathname === "/router") return routerPage(req);
     if (url.pathname.startsWith("/redirect/")) {
       return Response.redirect(`${url.origin}/record${url.search}`, 307);
     }
@@ -151,6 +160,22 @@ export function startPages(): PageServer {
     requests,
     [Symbol.asyncDispose]: () => server.shutdown(),
   };
+}
+
+/** A router's admin page: its secret behind a session cookie, else a sign-in form. */
+function routerPage(req: Request): Response {
+  const signedIn = (req.headers.get("cookie") ?? "").includes(
+    `${ROUTER_COOKIE.name}=${ROUTER_COOKIE.value}`,
+  );
+  const body = signedIn
+    ? `<!doctype html><title>Router</title><article><h1>Router settings</h1><p>${ROUTER_SECRET}. ` +
+      "Wireless network: home. Firmware up to date. Every setting of this router is shown on " +
+      "this page to whoever holds the session.</p></article>"
+    : "<!doctype html><title>Sign in</title><form><input name=password></form>";
+  return new Response(body, {
+    status: signedIn ? 200 : 403,
+    headers: { "content-type": "text/html" },
+  });
 }
 
 /** A page that never ends: a paragraph every 200 ms until the browser goes away. */

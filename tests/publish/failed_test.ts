@@ -60,3 +60,40 @@ Deno.test("POST /publish/retry: problems for a bad body or an unknown id; GET /p
   const list = await app.call("/publish/failed");
   assert.deepEqual(await list.json(), { max: 100, entries: [] });
 });
+
+Deno.test("POST /publish/report keeps a publish a client could not make, listed and retried like the others", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relay-failed-" });
+  const failed = await FailedPublishes.open(join(dir, "failed-publishes.json"));
+  await using app = await makeApp({ failed });
+  const report = (body: unknown) =>
+    app.call("/publish/report", {
+      method: "POST",
+      body: JSON.stringify(body),
+      headers: { "content-type": "application/json" },
+    });
+  const article = { title: "Weekend reading", content: "c", targets: ["nas", "blog"] };
+  assert.match(await assertProblem(await report(article), 400), /"error"/);
+  assert.match(await assertProblem(await report({ ...article, error: " " }), 400), /"error"/);
+  assert.match(
+    await assertProblem(await report({ ...article, error: "x".repeat(2001) }), 400),
+    /"error" is longer than 2000/,
+  );
+  assert.match(
+    await assertProblem(await report({ ...article, targets: ["fax"], error: "HTTP 503" }), 400),
+    /target "fax" is unknown/,
+  );
+  const kept = await report({ ...article, error: "The relay answered 503" });
+  assert.equal(kept.status, 201);
+  const { id } = await kept.json() as { id: string };
+  const list = await (await app.call("/publish/failed")).json() as { entries: unknown[] };
+  assert.deepEqual(list.entries, [{
+    id,
+    at: failed.get(id)!.at,
+    last_try: failed.get(id)!.at,
+    tries: 1,
+    // Kept under the targets' own names, as the relay's own failures are.
+    errors: { podcast: "The relay answered 503", blog: "The relay answered 503" },
+    title: "Weekend reading",
+  }]);
+  assert.equal(failed.get(id)!.article.content, "c");
+});

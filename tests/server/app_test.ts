@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { assertProblem, KEY, makeApp, type TestApp } from "../_helpers.ts";
 import { type ProblemKind, problemType } from "../../src/errors.ts";
+import { DEFAULT_QA_HOSTS } from "../../src/queue_names.ts";
 
 const TEXT = "text/plain; charset=utf-8";
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -381,6 +382,19 @@ Deno.test("GET /peek", async (t) => {
     assert.equal(res.status, 200);
     assert.equal((await res.json()).total, 1);
   });
+});
+
+Deno.test("GET /qa-hosts answers the configured Q&A domains, privately, to a key that may pull", async () => {
+  await using app = await makeApp({ qaHosts: ["example.org", "forum.example.net"] });
+  const res = await app.call("/qa-hosts");
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-type"), JSON_TYPE);
+  assert.equal(res.headers.get("cache-control"), "private");
+  assert.deepEqual(await res.json(), { hosts: ["example.org", "forum.example.net"] });
+  await assertProblem(await app.app.request("/qa-hosts"), 401);
+  await assertProblem(await app.call("/qa-hosts", { method: "POST" }), 405);
+  await using defaults = await makeApp();
+  assert.deepEqual((await (await defaults.call("/qa-hosts")).json()).hosts, DEFAULT_QA_HOSTS);
 });
 
 Deno.test("POST /push and GET /results", async (t) => {

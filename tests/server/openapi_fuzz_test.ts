@@ -226,6 +226,11 @@ Deno.test("API document: requests drawn from it get no 5xx, and none it allows i
         seed: 40,
       });
       for (const request of drawn) {
+        // A long-poll drawn with a long wait holds this loop until it ends; one second still
+        // waits, and still fits the document.
+        if (typeof request.query.wait === "number" && request.query.wait > 1) {
+          request.query.wait = 1;
+        }
         const url = new URL(`${relay.url}${request.path}`);
         for (const [name, value] of Object.entries(request.query)) {
           url.searchParams.set(name, String(value));

@@ -57,6 +57,7 @@ Deno.test("a fresh clone started with a plain deno run, no task, serves the app 
     await using relay = await startRelayProcess(`${dir}/data`, {
       env: { RELAY_API_KEY: KEY },
       root: `${dir}/clone/`,
+      entry: { script: "main.ts", args: [] }, // as users run it
     });
     const page = await fetch(`${relay.url}/app/`);
     assert.equal(page.status, 200);

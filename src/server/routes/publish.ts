@@ -24,7 +24,7 @@ import { targetNamed } from "../../publish/registry.ts";
 import { readBody } from "../body.ts";
 import { json } from "../responses.ts";
 import type { RouteContext, Routes } from "../route.ts";
-import { parseOr400, publishBodySchema } from "../schemas.ts";
+import { parseOr400, publishBodySchema, publishReportSchema } from "../schemas.ts";
 
 /** Publishing without downstream services: every target is "not configured". */
 const NOT_CONFIGURED: PublishConfig = {
@@ -106,9 +106,34 @@ function failures(outcome: PublishOutcome): Record<string, string> {
 }
 
 /**
+ * `POST /publish/report`: keeps a publish a client could not make (the relay unreachable, or
+ * answering 5xx, until its tries were spent) with the relay's own failed publishes, so that it
+ * is seen and can be retried; nothing is sent to any target.
+ */
+function reportHandler(relay: RouteContext) {
+  return async (c: { req: { raw: Request } }) => {
+    const action = "report a failed publish";
+    const body = await readBody(c.req.raw, relay.maxBodyBytes, {
+      action,
+      accepted: ["application/json"],
+    });
+    if (body.kind !== "fields") {
+      throw new HttpError(400, `Cannot ${action}: the body must be a JSON object`);
+    }
+    const report = parseOr400(publishReportSchema, body.fields, action);
+    if (relay.failed === undefined) {
+      throw new HttpError(503, `Cannot ${action}: this relay keeps no failed publishes`);
+    }
+    const errors = Object.fromEntries(report.targets.map((t) => [t, report.error]));
+    return json({ id: await relay.failed.add(report.article, errors) }, 201);
+  };
+}
+
+/**
  * The publish routes (scope `publish`): `POST /publish`; `GET /publish/failed`, the
  * publishes with a failed target, kept to be retried; `POST /publish/retry` with
- * `{"id": …}`, which sends such a publish again to the targets that failed.
+ * `{"id": …}`, which sends such a publish again to the targets that failed; `POST
+ * /publish/report`, which keeps a publish a client could not make (`error` says why).
  *
  * @param relay What the handler shares: the body limit and the downstream services.
  */
@@ -152,6 +177,7 @@ export function publishRoutes(relay: RouteContext): Routes {
       handler: () =>
         Promise.resolve(json({ max: MAX_FAILED_ENTRIES, entries: relay.failed?.list() ?? [] })),
     },
+    "/publish/report": { scope: "publish", methods: ["POST"], handler: reportHandler(relay) },
     "/publish/retry": {
       scope: "publish",
       methods: ["POST"],

@@ -1,11 +1,13 @@
 /**
  * The queue endpoints: `POST /submit`, `GET /pull` (with the long-poll
- * and leases), `POST /ack` and `GET /peek`. Each handler
+ * and leases), `POST /ack`, `GET /peek` and `GET /qa-hosts`. Each handler
  * parses the request, calls one store function and answers.
  *
  * @module
  */
 
+import { z } from "zod";
+import type { ZodOpenApiOperationObject } from "zod-openapi";
 import { HttpError } from "../../errors.ts";
 import { QUEUE_NAMES, routeContent } from "../../queue_names.ts";
 import {
@@ -19,7 +21,7 @@ import {
 } from "../../store/store.ts";
 import { readBody } from "../body.ts";
 import { AnswerCache, answerOf, cachedResponse } from "../cache.ts";
-import { json, text } from "../responses.ts";
+import { json, JSON_TYPE, text } from "../responses.ts";
 import { absentIfEmpty, type Route, type RouteContext, type Routes, waitFor } from "../route.ts";
 import {
   ackBodySchema,
@@ -213,8 +215,43 @@ function peekRoute(relay: RouteContext): Route {
 }
 
 /**
- * The routes of the queues: submit (scope `submit`), pull and ack (`consume`), peek
- * (`read`).
+ * `GET /qa-hosts` (scope `consume`): the Q&A domains whose links submit routes to `qa`, as
+ * `{"hosts": [...]}`. A reader of `qa` that opens links with its user's cookies (the browser
+ * extension) reads only links to these sites, and leaves any other item for the reader on the
+ * relay; so the key that may pull `qa` may also see the list. Fixed for the relay's life.
+ */
+function qaHostsRoute(relay: RouteContext): Route {
+  const answer = { hosts: relay.qaHosts };
+  return {
+    scope: "consume",
+    methods: ["GET", "HEAD"],
+    handler: () => Promise.resolve(json(answer)),
+  };
+}
+
+/**
+ * What the API document (openapi.ts) says of `GET /qa-hosts`; its method and scope come from
+ * the route table.
+ */
+export function qaHostsOperation(): ZodOpenApiOperationObject {
+  const schema = z.object({ hosts: z.array(z.string()) });
+  return {
+    summary: "The Q&A domains whose links go to qa",
+    description: "The domains (`--qa-hosts`) whose links, and their subdomains', submit " +
+      "routes to `qa`: what a reader of `qa` that opens links with its user's cookies (the " +
+      "browser extension) limits itself to.",
+    responses: {
+      "200": {
+        description: "The domains, lower case",
+        content: { [JSON_TYPE]: { schema, example: { hosts: ["stackoverflow.com"] } } },
+      },
+    },
+  };
+}
+
+/**
+ * The routes of the queues: submit (scope `submit`), pull, ack and the Q&A hosts (`consume`),
+ * peek (`read`).
  *
  * @param relay What the handlers share: the store, the body limit, the Q&A hosts, the
  *   limit of bulk reads.
@@ -225,5 +262,6 @@ export function queueRoutes(relay: RouteContext): Routes {
     "/pull": pullRoute(relay),
     "/ack": ackRoute(relay),
     "/peek": peekRoute(relay),
+    "/qa-hosts": qaHostsRoute(relay),
   };
 }

@@ -394,6 +394,8 @@ export async function startRelayProcess(
     umask?: string;
     nofile?: number;
     root?: string;
+    /** The working directory; by default this checkout. */
+    cwd?: string;
     /** The entry script, with arguments before `serve`'s (see {@linkcode relayArgv}). */
     entry?: { script: string; args: string[] };
   } = {},
@@ -407,6 +409,7 @@ export async function startRelayProcess(
       ...(options.umask === undefined ? {} : { umask: options.umask }),
       ...(options.nofile === undefined ? {} : { nofile: options.nofile }),
       ...(options.root === undefined ? {} : { root: options.root }),
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
       ...(options.entry === undefined ? {} : { entry: options.entry.script }),
     },
     "null",

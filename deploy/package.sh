@@ -7,7 +7,7 @@
 #   /lib/systemd/system/relay-reader.service  deploy/relay-reader.service (the reader; disabled)
 #   /etc/relay/env                     the settings (a conffile, mode 0600 in a 0700 folder)
 #   /etc/relay/reader.env              the reader's settings and key (a conffile, mode 0600)
-#   /usr/share/doc/relay/              README.md and docs/*.md
+#   /usr/share/doc/relay/              README.md and docs/ (its .md pages)
 # and the maintainer scripts of deploy/debian/ (enable without starting, stop on remove, delete
 # the data on purge). The program is the single binary of `deno task compile` when one is given
 # for that architecture; otherwise the stand-in deploy/stage-program.sh lays out (the pinned Deno
@@ -154,6 +154,11 @@ for arch in $arches; do
   install -d -m 0755 "$root/usr/share/doc/relay/docs"
   install -m 0644 "$repo/README.md" "$root/usr/share/doc/relay/"
   install -m 0644 "$repo"/docs/*.md "$root/usr/share/doc/relay/docs/"
+  # The long references are an index page and a folder of pages of the same name.
+  for dir in api cli publishing-builtin; do
+    install -d -m 0755 "$root/usr/share/doc/relay/docs/$dir"
+    install -m 0644 "$repo/docs/$dir"/*.md "$root/usr/share/doc/relay/docs/$dir/"
+  done
 
   for script in postinst prerm postrm; do
     sed "s/@VERSION@/$debversion/g" "$repo/deploy/debian/$script" >"$root/DEBIAN/$script"

@@ -7,7 +7,7 @@
  * @module
  */
 
-/** Default body limit, bytes: 512 KiB (docs/api.md, "Limits"). */
+/** Default body limit, bytes: 512 KiB (docs/api/rules.md, "Limits"). */
 export const DEFAULT_MAX_BODY_BYTES = 512 * 1024;
 
 /**

@@ -16,6 +16,12 @@ const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const README_MAX_BYTES = 20_000;
 
 /**
+ * Largest page under docs/, bytes: a reference read in a browser or an editor stays short
+ * enough to skim; a longer one becomes an index page linking pages of its own folder.
+ */
+const DOCS_PAGE_MAX_BYTES = 30 * 1024;
+
+/**
  * A citation a reader of the repository cannot resolve: a rule id of the private contract (a
  * capital C and one or two digits, standing alone), a numbered spec section, or an issue
  * number. State the rule in words, or link a heading in docs/, instead.
@@ -216,8 +222,8 @@ Deno.test("linksOf() finds links and images outside code, with their lines", () 
 });
 
 Deno.test("brokenLink() refuses missing files, missing headings and paths outside the repository", () => {
-  assert.equal(brokenLink("README.md", "docs/api.md#authentication"), undefined);
-  assert.equal(brokenLink("docs/api.md", "#limits"), undefined);
+  assert.equal(brokenLink("README.md", "docs/api/basics.md#authentication"), undefined);
+  assert.equal(brokenLink("docs/api/rules.md", "#limits"), undefined);
   assert.equal(brokenLink("docs/api.md", "../README.md"), undefined);
   assert.match(brokenLink("README.md", "docs/nothing.md") ?? "", /does not exist/);
   assert.match(brokenLink("README.md", "docs/api.md#no-such-heading") ?? "", /has no heading/);
@@ -392,6 +398,14 @@ Deno.test({
 Deno.test("README.md is under 20 KB", () => {
   const size = Deno.statSync(join(ROOT, "README.md")).size;
   assert.ok(size < README_MAX_BYTES, `README.md is ${size} bytes; move details into docs/`);
+});
+
+Deno.test("every page under docs/ is at most 30 KB: longer references are split into pages with an index", () => {
+  const over = markdownFiles().filter((file) => file.startsWith("docs/")).map((file) => ({
+    file,
+    size: Deno.statSync(join(ROOT, file)).size,
+  })).filter(({ size }) => size > DOCS_PAGE_MAX_BYTES);
+  assert.deepEqual(over, [], "split these pages into an index and pages of at most 30 KB");
 });
 
 Deno.test("docs/benchmarks.md is a reference under 20 KB: the history of runs stays in git", () => {

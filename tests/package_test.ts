@@ -131,6 +131,10 @@ Deno.test({
       assert.deepEqual(files.get("./lib/systemd/system/relay-reader.service")?.[0], "-rw-r--r--");
       assert.deepEqual(files.get("./etc/relay/reader.env")?.[0], "-rw-------");
       assert.ok(files.has("./usr/share/doc/relay/docs/operations.md"));
+      assert.ok(
+        files.has("./usr/share/doc/relay/docs/api/basics.md"),
+        "the split references' pages",
+      );
       assert.ok(![...files.keys()].some((p) => p.startsWith("./usr/lib/relay")), listing);
 
       const extracted = join(dir, "root");

@@ -3,7 +3,7 @@
  * was read with a key in `?key=`. A feed reader that follows the self link (many do, and keep
  * it as the subscription) must keep its access, but the link travels wherever the reader syncs
  * its subscriptions: it must never hold the main key. A feed key opens that one feed and
- * nothing else (docs/api.md, "Feeds and their keys").
+ * nothing else (docs/api/queues.md, "GET /results/feed.xml").
  *
  * It is derived from the main key rather than kept: the same on every start, nothing new to
  * store or back up, and replacing the main key replaces every feed key with it.

@@ -12,7 +12,7 @@ import { z } from "zod";
 import type { ZodOpenApiOperationObject } from "zod-openapi";
 
 // The same problem document as the API's (server/openapi.ts): `type` names the kind of
-// problem, a heading of docs/api.md, "Problem types".
+// problem, a heading of docs/problems.md.
 const problem = z.object({
   type: z.string().meta({ example: "/docs/problems.md#not-found" }),
   title: z.string(),

@@ -1,5 +1,5 @@
 /**
- * Where a client command finds the relay and its key (docs/cli.md, "Configuration"): a
+ * Where a client command finds the relay and its key (docs/cli/commands.md, "Finding the relay and the key"): a
  * flag, else the environment, else the config file that `relay login` writes, else the
  * default (the relay on this machine, and the key file it generated beside its database).
  *

@@ -50,7 +50,7 @@ export interface Command {
   /**
    * Runs the command.
    *
-   * @returns The exit code (docs/cli.md, "Exit codes").
+   * @returns The exit code (docs/cli/commands.md, "Exit codes").
    * @throws Any error; `main` maps it with `exitCodeFor`.
    */
   run(args: Args, io: CommandIo): Promise<number>;

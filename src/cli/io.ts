@@ -1,7 +1,7 @@
 /**
  * What every command needs from its surroundings ({@linkcode CommandIo}), the exit codes
  * of the command line, and the one function that turns a thrown error into an exit code
- * and one line on stderr (docs/cli.md, "Exit codes").
+ * and one line on stderr (docs/cli/commands.md, "Exit codes").
  *
  * @module
  */
@@ -44,7 +44,7 @@ export interface CommandIo {
   /**
    * The relay's data directory under systemd, where commands run on the relay's machine look
    * for its database and key when `./data` has none; default `/var/lib/relay`
-   * (docs/cli.md, "Configuration"). Tests point it elsewhere, so that a relay installed on the
+   * (docs/cli/commands.md, "Finding the relay and the key"). Tests point it elsewhere, so that a relay installed on the
    * machine running them is never touched.
    */
   systemDataDir?: string;
@@ -79,7 +79,7 @@ export class CommandFailure extends Error {
 }
 
 /**
- * The exit code for an error a command threw (docs/cli.md, "Exit codes"):
+ * The exit code for an error a command threw (docs/cli/commands.md, "Exit codes"):
  * {@linkcode EXIT_USAGE} for a usage or configuration error, {@linkcode EXIT_REFUSED} when
  * the relay answered 4xx, {@linkcode EXIT_FAILURE} for everything else (unreachable,
  * timeout, 5xx, a local failure, a bug).

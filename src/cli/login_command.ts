@@ -1,7 +1,7 @@
 /**
  * `relay login`: checks a key against a relay and saves the relay's URL and the key in the
  * client config file, so that later commands need neither `--url` nor a key file
- * (docs/cli.md, "Configuration").
+ * (docs/cli/commands.md, "Finding the relay and the key").
  *
  * @module
  */

@@ -40,7 +40,7 @@ function serveArgs(args: readonly string[]): readonly string[] | undefined {
  *   SIGINT/SIGTERM for the long-running commands).
  * @param place Where the real process's surroundings differ from the defaults: the
  *   service's data directory (a test entry script points it away from the machine's).
- * @returns The exit code (docs/cli.md, "Exit codes"); messages go to stdout and stderr.
+ * @returns The exit code (docs/cli/commands.md, "Exit codes"); messages go to stdout and stderr.
  */
 export async function main(
   args: readonly string[],

@@ -1,5 +1,5 @@
 /**
- * How `pull`, `peek` and `results` print items (docs/cli.md, "Output formats"): one item
+ * How `pull`, `peek` and `results` print items (docs/cli/commands.md, "Output formats"): one item
  * per line with the content escaped C-style (the default), the relay's JSON exactly
  * (`--json`), or each item's raw content followed by a NUL byte (`-0`, for `xargs -0`).
  *

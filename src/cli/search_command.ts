@@ -1,6 +1,6 @@
 /**
  * `relay search TEXT`: searches the relay's notes, blog posts, podcast episodes and results
- * over HTTP (`GET /search`, docs/cli.md, "relay search").
+ * over HTTP (`GET /search`, docs/cli/commands.md, "relay search").
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The options of `relay work --extract --summarize` (docs/cli.md, "Summaries"): offline by
+ * The options of `relay work --extract --summarize` (docs/cli/work.md, "Summaries"): offline by
  * default; with `--summarize-url` and `--summarize-model`, from an OpenAI-compatible endpoint,
  * its key from `RELAY_SUMMARIZE_KEY` or `--summarize-key-file`, never from the command line
  * (where every user of the machine can read it).

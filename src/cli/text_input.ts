@@ -2,7 +2,7 @@
  * Text that a command reads from standard input, a file or its arguments, before it goes
  * to the relay. The relay stores text as UTF-8 and answers 400 to bytes that are not, so
  * the command line never lets a decoder replace such bytes with U+FFFD: it refuses them
- * with one line, or converts them from the encoding that `--encoding` names (docs/cli.md,
+ * with one line, or converts them from the encoding that `--encoding` names (docs/cli/commands.md,
  * "Text that is not UTF-8").
  *
  * @module

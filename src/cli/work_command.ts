@@ -1,7 +1,7 @@
 /**
  * `relay work`: run a command for each item of a queue and push its output, or with
  * `--extract` read each link and push its article (see `src/client/work.ts` for the loop;
- * docs/cli.md, "relay work", for what happens to an item).
+ * docs/cli/work.md, "relay work in detail", for what happens to an item).
  *
  * @module
  */

@@ -6,7 +6,7 @@
  * see. So the reader refuses loopback, private, shared (carrier-grade NAT), link-local,
  * unspecified, multicast and reserved addresses, in every spelling (IPv4-mapped and
  * NAT64 IPv6 forms included), and the relay's own addresses, unless the household allows a
- * host with `--allow-private` (docs/cli.md, "relay work --extract").
+ * host with `--allow-private` (docs/cli/work.md, "relay work --extract").
  *
  * Everything here is pure: the fetch (src/client/fetch_page.ts) resolves the name itself, asks
  * {@linkcode refusal} about every address it got, and connects only to those addresses.

@@ -11,7 +11,7 @@
  * file is removed. A file that is still there when the item comes back is a reading that
  * stopped the reader; once that has happened `--attempts` times the item ends as
  * `Could not read <url>: reading this page stopped the reader N times`, without being read
- * (docs/cli.md, "relay work --extract").
+ * (docs/cli/work.md, "relay work --extract").
  *
  * @module
  */

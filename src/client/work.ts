@@ -8,7 +8,7 @@
  * hands the item out again when its lease ends. A command that fails is run again, up to
  * `attempts` times in all, with doubling waits; after the last attempt the item is left
  * unacknowledged, so it stays in its queue and the relay hands it out again when its lease
- * ends (docs/cli.md, "relay work"). A command that cannot start at all stops the worker at
+ * ends (docs/cli/work.md, "relay work in detail"). A command that cannot start at all stops the worker at
  * once, the item likewise left to its lease. The wait for the next item is a long-poll, so
  * a submitted item starts within milliseconds.
  *

@@ -7,7 +7,7 @@
  *
  * Every request takes one pipeline (pipeline.ts), in this order: known path (else 404),
  * allowed method (else 405 with `Allow`), an `Origin` of the relay's own (else 403: another
- * site's page; docs/api.md, "Requests from web pages"), API key (else 401, or 429 for an
+ * site's page; docs/api/basics.md, "Requests from web pages"), API key (else 401, or 429 for an
  * address with too many failures), the named key's scope (else 403), content type (else
  * 415), body size (else 413), then the handler's own checks (400). Handlers are thin:
  * parse, call one store function, answer. Every error leaves as an RFC 9457 problem

@@ -78,7 +78,7 @@ export function keysMatch(given: string, expected: string): boolean {
   return difference === 0;
 }
 
-/** What the access log must never show (docs/api.md, "Access log"). */
+/** What the access log must never show (docs/api/rules.md, "Other rules"). */
 export interface Secrets {
   /** The main key. */
   readonly mainKey: string;
@@ -130,7 +130,7 @@ function holdsKey(text: string, secrets: Secrets): boolean {
 
 /**
  * The request target (path and query) of a request URL for the access log, with what could
- * be a key replaced by `REDACTED` (docs/api.md, "Access log"):
+ * be a key replaced by `REDACTED` (docs/api/rules.md, "Other rules"):
  * - the value of every query parameter whose name, percent-decoded and in any case, holds
  *   `key` (`key=`, `KEY=`, `k%65y=`, `api_key=`), parameters being separated by `&` or `;`;
  * - the main key wherever it appears, as sent or percent-encoded;
@@ -298,7 +298,7 @@ function hostAndPort(scheme: string, host: string): string | undefined {
 }
 
 /**
- * The `Origin` of a request made by a web page that is not the relay's own (docs/api.md,
+ * The `Origin` of a request made by a web page that is not the relay's own (docs/api/basics.md,
  * "Requests from web pages"), or `undefined` when the request has no `Origin` or comes from
  * an origin the relay accepts:
  * - a page at the address the request was sent to: the `Origin`'s host and port equal those
@@ -454,7 +454,7 @@ function checkCookieUse(request: Request, access: Access, path: string): void {
  * the `key` parameter, else the {@linkcode ACCESS_COOKIE} cookie, which a browser sends on
  * its own and which therefore opens only reads and requests with the relay's own `Origin`.
  * A valid key is always accepted, whatever failures came before from its address: the limit
- * only answers 429 instead of 401 to an address that keeps sending wrong keys (docs/api.md,
+ * only answers 429 instead of 401 to an address that keeps sending wrong keys (docs/api/basics.md,
  * "Authentication").
  *
  * @example

@@ -99,7 +99,7 @@ export async function readLimited(
   limit: number,
   timeoutMs = BODY_TIMEOUT_MS,
 ): Promise<Uint8Array> {
-  // The connection is closed once the answer is sent (docs/api.md, "Limits"): the rest of
+  // The connection is closed once the answer is sent (docs/api/rules.md, "Limits"): the rest of
   // the body is not read, so a client cannot make the relay take in a gigabyte it refused.
   const tooLarge = (size: string) =>
     new HttpError(413, `Cannot accept body: ${size} bytes, limit is ${limit}`, CLOSE);
@@ -198,7 +198,7 @@ function jsonFieldsOf(text: string, names: readonly string[]): ParsedBody | unde
 }
 
 /**
- * Decodes and parses a body by its type (docs/api.md, "Submitting"): JSON
+ * Decodes and parses a body by its type (docs/api/queues.md, "POST /submit"): JSON
  * must be an object; a form body is read as fields only when every field in it is one of
  * `formFields`, and otherwise taken whole as plain text, so that
  * `curl -d 'https://x.example/r?id=1&url=https://t.example/a'` stores the whole link;

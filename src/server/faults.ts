@@ -1,5 +1,5 @@
 /**
- * Storage faults as HTTP answers (docs/api.md, requests, answers and errors): what a client
+ * Storage faults as HTTP answers (docs/api/basics.md, "Requests, answers and errors"): what a client
  * can do about a full, read-only, damaged or failing disk under the relay's database or its
  * other files (notes, posts, episodes), or about a process out of file descriptors.
  *

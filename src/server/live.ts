@@ -293,7 +293,7 @@ const KEY_STREAMS_FULL_RETRY_S = 10;
 
 /**
  * Counts open results streams, in total and per key, and refuses one past either limit
- * (docs/api.md, "Live delivery"), so that subscribers cannot use up the relay's memory.
+ * (docs/api/rules.md, "Instant, lossless delivery"), so that subscribers cannot use up the relay's memory.
  */
 export class StreamLimits {
   readonly #options: StreamLimitOptions;

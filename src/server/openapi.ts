@@ -41,7 +41,7 @@ import { qaHostsOperation } from "./routes/queues.ts";
 const problemSchema = z
   .object({
     type: z.string().meta({
-      description: 'The kind of problem: a heading of docs/api.md, "Problem types"',
+      description: "The kind of problem: a heading of docs/problems.md",
       example: "/docs/problems.md#bad-request",
     }),
     title: z.string().meta({ example: "Bad Request" }),

@@ -82,7 +82,7 @@ function stringField(name: string) {
 /**
  * Fields of a JSON or form body of `POST /submit`. A JSON body's other
  * fields are ignored; a form body naming any other field is plain text (its keys here are
- * the names a form may use; docs/api.md, "Submitting").
+ * the names a form may use; docs/api/queues.md, "POST /submit").
  */
 export const submitFieldsSchema = z.object({
   content: stringField("content"),

@@ -2,7 +2,7 @@
  * The `rel="self"` link of a feed read with a key in `?key=`: it keeps access, so that a feed
  * reader that follows it (many keep it as the subscription) is not refused, and it never
  * holds the main key, which would travel with the link to every service the reader syncs
- * with. docs/api.md, "Feeds and their keys".
+ * with. docs/api/queues.md, "GET /results/feed.xml".
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * Where client commands find the relay and its key (docs/cli.md, "Configuration"): on the
+ * Where client commands find the relay and its key (docs/cli/commands.md, "Finding the relay and the key"): on the
  * relay's machine, the service's data directory without flags; on a laptop, the config
  * file that `relay login` writes; and flag > environment > config file > default.
  */

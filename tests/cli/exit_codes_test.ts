@@ -1,5 +1,5 @@
 /**
- * One exit-code table for every command (docs/cli.md, "Exit codes"): 0 success; 1 the
+ * One exit-code table for every command (docs/cli/commands.md, "Exit codes"): 0 success; 1 the
  * relay could not be reached or failed (5xx); 2 a usage or configuration error; 3 the relay
  * answered with a client error (4xx). Checked against a real relay, and a real server on
  * 127.0.0.1 that answers 5xx.

@@ -1,6 +1,6 @@
 /**
  * The output of `relay pull`, `relay peek` and `relay results` is unambiguous for any
- * content (docs/cli.md, "Output formats"): one escaped line per item by default, the
+ * content (docs/cli/commands.md, "Output formats"): one escaped line per item by default, the
  * relay's JSON exactly with `--json`, raw content and a NUL byte per item with `-0`; and
  * items already pulled are never lost to a format that cannot show them.
  */

@@ -1,5 +1,5 @@
 /**
- * `relay work` with real processes (docs/cli.md, "relay work"): a command that cannot start
+ * `relay work` with real processes (docs/cli/work.md, "relay work in detail"): a command that cannot start
  * stops the worker at once with exit 1 and the item stays in its queue; a failing command
  * runs at most `--attempts` times, with doubling waits, and then the item is left for its
  * lease to return.

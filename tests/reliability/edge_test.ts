@@ -1,6 +1,6 @@
 /**
  * Reliability: the HTTP edge of a real relay process on 127.0.0.1, against a hostile LAN
- * and hostile web pages (docs/api.md, "Requests from web pages", "Access log", "Live
+ * and hostile web pages (docs/api/basics.md, "Requests from web pages", "Access log", "Live
  * delivery"). Another site's page cannot lock a household member out; the key never
  * reaches the access log, however its parameter is spelled; control and bidirectional
  * characters are escaped and long targets cut in the log; results streams are capped per

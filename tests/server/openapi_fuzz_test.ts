@@ -6,7 +6,7 @@
  * checked against the schema with ajv), sends them with the main key, and fails on any 5xx
  * and on any such request the relay refuses with 400 or 422: a request the document allows
  * must be taken. The document's own examples must fit their schemas too. The figures of a
- * run are in docs/api.md, "GET /openapi.json".
+ * run are in docs/api/service.md, "GET /openapi.json".
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";

@@ -88,7 +88,7 @@ export function adminRoutes(relay: RouteContext, served: () => Readonly<Routes>)
 /**
  * The answer of `GET /health`: 200 `{ok: true, ts, db: "connected"}`, or 503 with `ok: false`,
  * `db: "error"` and the verdict's short `reason`. The one error that is not a problem
- * document (docs/api.md, GET /health).
+ * document (docs/api/service.md, "GET /health").
  *
  * @param now Epoch ms, reported as `ts` in whole ms.
  */

@@ -1,6 +1,6 @@
 /**
  * `GET /search`: full-text search over the results feed and the built-in notes, blog posts and
- * podcast episodes (docs/api.md, "GET /search"), for a key with the `read` scope.
+ * podcast episodes (docs/api/service.md, "GET /search"), for a key with the `read` scope.
  *
  * @module
  */

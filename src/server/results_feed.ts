@@ -1,6 +1,7 @@
 /**
  * The results feed as Atom (RFC 4287), for any feed reader: `GET /results/feed.xml`. Each
- * result is one entry with its whole content, its Markdown rendered to HTML by markdown-it
+ * result is one entry with its whole content, its Markdown rendered to HTML as the blog renders
+ * a post (builtin/render.ts, the one markdown-it set-up for HTML)
  * with raw HTML off (a `<script>` in a result is shown as text, never run by a reader) and
  * links limited to the schemes markdown-it deems safe. The feed is built with the npm package
  * `feed`, like the blog's, and both libraries load with the first request for it.
@@ -9,7 +10,7 @@
  */
 
 import { Feed } from "feed";
-import MarkdownIt from "markdown-it";
+import { renderMarkdown } from "../builtin/render.ts";
 import { readArticleResult, readFailureResult } from "../article_result.ts";
 import { escapeHtml, xmlChars } from "../util/escape.ts";
 
@@ -23,8 +24,6 @@ export interface FeedResult {
 
 /** Characters of an entry's title at most (a result's first line can be a whole paragraph). */
 const TITLE_CHARS = 120;
-
-const markdown = new MarkdownIt({ html: false, linkify: true });
 
 /**
  * The results feed as an Atom document, newest entry first.
@@ -60,7 +59,7 @@ export function resultsAtom(results: readonly FeedResult[], origin: string): str
       // An article links to the page it was read from; a failure to the link it could not read.
       link: (article?.url ?? failure?.url ?? `${origin}/app/`).replace(/[<>"]/g, ""),
       date: new Date(result.t),
-      content: markdown.render(content),
+      content: renderMarkdown(content), // as the blog renders a post: one set-up
     });
   }
   return feed.atom1();

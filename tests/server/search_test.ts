@@ -302,3 +302,15 @@ Deno.test("a note whose file was deleted by hand is no longer found after the ne
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+Deno.test("a note whose file is deleted by hand while the relay runs is not found, and leaves the index", async () => {
+  await withRelay(async (relay) => {
+    const note = await relay.services.notes.save({ title: "Chard", markdown: "chard", tags: [] });
+    assert.equal((await relay.hits(q("chard"))).length, 1);
+    await Deno.remove(join(relay.services.notes.dir, `${note.doc_id}.md`));
+    assert.deepEqual(await relay.hits(q("chard")), []);
+    // Taken out of the index too: its count of notes is down to none.
+    await relay.search.index.settled();
+    assert.equal((await relay.search.index.counts()).note ?? 0, 0);
+  });
+});

@@ -25,6 +25,7 @@ import { onPublish, refreshFailed } from "./publish.js";
 import { acceptPairingLink, onForgetKey, onSaveKey, showKeyState } from "./settings.js";
 import { acceptShare, onShareEdit, onShareNoteToggle, onShareSend, showShare } from "./share.js";
 import { refreshLibrary } from "./library.js";
+import { setUpSearch } from "./search.js";
 
 /** How often an open app asks the service worker to send the outbox; cheap when empty. */
 const FLUSH_EVERY_MS = 30_000;
@@ -71,6 +72,7 @@ async function start() {
   byId("publish-form").addEventListener("submit", onPublish);
   byId("failed-refresh").addEventListener("click", () => void refreshFailed());
   byId("library-refresh").addEventListener("click", () => void refreshLibrary());
+  setUpSearch();
   byId("key-form").addEventListener("submit", onSaveKey);
   byId("key-forget").addEventListener("click", onForgetKey);
   byId("key-show").addEventListener("change", (event) => {

@@ -22,6 +22,7 @@ const SHELL_FILES = [
   "settings.js",
   "share.js",
   "library.js",
+  "search.js",
   "markdown.js",
   "app.css",
   "manifest.webmanifest",

@@ -276,7 +276,9 @@ export class Podcast {
 
   /**
    * Resolves once no episode is queued or being spoken, and the worker has finished with the
-   * last one (its retention pass included), for tests and the benchmark.
+   * last one (its retention pass included): for a caller that must wait until everything it
+   * queued is spoken and the old episodes are gone, as bench/tts.ts does (a state it could not
+   * tell from the episodes' records, which say "ready" before the retention pass).
    *
    * @param timeoutMs Gives up after this long, ms.
    * @throws {Error} when it gives up.

@@ -10,13 +10,14 @@ import { PageError } from "./fetch_page.ts";
 
 /**
  * Most elements of a page the reader reads, once its scripts are gone. The reader's memory
- * grows with the elements (Readability works on a copy of the DOM): measured with
- * bench/reader_memory.ts, the whole process peaked at 306 MiB with 40,000 short elements,
- * 269 MiB with 30,000 and 239 MiB with 25,000 (docs/benchmarks.md, "Reading a link"). 25,000
- * keeps any page under 256 MiB and takes long documentation pages; a long news page has 2,000
- * to 5,000. A page with more is reported as too large: reading it again would not help.
+ * grows with the elements: measured with bench/reader_memory.ts, now that Readability works
+ * on the parsed page itself (no copy), the whole process peaked at 239 MiB with 32,000 short
+ * elements and 262 MiB with 40,000 (175 and 212 with the reader unit's smaller V8 young
+ * generation; docs/benchmarks.md, "Reading a link"). 32,000 keeps any page under 256 MiB
+ * either way and takes long documentation pages; a long news page has 2,000 to 5,000. A page
+ * with more is reported as too large: reading it again would not help.
  */
-export const MAX_ELEMENTS = 25_000;
+export const MAX_ELEMENTS = 32_000;
 
 /**
  * Deepest nesting of elements the reader reads. Readability walks up from each element, and

@@ -150,25 +150,35 @@ export class IndexDb {
     const matches = parts.length === 1
       ? `(${parts[0]})`
       : `(SELECT a.id, a.rank FROM (${parts[0]}) a JOIN (${parts[1]}) b ON a.id = b.id)`;
-    const sql = `SELECT d.kind, d.title, d.url, d.t, d.body FROM ${matches} m
-      JOIN docs d ON d.id = m.id ${kind === undefined ? "" : "WHERE d.kind = ?"}
+    // Two steps: the ranking sorts ids only, so that a common word matching thousands of
+    // documents does not carry each one's text through the sort; the text is read for the
+    // few kept.
+    // Equal ranks go newest first: by time when a kind is asked for (its table is read for
+    // the kind anyway), else by the row id, which grows with each document written.
+    const sql = kind === undefined
+      ? `SELECT m.id AS id FROM ${matches} m ORDER BY m.rank, m.id DESC LIMIT ?`
+      : `SELECT m.id AS id FROM ${matches} m JOIN docs d ON d.id = m.id WHERE d.kind = ?
       ORDER BY m.rank, d.t DESC LIMIT ?`;
     if (kind !== undefined) args.push(kind);
     args.push(limit);
-    const rows = this.#prepare(sql).all(...args) as {
-      kind: SearchKind;
-      title: string;
-      url: string;
-      t: number;
-      body: string;
-    }[];
-    return rows.map((row) => ({
-      kind: row.kind,
-      title: row.title,
-      url: row.url,
-      snippet: snippet(row.body, query.terms),
-      t: row.t,
-    }));
+    const ids = this.#prepare(sql).all(...args) as { id: number }[];
+    const read = this.#prepare("SELECT kind, title, url, t, body FROM docs WHERE id = ?");
+    return ids.map(({ id }) => {
+      const row = read.get(id) as {
+        kind: SearchKind;
+        title: string;
+        url: string;
+        t: number;
+        body: string;
+      };
+      return {
+        kind: row.kind,
+        title: row.title,
+        url: row.url,
+        snippet: snippet(row.body, query.terms),
+        t: row.t,
+      };
+    });
   }
 
   /** Closes the file. */

@@ -18,8 +18,9 @@ import { readArticleResult, readFailureResult } from "../article_result.ts";
 import { parseNoteFile } from "../builtin/notes.ts";
 import type { BuiltinChange, BuiltinServices } from "../builtin/services.ts";
 import { errorMessage } from "../errors.ts";
+import type { SearchRequest } from "../search/index_db.ts";
 import { SearchIndex, type SearchSources } from "../search/search_index.ts";
-import { plainText, type SearchDocument } from "../search/text.ts";
+import { plainText, type SearchDocument, type SearchHit } from "../search/text.ts";
 import {
   nextChange,
   readResults,
@@ -159,6 +160,14 @@ export function searchSources(store: Store, services: BuiltinServices | undefine
 export interface RelaySearch {
   /** The index. */
   readonly index: SearchIndex;
+  /**
+   * The index's best hits ({@linkcode SearchIndex.search}), less any note whose file is gone:
+   * the notes are files a household may delete by hand while the relay runs, which no change
+   * reports; such a note is taken out of the index as it is found.
+   *
+   * @throws {Error} the index's `SearchUnavailableError` while it is checked or rebuilt.
+   */
+  find(request: SearchRequest): Promise<SearchHit[]>;
   /** Stops following the feed and the services, indexes what changed last, closes the index. */
   close(): Promise<void>;
 }
@@ -225,6 +234,20 @@ export async function openSearch(
   });
   return {
     index,
+    async find(request) {
+      const hits = await index.search(request);
+      if (services === undefined) return hits;
+      const kept: SearchHit[] = [];
+      for (const hit of hits) {
+        const id = hit.kind === "note" ? hit.url.slice("/notes/".length) : "";
+        if (isId(id) && !(await fileExists(join(services.notes.dir, `${id}.md`)))) {
+          index.remove("note", id);
+          continue;
+        }
+        kept.push(hit);
+      }
+      return kept;
+    },
     async close() {
       stop.abort();
       await following;
@@ -234,4 +257,13 @@ export async function openSearch(
       await index.close();
     },
   };
+}
+
+/** Whether `path` names a file now. */
+async function fileExists(path: string): Promise<boolean> {
+  try {
+    return (await Deno.stat(path)).isFile;
+  } catch {
+    return false;
+  }
 }

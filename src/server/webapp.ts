@@ -21,6 +21,7 @@ export const WEBAPP_FILES: Readonly<Record<string, string>> = {
   "settings.js": "text/javascript; charset=utf-8",
   "share.js": "text/javascript; charset=utf-8",
   "library.js": "text/javascript; charset=utf-8",
+  "search.js": "text/javascript; charset=utf-8",
   "markdown.js": "text/javascript; charset=utf-8",
   "app.css": "text/css; charset=utf-8",
   "sw.js": "text/javascript; charset=utf-8",

@@ -144,3 +144,84 @@ test("the Library screen of a private podcast shows and loads the feed key's add
     await context.close();
   }
 });
+
+test("the Library's search box finds a two-character Chinese word, marks it, escapes the rest, and forgets a deleted post", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relay-webapp-" });
+  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  const res = await fetch(`${relay.url}/publish`, {
+    method: "POST",
+    headers: { "x-auth-key": KEY, "content-type": "application/json" },
+    body: JSON.stringify({
+      title: "阳台种菜",
+      content: "番茄需要阳光，每天至少六小时。<b>bold</b> is text here.",
+      targets: ["blog"],
+    }),
+  });
+  const outcome = await res.json();
+  assert.equal(outcome.status, "ok", JSON.stringify(outcome));
+  const postId = new URL(outcome.results.blog.url).pathname.split("/").pop()!;
+
+  const context = await chromium.launchPersistentContext(`${dir}/profile`, {
+    executablePath: CHROMIUM,
+    args: CHROMIUM_ARGS,
+    viewport: PHONE,
+  });
+  try {
+    context.setDefaultTimeout(60_000);
+    const page = context.pages()[0] ?? await context.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(error.message));
+    await page.goto(`${relay.url}/app/#key=${encodeURIComponent(KEY)}`);
+    await page.locator("#notice").filter({ hasText: "Key saved" }).waitFor();
+    await page.goto(`${relay.url}/app/#library`);
+    await page.locator("#screen-library").waitFor({ state: "visible" });
+
+    // An empty query asks nothing.
+    await page.click("#search-submit");
+    assert.equal(await page.locator("#search-list li").count(), 0);
+    assert.equal(await page.textContent("#search-status"), "");
+
+    await page.fill("#search-input", "番茄");
+    await page.click("#search-submit");
+    // The index may be built in the background at first: the retry button asks again.
+    await page.waitForFunction(
+      () => {
+        const list = document.querySelector("#search-list li");
+        if (list) return true;
+        const retry = document.querySelector("#search-retry") as unknown as {
+          hidden: boolean;
+          click(): void;
+        };
+        if (!retry.hidden) retry.click();
+        return false;
+      },
+      undefined,
+      { polling: 500 },
+    );
+    assert.equal(await page.locator("#search-list li").count(), 1);
+    assert.equal(await page.textContent("#search-list mark"), "番茄");
+    assert.equal(await page.textContent("#search-list .card-title"), "阳台种菜");
+    assert.equal(
+      await page.locator("#search-list .card-title a").evaluate((a) =>
+        (a as unknown as { href: string }).href
+      ),
+      outcome.results.blog.url,
+    );
+    assert.equal(await page.locator("#search-list .badge").textContent(), "Blog post");
+    assert.equal(await page.locator("#search-list b").count(), 0, "saved text is not markup");
+
+    const deleted = await fetch(`${relay.url}/downstream/delete/${postId}`, {
+      method: "POST",
+      headers: { "x-auth-key": KEY },
+      redirect: "manual",
+    });
+    await deleted.body?.cancel();
+    assert.equal(deleted.status, 303);
+    await page.click("#search-submit");
+    await page.locator("#search-status").filter({ hasText: "Nothing found." }).waitFor();
+    assert.equal(await page.locator("#search-list li").count(), 0);
+    assert.deepEqual(errors, [], "the page threw");
+  } finally {
+    await context.close();
+  }
+});

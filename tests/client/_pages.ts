@@ -7,6 +7,8 @@
  * @module
  */
 
+import { MAX_ELEMENTS } from "../../src/client/page_shape.ts";
+
 /** The text of every CJK page's article, per encoding (long enough for Readability). */
 export const CJK_TEXT: Record<string, string> = {
   gbk: "番茄需要阳光、水和耐心。每天早上在根部浇水，不要浇在叶子上。",
@@ -186,7 +188,7 @@ function page(path: string, origin: string): Response {
     case "/untyped-binary":
       return new Response(Uint8Array.of(0x25, 0x50, 0x44, 0x46, 0, 1, 2));
     case "/crowded": // more elements than the reader reads
-      return html(articlePage("Crowded", "<p>x</p>".repeat(30_000)));
+      return html(articlePage("Crowded", "<p>x</p>".repeat(MAX_ELEMENTS + 5_000)));
     case "/heavy": // within the limits, but seconds of work for the extractor
       return html(articlePage("Heavy", `<p>${PARAGRAPH} <b>bold</b> <i>it</i></p>`.repeat(4_000)));
     case "/huge": // an article of about 400 KB, its paragraphs numbered

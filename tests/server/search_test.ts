@@ -282,3 +282,35 @@ Deno.test("while the index is rebuilt, search answers 503 with Retry-After, neve
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+Deno.test("a note whose file was deleted by hand is no longer found after the next start", async () => {
+  await using base = await makeStore({ systemClock: true });
+  const dataDir = await Deno.makeTempDir({ prefix: "relay-search-" });
+  try {
+    let relay = await searching(base.store, dataDir);
+    await relay.services.notes.save({ title: "Kept", markdown: "kale", tags: [] });
+    const gone = await relay.services.notes.save({ title: "Gone", markdown: "kale", tags: [] });
+    assert.equal((await relay.hits(q("kale"))).length, 2);
+    await relay.search.close();
+    // The household tidies the notes folder with a file manager while the relay is stopped.
+    await Deno.remove(join(relay.services.notes.dir, `${gone.doc_id}.md`));
+    relay = await searching(base.store, dataDir);
+    const hits = await relay.hits(q("kale"));
+    assert.deepEqual(hits.map((hit) => hit.title), ["Kept"]);
+    await relay.search.close();
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("a note whose file is deleted by hand while the relay runs is not found, and leaves the index", async () => {
+  await withRelay(async (relay) => {
+    const note = await relay.services.notes.save({ title: "Chard", markdown: "chard", tags: [] });
+    assert.equal((await relay.hits(q("chard"))).length, 1);
+    await Deno.remove(join(relay.services.notes.dir, `${note.doc_id}.md`));
+    assert.deepEqual(await relay.hits(q("chard")), []);
+    // Taken out of the index too: its count of notes is down to none.
+    await relay.search.index.settled();
+    assert.equal((await relay.search.index.counts()).note ?? 0, 0);
+  });
+});

@@ -64,7 +64,7 @@ export function searchRoutes(search: RelaySearch): Routes {
         const query = parseQuery(q);
         if (query === undefined) return json({ items: [] });
         try {
-          const items = await search.index.search({
+          const items = await search.find({
             query,
             kind,
             limit: limit ?? SEARCH_LIMIT_DEFAULT,

@@ -459,6 +459,9 @@ Deno.test("relay serve writes nothing to disk while clients poll empty queues an
       assert.equal(await get("/stats"), 200);
       assert.equal(await get("/health"), 200);
     }
-    assert.equal(await written() - before, 0);
+    // SQLite may write back the page of a `-shm` file it touched (4–8 KiB, docs/benchmarks.md,
+    // "Idle writes"); a write per request would be 180 pages at least.
+    const bytes = await written() - before;
+    assert.ok(bytes <= 8192, `${bytes} bytes written during 180 reads`);
   });
 });

@@ -270,6 +270,14 @@ export function stressOr(short: number, long: number): number {
   return STRESS ? long : short;
 }
 
+/**
+ * An address where nothing listens, for a relay that cannot be reached: port 2 is outside the
+ * ephemeral range every test server binds in, so no test running beside it can take it between
+ * the pick and the use, as one can take a port that was free a moment ago (and, unlike port 1,
+ * it is not on fetch's list of blocked ports).
+ */
+export const REFUSED_URL = "http://127.0.0.1:2";
+
 /** A TCP port that was free a moment ago, for a relay that must come back on the same port. */
 export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });

@@ -4,6 +4,7 @@ import {
   eventually,
   freePort,
   getStats,
+  REFUSED_URL,
   runRelay,
   spawnRelay,
   startRelayProcess,
@@ -101,7 +102,7 @@ Deno.test("relay client commands against a running relay", async (t) => {
         /^relay: The relay at .* refused the API key \(401: Wrong API key: send the relay's main key .*\); set RELAY_API_KEY[^\n]*\n$/,
       );
       const refused = await runRelay(["health"], {
-        env: { RELAY_URL: `http://127.0.0.1:${freePort()}`, RELAY_API_KEY: KEY },
+        env: { RELAY_URL: REFUSED_URL, RELAY_API_KEY: KEY },
       });
       assert.equal(refused.code, 1);
       assert.match(

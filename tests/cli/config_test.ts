@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { freePort, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
+import { REFUSED_URL, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 const KEY = "config-test-key-0123456789";
 
@@ -89,7 +89,7 @@ Deno.test("relay login checks the key, saves URL and key in a 0600 config file, 
     assert.equal(none.code, 2);
     assert.equal(await exists(), false);
     // An unreachable relay: exit 1, nothing saved.
-    const dead = `http://127.0.0.1:${freePort()}`;
+    const dead = REFUSED_URL;
     const down = await runRelay(["login", "--url", dead], { env: base, stdin: KEY });
     assert.equal(down.code, 1);
     assert.equal(await exists(), false);
@@ -163,7 +163,7 @@ Deno.test("a key saved by relay login is sent only to the relay it was saved for
       await Deno.mkdir(join(config, "relay"), { recursive: true });
       await Deno.writeTextFile(
         join(config, "relay", "config"),
-        `RELAY_URL=http://127.0.0.1:${freePort()}\nRELAY_API_KEY=${KEY}\n`,
+        `RELAY_URL=${REFUSED_URL}\nRELAY_API_KEY=${KEY}\n`,
       );
       const otherUrl = `http://127.0.0.1:${other.addr.port}`;
       for (const args of [["peek", "--url", otherUrl], ["peek"]]) {

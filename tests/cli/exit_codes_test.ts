@@ -5,7 +5,7 @@
  * 127.0.0.1 that answers 5xx.
  */
 import assert from "node:assert/strict";
-import { freePort, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
+import { REFUSED_URL, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 const KEY = "exit-code-test-key-0123456789";
 
@@ -60,7 +60,7 @@ Deno.test("relay client commands exit 3 when the relay answers 4xx, 1 when it fa
     await relay.stop();
   });
   // The relay cannot be reached, or answers 5xx.
-  const dead = `http://127.0.0.1:${freePort()}`;
+  const dead = REFUSED_URL;
   const down = await runRelay(["peek"], { env: { RELAY_URL: dead, RELAY_API_KEY: KEY } });
   assert.equal(down.code, 1);
   assert.match(down.stderr, /^relay: Cannot reach the relay at .*connection refused/);

@@ -28,7 +28,7 @@ import {
   resultsHighWaterMark,
   type Store,
 } from "../store/store.ts";
-import { isId, readDirIfExists } from "../util/files.ts";
+import { isId, pathExists, readDirIfExists } from "../util/files.ts";
 import { sleep } from "../util/backoff.ts";
 
 /** The index file's name in the data directory. */
@@ -240,7 +240,7 @@ export async function openSearch(
       const kept: SearchHit[] = [];
       for (const hit of hits) {
         const id = hit.kind === "note" ? hit.url.slice("/notes/".length) : "";
-        if (isId(id) && !(await fileExists(join(services.notes.dir, `${id}.md`)))) {
+        if (isId(id) && !pathExists(join(services.notes.dir, `${id}.md`))) {
           index.remove("note", id);
           continue;
         }
@@ -257,13 +257,4 @@ export async function openSearch(
       await index.close();
     },
   };
-}
-
-/** Whether `path` names a file now. */
-async function fileExists(path: string): Promise<boolean> {
-  try {
-    return (await Deno.stat(path)).isFile;
-  } catch {
-    return false;
-  }
 }

@@ -1,6 +1,7 @@
 /** The app's HTTP surface in process: health, authentication, problems, the root page, routing. */
 import assert from "node:assert/strict";
 import { assertProblem, KEY, makeApp } from "../_helpers.ts";
+import { feedKey } from "../../src/access/feed_keys.ts";
 import { type ProblemKind, problemType } from "../../src/errors.ts";
 import { JSON_TYPE } from "./_app.ts";
 
@@ -109,6 +110,22 @@ Deno.test("authentication", async (t) => {
     assert.match(app.logs[1]!, /GET \/results\?key=REDACTED 401 /);
     assert.ok(!app.logs.join("\n").includes(KEY));
     assert.ok(!app.logs.join("\n").includes("wrong-key"));
+  });
+
+  await t.step("never writes a feed's key to the access log, wherever it is", async () => {
+    await using app = await makeApp();
+    const key = feedKey(KEY, "/results/feed.xml");
+    const feed = await app.app.request(`/results/feed.xml?key=${key}`);
+    assert.equal(feed.status, 200);
+    await feed.body?.cancel();
+    // Outside a key parameter too: pasted into another parameter, or into the path.
+    await (await app.app.request(`/results/feed.xml?since=0&token=${key}`)).body?.cancel();
+    await (await app.app.request(`/results/${key}`)).body?.cancel();
+    assert.equal(app.logs.length, 3);
+    assert.match(app.logs[0]!, /GET \/results\/feed\.xml\?key=REDACTED 200 /);
+    assert.match(app.logs[1]!, /GET \/results\/feed\.xml\?since=0&token=REDACTED 401 /);
+    assert.match(app.logs[2]!, /GET \/results\/REDACTED 404 /);
+    assert.ok(!app.logs.join("\n").includes(key));
   });
 });
 

@@ -153,10 +153,10 @@ Deno.test("README's walkthrough, run in a fresh clone, leaves nothing in the rep
       "OK (general)",
     );
 
-    // The client finds the key beside --db; only the port differs from the README's default.
-    const url = ["--url", R];
+    // The client finds the key and the relay's address beside --db, as the README runs it
+    // (the relay here is not on the README's default port).
     const workArgs = taskArgs(command("npx -y deno@2.9.5 task relay work"), w, page);
-    const work = relayCommand([...workArgs, ...url], {
+    const work = relayCommand(workArgs, {
       root: `${clone}/`,
       entry: "main.ts",
       cwd: clone,
@@ -166,7 +166,7 @@ Deno.test("README's walkthrough, run in a fresh clone, leaves nothing in the rep
     let shown = "";
     await eventually(
       async () => {
-        const out = await runRelay([...resultsArgs, ...url], {
+        const out = await runRelay(resultsArgs, {
           root: `${clone}/`,
           cwd: clone,
         });

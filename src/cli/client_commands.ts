@@ -279,8 +279,8 @@ const health: Command = {
   name: "health",
   synopsis: "[--json]",
   summary: "check that the relay and its store answer (exit 1 when not); needs no key",
-  help: "The relay answers it without a key, so none is sent: --api-key-file and --db are\n" +
-    "accepted, and not used.",
+  help: "The relay answers it without a key, so none is sent: --api-key-file is accepted, and\n" +
+    "not used; --db finds the address the relay on this machine last listened on.",
   options: [
     { ...JSON_OPTION, help: "print the answer as JSON: {ok, ts, db}" },
     ...CLIENT_OPTIONS,
@@ -289,7 +289,9 @@ const health: Command = {
     // The relay answers /health without a key, so none is looked for: the check works from
     // any machine, before relay login.
     const file = await readConfigFile(io.env);
-    const health = await checkHealth({ url: resolveUrl(args.string("url"), io, file) });
+    const health = await checkHealth({
+      url: resolveUrl(args.string("url"), io, file, args.string("db")),
+    });
     if (args.flag("json")) io.out(JSON.stringify(health));
     else io.out(health.ok ? `ok (store ${health.db})` : `not ok (store ${health.db})`);
     return health.ok ? 0 : EXIT_FAILURE;

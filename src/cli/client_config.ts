@@ -14,7 +14,7 @@ import { isAbsolute, join } from "node:path";
 import { z } from "zod";
 import { generatedKeyPath } from "../access/api_key.ts";
 import { DEFAULT_RELAY_URL, type RelayClient } from "../client/client.ts";
-import { commandDbPath, ConfigError, readEnv } from "../config/config.ts";
+import { addressFile, commandDbPath, ConfigError, readEnv } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { writePrivateFile } from "../util/files.ts";
 import type { Args, OptionSpec } from "./command.ts";
@@ -145,15 +145,19 @@ export async function writeConfigFile(
 const urlSchema = z.url({ protocol: /^https?$/ });
 
 /**
- * The relay's address: `--url`, else `RELAY_URL`, else the config file's, else
+ * The relay's address: `--url`, else `RELAY_URL`, else the config file's, else the address
+ * the relay on this machine last listened on (the address file it writes beside its
+ * database, `--db` or the default one: a wildcard host read as loopback), else
  * `http://127.0.0.1:8787`.
  *
+ * @param db The command's `--db` value, if any: whose address file is read.
  * @throws {UsageError} naming where a value that is not an http(s) URL came from.
  */
 export function resolveUrl(
   flag: string | undefined,
   io: Pick<CommandIo, "env" | "systemDataDir">,
   file: ClientConfigFile,
+  db?: string | undefined,
 ): string {
   const fromEnv = readEnv(io.env, "RELAY_URL");
   const fromFile = file.values[CONFIG_NAMES.url] || undefined;
@@ -163,11 +167,30 @@ export function resolveUrl(
     ? [fromEnv, "RELAY_URL"]
     : fromFile !== undefined
     ? [fromFile, `RELAY_URL in ${file.path}`]
-    : [DEFAULT_RELAY_URL, "the default URL"];
+    : [listenedOn(commandDbPath(db, io.env, io.systemDataDir)) ?? DEFAULT_RELAY_URL, ""];
   if (!urlSchema.safeParse(url).success) {
     throw new UsageError(`invalid ${origin} "${url}": must be an http:// or https:// URL`);
   }
   return url;
+}
+
+/**
+ * The address a relay with database `db` last listened on, from its address file, as this
+ * machine reaches it: `http://0.0.0.0:9000` is `http://127.0.0.1:9000`, `http://[::]:9000`
+ * is `http://[::1]:9000`. `undefined` when there is no such file or it holds no http(s) URL.
+ */
+function listenedOn(db: string): string | undefined {
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(addressFile(db)).trim();
+  } catch {
+    return undefined; // never started here, or not readable by this user
+  }
+  if (!urlSchema.safeParse(text).success) return undefined;
+  const url = new URL(text);
+  if (url.hostname === "0.0.0.0") url.hostname = "127.0.0.1";
+  else if (url.hostname === "[::]") url.hostname = "[::1]";
+  return url.origin;
 }
 
 /** The origin of an http(s) URL (scheme, host, port), for comparing two relays' addresses. */
@@ -255,6 +278,6 @@ export async function resolveClient(
   io: Pick<CommandIo, "env" | "systemDataDir">,
 ): Promise<RelayClient> {
   const file = await readConfigFile(io.env);
-  const url = resolveUrl(args.string("url"), io, file);
+  const url = resolveUrl(args.string("url"), io, file, args.string("db"));
   return { url, key: await resolveKey(args, io, file, url) };
 }

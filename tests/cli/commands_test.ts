@@ -141,7 +141,7 @@ Deno.test("relay client commands against a running relay", async (t) => {
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay client commands find the generated key beside --db on the relay's machine", async () => {
+Deno.test("relay client commands find the generated key and the address beside --db on the relay's machine", async () => {
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir);
   const out = await runRelay(["health", "--db", `${dir}/relay.kv`, "--url", relay.url]);
@@ -151,6 +151,16 @@ Deno.test("relay client commands find the generated key beside --db on the relay
   const missing = await runRelay(["peek", "--db", `${dir}/other/relay.kv`, "--url", relay.url]);
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /no API key/);
+  // Without --url, the address the relay wrote beside its database: its port, not 8787.
+  assert.notEqual(new URL(relay.url).port, "8787");
+  const found = await runRelay(["peek", "--db", `${dir}/relay.kv`]);
+  assert.deepEqual([found.code, found.stdout, found.stderr], [0, "", "relay: nothing queued\n"]);
+  const health = await runRelay(["health", "--db", `${dir}/relay.kv`]);
+  assert.deepEqual([health.code, health.stdout], [0, "ok (store connected)\n"]);
+  // A relay that listens on every address is reached on loopback.
+  await Deno.writeTextFile(`${dir}/wild.kv.address`, `http://0.0.0.0:${new URL(relay.url).port}\n`);
+  const wild = await runRelay(["health", "--db", `${dir}/wild.kv`]);
+  assert.deepEqual([wild.code, wild.stdout], [0, "ok (store connected)\n"]);
   await relay.stop();
   await Deno.remove(dir, { recursive: true });
 });

@@ -27,7 +27,7 @@ export const URL_OPTION: OptionSpec = {
   value: "URL",
   help: "the relay's address",
   env: "RELAY_URL",
-  default: `RELAY_URL in the config file, else ${DEFAULT_RELAY_URL}`,
+  default: `the config file's RELAY_URL, else the address beside --db, else ${DEFAULT_RELAY_URL}`,
 };
 
 /** `--api-key-file`: a file holding the key. */

@@ -19,7 +19,7 @@ import { escapeHtml, xmlChars } from "../util/escape.ts";
 import type { Episode, Podcast } from "./podcast.ts";
 import { ARTWORK_PATH } from "./podcast_files.ts";
 import { plainTitle, renderMarkdown } from "./render.ts";
-import { detectLanguage, languageName, SPEECH_LANGS, type SpeechLang } from "./speech_lang.ts";
+import { languageName, scriptLanguage, SPEECH_LANGS, type SpeechLang } from "./speech_lang.ts";
 
 /** Entries in the Atom feed at most, newest first: a reader wants what is new. */
 const FEED_ENTRIES = 20;
@@ -178,12 +178,6 @@ export function podcastGuid(feedUrl: string): string {
   return uuidV5(feedUrl.replace(/^[a-z]+:\/\//i, "").replace(/\/+$/, ""), PODCAST_GUID_NAMESPACE);
 }
 
-/** The language of an episode's script: `zh-cn` when it is read in Mandarin, else its tag (`en`, `ja`, …). */
-function scriptLanguage(episode: Episode): string {
-  const lang = detectLanguage(episode.text.slice(0, 2000));
-  return lang === "zh" ? "zh-cn" : lang;
-}
-
 /**
  * An item's Podcasting 2.0 tags: `podcast:transcript` (the words as spoken) and, for an episode
  * with chapters, `podcast:chapters`; `query` carries a private podcast's feed key.
@@ -196,7 +190,7 @@ function podcastItemTags(episode: Episode, urls: SiteUrls, query: string) {
       _attributes: {
         url: `${file}.txt${query}`,
         type: "text/plain",
-        language: scriptLanguage(episode),
+        language: scriptLanguage(episode.text),
       },
     },
   };
@@ -244,7 +238,7 @@ export function podcastRss(
   const query = options.key === undefined ? "" : `?key=${encodeURIComponent(options.key)}`;
   const first = episodes.at(-1);
   const language = options.settings?.language ??
-    (first === undefined ? "en" : scriptLanguage(first));
+    (first === undefined ? "en" : scriptLanguage(first.text));
   const ready = episodes.filter((e) => e.state === "ready");
   const feed = new Feed({
     title: "Read aloud",

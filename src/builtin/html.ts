@@ -9,6 +9,7 @@
 
 import { type Post, postDescription } from "./blog.ts";
 import { languageOf } from "./language.ts";
+import { scriptLanguage } from "./speech_lang.ts";
 import type { Episode } from "./podcast.ts";
 import { escapeHtml } from "../util/escape.ts";
 
@@ -231,10 +232,13 @@ export function podcastPage(
 ): string {
   const query = options.key === undefined ? "" : `?key=${encodeURIComponent(options.key)}`;
   const feed = `${urls.origin}/podcast/feed.xml${query}`;
+  // Each episode in the language it is read in; the page's own words are English.
   const items = episodes.map((episode) =>
-    `<li><span class="title">${escapeHtml(episode.title)}</span><div class="meta${
-      episode.state === "failed" ? " state-failed" : ""
-    }">${date(episode.created_at)} · ${escapeHtml(describeState(episode))}</div>${
+    `<li lang="${escapeHtml(scriptLanguage(episode.text))}"><span class="title">${
+      escapeHtml(episode.title)
+    }</span><div class="meta${episode.state === "failed" ? " state-failed" : ""}">${
+      date(episode.created_at)
+    } · ${escapeHtml(describeState(episode))}</div>${
       episode.state === "ready"
         ? `<audio controls preload="none" src="${
           escapeHtml(`${urls.origin}/podcast/${episode.id}.mp3${query}`)

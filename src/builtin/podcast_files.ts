@@ -11,6 +11,7 @@
  */
 
 import type { Episode } from "./podcast.ts";
+import { scriptLanguage } from "./speech_lang.ts";
 import { readTextIfExists } from "../util/files.ts";
 
 /** Where the artwork is served; the feed's `itunes:image` and `<image>` name it. */
@@ -35,15 +36,20 @@ export async function artworkResponse(): Promise<Response> {
 }
 
 /**
- * An episode's transcript as UTF-8 plain text: the words as spoken (the file at `path`, written
- * with its audio), or its text as published for an episode spoken before transcripts were kept.
+ * An episode's transcript as UTF-8 plain text in its language (`Content-Language`): the words
+ * as spoken (the file at `path`, written with its audio), or its text as published for an
+ * episode spoken before transcripts were kept.
  *
  * @throws the file system's errors but a missing file.
  */
 export async function transcriptResponse(episode: Episode, path: string): Promise<Response> {
   const spoken = await readTextIfExists(path);
   return new Response(spoken ?? episode.text, {
-    headers: { "content-type": "text/plain; charset=utf-8" },
+    headers: {
+      "content-type": "text/plain; charset=utf-8",
+      // RFC 9110's header for the language of a body, as `lang` is for a page.
+      "content-language": scriptLanguage(episode.text),
+    },
   });
 }
 

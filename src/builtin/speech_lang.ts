@@ -41,6 +41,17 @@ const OWN_SCRIPTS: ReadonlyArray<readonly [SpeechLang, RegExp]> = [
 ];
 
 /**
+ * The BCP 47 tag of a script that is read aloud, from its first 2,000 characters
+ * ({@linkcode detectLanguage}): `zh-cn` when it is read in Mandarin, else `en`, `ja`, … The
+ * podcast's feed, page and transcripts say it (`podcast:transcript`'s `language`, `lang`,
+ * `Content-Language`).
+ */
+export function scriptLanguage(text: string): string {
+  const lang = detectLanguage(text.slice(0, 2000));
+  return lang === "zh" ? "zh-cn" : lang;
+}
+
+/**
  * The language of `text` from its letters: Japanese when it has kana and its Han and kana
  * outnumber its Latin words, Mandarin when its Han characters do (so a Chinese paragraph with a
  * few English names stays Chinese, and the Mandarin voice reads the names as English), else the

@@ -48,7 +48,7 @@ Deno.test("blog feed: Atom with the feed's author and each tag as a category ter
   ]);
 });
 
-Deno.test("podcast feed: Apple's and Podcasting 2.0's tags, rendered descriptions, the first episode's language", async () => {
+Deno.test("podcast feed: Apple's and Podcasting 2.0's tags, rendered descriptions, the first episode's language, each episode's on its page and transcript", async () => {
   await using relay = await serveServices({ podcastFeed: { email: "owner@example.org" } });
   const read = (title: string, content: string) =>
     postJson(`${relay.url}/downstream/api/publish`, {
@@ -103,6 +103,19 @@ Deno.test("podcast feed: Apple's and Podcasting 2.0's tags, rendered description
     "This is the first sentence. A second one & a third.\n",
   );
   assert.equal(items[2]["podcast:transcript"]["@language"], "zh-cn");
+  // Each transcript says its language as HTTP does, and each episode on the podcast's page.
+  assert.equal(served.headers.get("content-language"), "en");
+  const chinese = await fetch(items[2]["podcast:transcript"]["@url"]);
+  assert.equal(chinese.headers.get("content-language"), "zh-cn");
+  await chinese.body?.cancel();
+  const page = await (await fetch(`${relay.url}/podcast/`)).text();
+  assert.match(page, /<html lang="en">/); // the page's own words
+  const entries = [...page.matchAll(/<li lang="([^"]*)"><span class="title">([^<]*)</g)];
+  assert.deepEqual(entries.map((m) => [m[2], m[1]]), [
+    ["Third", "en"],
+    ["Second", "en"],
+    ["读一读", "zh-cn"],
+  ]);
 
   // The MP3 opens with an Info (Xing) frame that gives its length: players need not guess.
   const mp3 = new Uint8Array(await (await fetch(second.enclosure["@url"])).arrayBuffer());

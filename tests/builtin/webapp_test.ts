@@ -10,8 +10,8 @@
  */
 
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
-import { KEY, startRelayProcess } from "../_helpers.ts";
+import { type Browser, chromium } from "playwright-core";
+import { KEY, type RelayProcess, startRelayProcess } from "../_helpers.ts";
 import { CHROMIUM, CHROMIUM_ARGS, PHONE, screenshot } from "../_chromium.ts";
 import { PROGRAMS, testGroup } from "../_optional.ts";
 
@@ -23,9 +23,7 @@ declare const document: {
   querySelector(selector: string): { naturalWidth?: number } | null;
 };
 
-test("the Library screen shows the podcast, the blog and the notes; the blog post reads well on a phone", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "relay-webapp-" });
-  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+async function libraryScreen(browser: Browser, relay: RelayProcess): Promise<void> {
   const res = await fetch(`${relay.url}/publish`, {
     method: "POST",
     headers: { "x-auth-key": KEY, "content-type": "application/json" },
@@ -44,9 +42,7 @@ test("the Library screen shows the podcast, the blog and the notes; the blog pos
   const outcome = await res.json();
   assert.equal(outcome.status, "ok", JSON.stringify(outcome));
 
-  const context = await chromium.launchPersistentContext(`${dir}/profile`, {
-    executablePath: CHROMIUM,
-    args: CHROMIUM_ARGS,
+  const context = await browser.newContext({
     viewport: PHONE,
     deviceScaleFactor: 1,
     locale: "en-GB",
@@ -54,7 +50,7 @@ test("the Library screen shows the podcast, the blog and the notes; the blog pos
   });
   try {
     context.setDefaultTimeout(60_000);
-    const page = context.pages()[0] ?? await context.newPage();
+    const page = await context.newPage();
     const errors: string[] = [];
     page.on("pageerror", (error) => errors.push(error.message));
 
@@ -95,9 +91,9 @@ test("the Library screen shows the podcast, the blog and the notes; the blog pos
   } finally {
     await context.close();
   }
-});
+}
 
-test("the Library screen of a private podcast shows and loads the feed key's addresses, never the app's key", async () => {
+async function privatePodcast(browser: Browser): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "relay-webapp-" });
   await using relay = await startRelayProcess(dir, {
     args: ["--private-podcast", "yes"],
@@ -119,14 +115,10 @@ test("the Library screen of a private podcast shows and loads the feed key's add
   const feedKey = new URL(feedUrl).searchParams.get("key");
   assert.ok(feedKey !== null && feedKey !== KEY, feedUrl);
 
-  const context = await chromium.launchPersistentContext(`${dir}/profile`, {
-    executablePath: CHROMIUM,
-    args: CHROMIUM_ARGS,
-    viewport: PHONE,
-  });
+  const context = await browser.newContext({ viewport: PHONE });
   try {
     context.setDefaultTimeout(60_000);
-    const page = context.pages()[0] ?? await context.newPage();
+    const page = await context.newPage();
     await page.goto(`${relay.url}/app/#key=${encodeURIComponent(KEY)}`);
     await page.locator("#notice").filter({ hasText: "Key saved" }).waitFor();
     await page.goto(`${relay.url}/app/#library`);
@@ -143,11 +135,9 @@ test("the Library screen of a private podcast shows and loads the feed key's add
   } finally {
     await context.close();
   }
-});
+}
 
-test("the Library's search box finds a two-character Chinese word, marks it, escapes the rest, and forgets a deleted post", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "relay-webapp-" });
-  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+async function searchBox(browser: Browser, relay: RelayProcess): Promise<void> {
   const res = await fetch(`${relay.url}/publish`, {
     method: "POST",
     headers: { "x-auth-key": KEY, "content-type": "application/json" },
@@ -161,14 +151,10 @@ test("the Library's search box finds a two-character Chinese word, marks it, esc
   assert.equal(outcome.status, "ok", JSON.stringify(outcome));
   const postId = new URL(outcome.results.blog.url).pathname.split("/").pop()!;
 
-  const context = await chromium.launchPersistentContext(`${dir}/profile`, {
-    executablePath: CHROMIUM,
-    args: CHROMIUM_ARGS,
-    viewport: PHONE,
-  });
+  const context = await browser.newContext({ viewport: PHONE });
   try {
     context.setDefaultTimeout(60_000);
-    const page = context.pages()[0] ?? await context.newPage();
+    const page = await context.newPage();
     const errors: string[] = [];
     page.on("pageerror", (error) => errors.push(error.message));
     await page.goto(`${relay.url}/app/#key=${encodeURIComponent(KEY)}`);
@@ -223,5 +209,30 @@ test("the Library's search box finds a two-character Chinese word, marks it, esc
     assert.deepEqual(errors, [], "the page threw");
   } finally {
     await context.close();
+  }
+}
+
+// One browser for the file and a fresh context (its own storage) for each screen: a Chromium
+// start costs seconds of CPU. The public podcast's screen and the search box share one relay,
+// since neither's posts match what the other looks for; the private podcast needs its own.
+test("the Library screen in Chromium", async (t) => {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  try {
+    const dir = await Deno.makeTempDir({ prefix: "relay-webapp-" });
+    await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+    await t.step(
+      "the Library screen shows the podcast, the blog and the notes; the blog post reads well on a phone",
+      () => libraryScreen(browser, relay),
+    );
+    await t.step(
+      "the Library's search box finds a two-character Chinese word, marks it, escapes the rest, and forgets a deleted post",
+      () => searchBox(browser, relay),
+    );
+    await t.step(
+      "the Library screen of a private podcast shows and loads the feed key's addresses, never the app's key",
+      () => privatePodcast(browser),
+    );
+  } finally {
+    await browser.close();
   }
 });

@@ -1,19 +1,44 @@
 /**
  * Helpers of the web app's browser tests (webapp_test.ts, webapp_results_test.ts,
- * webapp_pwa_test.ts): a relay and a fresh Chromium profile per test, the pairing link, and
- * waits on the page.
+ * webapp_pwa_test.ts): one Chromium per file, a relay and a fresh browser context per test, the
+ * pairing link, and waits on the page.
  *
  * @module
  */
 
 import assert from "node:assert/strict";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { KEY, relayCall, type RelayProcess, startRelayProcess, withTempDir } from "../_helpers.ts";
 import { CHROMIUM, CHROMIUM_ARGS, PHONE } from "../_chromium.ts";
 import { PROGRAMS, testGroup } from "../_optional.ts";
 
-/** The tests that drive the app in Chromium; the others need no browser. */
-export const browserTest = testGroup("web app in Chromium", PROGRAMS.chromium);
+const chromiumGroup = testGroup("web app in Chromium", PROGRAMS.chromium);
+
+/** The tests registered by {@linkcode browserTest} in this file, and their Chromium while they run. */
+const browserSteps: { name: string; fn: () => Promise<void> }[] = [];
+let fileBrowser: Browser | undefined;
+
+/**
+ * Registers a test that drives the app in Chromium (the others need no browser). A file's such
+ * tests run as the steps of one test that launches Chromium once, since a start costs seconds of
+ * CPU; {@linkcode withApp} gives each its own browser context (storage, cookies, service
+ * workers), so they stay independent, and a step that fails does not stop the next. Without
+ * Chromium on `PATH` the group is skipped as {@linkcode testGroup} says.
+ */
+export function browserTest(name: string, fn: () => Promise<void>): void {
+  if (browserSteps.length === 0) {
+    chromiumGroup("web app in Chromium", async (t) => {
+      fileBrowser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+      try {
+        for (const step of browserSteps) await t.step(step.name, step.fn);
+      } finally {
+        await fileBrowser.close();
+        fileBrowser = undefined;
+      }
+    });
+  }
+  browserSteps.push({ name, fn });
+}
 
 /** Upper bound for anything the page waits for; a fast machine never gets near it. */
 export const WAIT_MS = 20_000;
@@ -51,7 +76,7 @@ export interface PageNavigator {
 }
 declare const document: PageDocument;
 
-/** What a test gets: its relay, a page in a fresh browser profile, and the relay's API. */
+/** What a test gets: its relay, a page in a fresh browser context, and the relay's API. */
 export interface Session {
   dir: string;
   relay: RelayProcess;
@@ -61,26 +86,42 @@ export interface Session {
 }
 
 /**
- * Runs `job` with a relay (key {@linkcode KEY}) in a temp directory and a fresh Chromium
- * profile at phone size; fails if the page throws an uncaught error.
+ * Runs `job` with a relay (key {@linkcode KEY}) in a temp directory and a fresh context of the
+ * file's Chromium at phone size; fails if the page throws an uncaught error. With `args`
+ * (Chromium flags) it launches a Chromium of its own with them; with `profile`, one with a
+ * profile on disk in the temp directory, which a test of installability needs (Chromium
+ * answers `in-incognito` to it in a context without one). Throws outside a
+ * {@linkcode browserTest}.
  */
 export async function withApp(
-  options: { env?: Record<string, string>; args?: string[] },
+  options: { env?: Record<string, string>; args?: string[]; profile?: boolean },
   job: (session: Session) => Promise<void>,
 ): Promise<void> {
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(dir, {
       env: { RELAY_API_KEY: KEY, ...options.env },
     });
-    const context = await chromium.launchPersistentContext(`${dir}/profile`, {
+    const own = options.args === undefined ? undefined : await chromium.launch({
       executablePath: CHROMIUM,
-      args: [...CHROMIUM_ARGS, ...options.args ?? []],
+      args: [...CHROMIUM_ARGS, ...options.args],
+    });
+    const browser = own ?? fileBrowser;
+    if (browser === undefined) throw new Error("withApp runs inside a browserTest");
+    const contextOptions = {
       viewport: PHONE,
       deviceScaleFactor: 1,
       locale: "en-GB",
       timezoneId: "UTC",
-    });
+    };
+    let context: BrowserContext | undefined;
     try {
+      context = options.profile === true
+        ? await chromium.launchPersistentContext(`${dir}/profile`, {
+          executablePath: CHROMIUM,
+          args: CHROMIUM_ARGS,
+          ...contextOptions,
+        })
+        : await browser.newContext(contextOptions);
       context.setDefaultTimeout(WAIT_MS);
       const page = context.pages()[0] ?? await context.newPage();
       const errors: string[] = [];
@@ -88,7 +129,8 @@ export async function withApp(
       await job({ dir, relay, context, page, call: relayCall(relay.url) });
       assert.deepEqual(errors, [], "the page threw");
     } finally {
-      await context.close();
+      await context?.close();
+      await own?.close();
     }
   });
 }

@@ -161,7 +161,7 @@ browserTest(
 browserTest(
   "web app: Chromium finds the app installable, with its share target and a service worker for /app/",
   async () => {
-    await withApp({}, async ({ relay, context, page }) => {
+    await withApp({ profile: true }, async ({ relay, context, page }) => {
       await page.goto(`${relay.url}/app/`);
       await page.waitForFunction(() => Boolean(navigator.serviceWorker?.controller));
       assert.equal(

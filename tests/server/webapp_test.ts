@@ -1,8 +1,9 @@
 /**
  * Browser tests of the phone web app: Debian's Chromium driven by playwright-core
  * against a real relay process on 127.0.0.1 (a secure context, so the service worker runs).
- * Each test has its own relay, database and browser profile. Screenshots of each screen, at
- * phone size, go to `docs/screenshots/` when `RELAY_SCREENSHOTS=1`.
+ * Each test has its own relay, database and browser context (in one Chromium for the file).
+ * Screenshots of each screen, at phone size, go to `docs/screenshots/` when
+ * `RELAY_SCREENSHOTS=1`.
  *
  * This file: the Key, Submit and Queues screens, shared links, and the files the relay serves;
  * webapp_results_test.ts and webapp_pwa_test.ts hold the rest.

@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 import { Feed } from "feed";
 import { type BlogStore, type Post, postDescription } from "./blog.ts";
 import { readArticleResult } from "../article_result.ts";
-import { formatDuration, type SiteUrls } from "./html.ts";
+import { formatDuration, postLanguage, type SiteUrls } from "./html.ts";
 import { escapeHtml, xmlChars } from "../util/escape.ts";
 import type { Episode, Podcast } from "./podcast.ts";
 import { ARTWORK_PATH } from "./podcast_files.ts";
@@ -71,7 +71,10 @@ export function blogFeed(blog: BlogStore, urls: SiteUrls): Promise<Uint8Array<Ar
   });
 }
 
-/** The blog's Atom feed (RFC 4287) of `entries`, newest first. */
+/**
+ * The blog's Atom feed (RFC 4287) of `entries`, newest first, each entry in its post's language
+ * (`xml:lang`, {@linkcode postLanguage} as its page says it).
+ */
 export function blogAtom(entries: readonly FeedEntry[], urls: SiteUrls): string {
   const newest = entries[0]?.post.created_at ?? 0;
   const feed = new Feed({
@@ -105,7 +108,30 @@ export function blogAtom(entries: readonly FeedEntry[], urls: SiteUrls): string 
       }),
     });
   }
-  return feed.atom1();
+  return withEntryLanguages(feed.atom1(), entries.map(({ post }) => postLanguage(post)));
+}
+
+/** The library's start tag of an entry, and the CDATA sections that hold all a post's words. */
+const ENTRY_OR_CDATA = /<!\[CDATA\[[\s\S]*?\]\]>|<entry>/g;
+
+/**
+ * `atom` with the n-th `<entry>` start tag saying `langs[n]` as `xml:lang` (XML's attribute for
+ * the language of an element's content, which RFC 4287 allows on any Atom element); an entry
+ * whose language is `und` says none. The `feed` library has no option or extension for an
+ * attribute on an entry, so its output is amended at those start tags only: every word of a
+ * post is in a CDATA section (title, summary, content), which is passed over whole, and outside
+ * them the library writes only element names, addresses, dates and attributes without `<`, so
+ * `<entry>` there is always the start tag. Should the count of start tags found differ from the
+ * count of languages (another version of the library), the feed is returned as it was.
+ */
+export function withEntryLanguages(atom: string, langs: readonly string[]): string {
+  let index = 0;
+  const amended = atom.replace(ENTRY_OR_CDATA, (match) => {
+    if (match !== "<entry>") return match;
+    const lang = langs[index++];
+    return lang === undefined || lang === "und" ? match : `<entry xml:lang="${escapeHtml(lang)}">`;
+  });
+  return index === langs.length ? amended : atom;
 }
 
 /**

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
-import { XMLParser } from "fast-xml-parser";
-import { podcastFeed, podcastGuid, podcastRss } from "../../src/builtin/feeds.ts";
+import { XMLParser, XMLValidator } from "fast-xml-parser";
+import {
+  podcastFeed,
+  podcastGuid,
+  podcastRss,
+  withEntryLanguages,
+} from "../../src/builtin/feeds.ts";
 import { type Episode, Podcast } from "../../src/builtin/podcast.ts";
 import { loadConfig } from "../../src/config/config.ts";
 import { withTempDir } from "../_helpers.ts";
@@ -46,6 +51,42 @@ Deno.test("blog feed: Atom with the feed's author and each tag as a category ter
     "sqlite",
     "durability",
   ]);
+});
+
+Deno.test("blog feed: each entry says its post's language (xml:lang), none for a text too short to tell", async () => {
+  await using relay = await serveServices();
+  const publish = (title: string, content: string) =>
+    postJson(`${relay.url}/downstream/api/publish`, { title, content, targets: ["blog"] });
+  await publish("读书笔记", "这是一篇关于数据库持久性的文章，讨论了预写日志和同步写入。");
+  // Words that look like an entry's start tag stay words: escaped, inside CDATA.
+  await publish(
+    "Why WAL needs fsync",
+    "A write-ahead log is only durable once the disk has been told to keep it. <entry>",
+  );
+  await publish("Hi", "x");
+  const text = await (await fetch(`${relay.url}/blog/feed.xml`)).text();
+  assert.equal(XMLValidator.validate(text), true);
+  const entries = xml.parse(text).feed.entry as Record<string, unknown>[];
+  assert.deepEqual(
+    entries.map((entry) => [entry.id, entry["@xml:lang"]]),
+    [
+      [entries[0]!.id, undefined],
+      [entries[1]!.id, "en"],
+      [entries[2]!.id, "zh"],
+    ],
+  );
+  assert.equal(text.match(/<entry[ >]/g)?.length, 3);
+  assert.match(text, /keep it\. &lt;entry&gt;<\/p>\n\]\]><\/content>/);
+});
+
+Deno.test("feed's entry languages: only the start tags outside CDATA, the feed as it was when they do not match", () => {
+  const atom = "<feed><entry><content><![CDATA[<entry>]]></content></entry><entry></entry></feed>";
+  assert.equal(
+    withEntryLanguages(atom, ["zh", "und"]),
+    '<feed><entry xml:lang="zh"><content><![CDATA[<entry>]]></content></entry><entry></entry></feed>',
+  );
+  assert.equal(withEntryLanguages(atom, ["zh"]), atom);
+  assert.equal(withEntryLanguages(atom, ["zh", "en", "de"]), atom);
 });
 
 Deno.test("podcast feed: Apple's and Podcasting 2.0's tags, rendered descriptions, the first episode's language, each episode's on its page and transcript", async () => {

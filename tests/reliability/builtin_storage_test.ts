@@ -30,7 +30,11 @@ Deno.test({
 
     await fillDisk(disk.dir);
     const refused = await note("on a full disk");
-    assert.equal(refused.headers.get("retry-after"), "30");
+    assert.equal(
+      refused.headers.get("retry-after"),
+      "30",
+      `${refused.status} ${await refused.clone().text()}`,
+    );
     assert.match(
       await assertProblem(refused, 507),
       /^Cannot POST \/downstream\/api\/notes\/import: the relay's disk is full\./,

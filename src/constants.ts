@@ -2,10 +2,16 @@
  * Numbers and names that both the configuration and the server use, defined once here
  * so that the configuration (which checks the options) and the access code (which builds
  * pairing links) need not import the server: the body limits, the log levels and formats,
- * and the web app's path.
+ * the longest lease, and the web app's path.
  *
  * @module
  */
+
+/**
+ * Longest lease a leased pull may take, ms: 12 hours. The store holds leases to it, and
+ * `relay work --lease` checks it before anything is sent.
+ */
+export const MAX_LEASE_MS = 12 * 3_600_000;
 
 /** Default body limit, bytes: 512 KiB (docs/api/rules.md, "Limits"). */
 export const DEFAULT_MAX_BODY_BYTES = 512 * 1024;

@@ -7,7 +7,10 @@
  * Serving needs none of the other commands: `main` runs `serve` without loading the
  * table, whose modules (the HTTP client, `relay work`, the key and backup commands) are
  * loaded only when another command is named. The relay's idle memory holds the source
- * text of every module loaded (docs/benchmarks.md, "Idle memory").
+ * text of every module loaded (docs/benchmarks.md, "Idle memory"). The other way round,
+ * `serve` loads the server and the store only when it runs, and so do the commands that
+ * need them (`relay work`, export and import): a client command starts with the command
+ * line, the table and the HTTP client alone.
  *
  * @module
  */

@@ -8,10 +8,9 @@
 import { ConfigError, loadConfig, SECRET_ENV, SERVER_OPTIONS } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
-import { UnsafeDatabaseError } from "../store/database.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../server/log.ts";
-import { type BackgroundJob, type StartOptions, startRelay } from "../server/start.ts";
+import type { BackgroundJob, StartOptions } from "../server/start.ts";
 import type { Command, OptionSpec } from "./command.ts";
 import { type CommandIo, EXIT_FAILURE, EXIT_USAGE } from "./io.ts";
 
@@ -56,6 +55,12 @@ async function serve(
   extra: Pick<StartOptions, "podcastPauseAt">,
 ) {
   const config = loadConfig(flags, io.env);
+  // The server's and the store's modules load here, not with the command line, so that the
+  // other commands (a `relay submit` from a shell or a script) start without them.
+  const [{ startRelay }, { UnsafeDatabaseError }] = await Promise.all([
+    import("../server/start.ts"),
+    import("../store/database.ts"),
+  ]);
   let relay;
   try {
     const everyMs = config.backupEveryMs;

@@ -9,8 +9,8 @@
 import { parseSize } from "../config/config.ts";
 import { queueList } from "../queue_names.ts";
 import { TARGET_NAMES, targetNamed, TARGETS } from "../publish/registry.ts";
-import { MAX_LEASE_MS } from "../store/store.ts";
-import { type ExtractSettings, work } from "../client/work.ts";
+import { MAX_LEASE_MS } from "../constants.ts";
+import type { ExtractSettings } from "../client/work.ts";
 import type { Args, Command } from "./command.ts";
 import { durationOption } from "./client_commands.ts";
 import { CLIENT_OPTIONS, resolveClient } from "./client_config.ts";
@@ -276,6 +276,8 @@ const workCommand: Command = {
         extract === undefined ? command.join(" ") : describeExtract(extract)
       }`,
     );
+    // The worker's code loads when it runs, not with every command.
+    const { work } = await import("../client/work.ts");
     const summary = await work(client, options);
     io.err(`relay: stopped after ${summary.done} done and ${summary.failed} given up on`);
     return 0;

@@ -33,6 +33,7 @@
  */
 
 import { type Clock, systemClock } from "../clock.ts";
+import { MAX_LEASE_MS } from "../constants.ts";
 import { QUEUE_NAMES, type QueueName } from "../queue_names.ts";
 import { Changes } from "./_changes.ts";
 import { dropSubmissionRecords, SEEN_IN_MEMORY } from "./_duplicates.ts";
@@ -233,8 +234,8 @@ export async function pullFirst(
   return await writerOf(store).write(takeOp(store.kv, order, undefined, limit));
 }
 
-/** Longest lease, ms: 12 hours. */
-export const MAX_LEASE_MS = 12 * 3_600_000;
+/** Longest lease, ms: 12 hours (defined with the other shared numbers). */
+export { MAX_LEASE_MS };
 
 /**
  * A leased pull (at-least-once): hands out the first `limit` available items of

@@ -26,6 +26,7 @@ import {
   readResults,
   RESULTS_CAPACITY,
   resultsHighWaterMark,
+  stateVersion,
   type Store,
 } from "../store/store.ts";
 import { isId, pathExists, readDirIfExists } from "../util/files.ts";
@@ -186,6 +187,8 @@ export async function openSearch(
   const { log } = options;
   // Everything up to here is in the file already, or the rebuild will read it.
   let seen = await resultsHighWaterMark(store);
+  // The feed's version as last indexed (read after the state is loaded, which changes it).
+  let synced = stateVersion(store, ["feed"]);
   const index = SearchIndex.open({
     path: join(options.dataDir, SEARCH_FILE),
     sources: searchSources(store, services),
@@ -200,6 +203,7 @@ export async function openSearch(
       first = false;
       return;
     }
+    synced = stateVersion(store, ["feed"]);
     const oldest = (await readResults(store, { since: 0, limit: 1 })).items[0];
     index.keepFrom("result", oldest?.t ?? null);
     while (true) {
@@ -251,7 +255,9 @@ export async function openSearch(
     async close() {
       stop.abort();
       await following;
-      await syncFeed().catch(() => {});
+      // The last changes to the feed, if it changed since it was last indexed: a relay that
+      // had nothing to index does not start the index's thread just to stop it.
+      if (stateVersion(store, ["feed"]) !== synced) await syncFeed().catch(() => {});
       services?.watch(() => {});
       await changes;
       await index.close();

@@ -314,3 +314,27 @@ Deno.test("a note whose file is deleted by hand while the relay runs is not foun
     assert.equal((await relay.search.index.counts()).note ?? 0, 0);
   });
 });
+
+Deno.test("a relay that had nothing to index stops without starting the index's thread or writing its file", async () => {
+  await using base = await makeStore({ systemClock: true });
+  const dataDir = await Deno.makeTempDir({ prefix: "relay-search-" });
+  try {
+    const services = createBuiltinServices({ dataDir, log: () => {}, engine: SILENT });
+    const search = await openSearch(base.store, services, { dataDir, log: () => {} });
+    await search.close();
+    // The thread is what opens the file: no file, no thread.
+    await assert.rejects(Deno.stat(join(dataDir, SEARCH_FILE)), Deno.errors.NotFound);
+    // A feed changed after start is still indexed at close.
+    const again = await openSearch(base.store, services, { dataDir, log: () => {} });
+    await push(base.store, "# Late\n\nPushed just before the relay stopped");
+    await again.close();
+    const last = await searching(base.store, dataDir);
+    try {
+      assert.deepEqual((await last.hits(q("stopped"))).map((hit) => hit.title), ["Late"]);
+    } finally {
+      await last.search.close();
+    }
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});

@@ -175,6 +175,9 @@ export interface RelayProcess extends AsyncDisposable {
  */
 export { NO_SUCH_DIR };
 
+/** The command line run in this process, for tests about its output (tests/_cli.ts). */
+export { type CliRun, runCli } from "./_cli.ts";
+
 /**
  * The environment a spawned relay gets: this process's, minus every `RELAY_*` and
  * `STATE_DIRECTORY`, with `XDG_CONFIG_HOME` pointing at {@linkcode NO_SUCH_DIR}, plus

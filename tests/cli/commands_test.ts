@@ -5,6 +5,7 @@ import {
   freePort,
   getStats,
   REFUSED_URL,
+  runCli,
   runRelay,
   spawnRelay,
   startRelayProcess,
@@ -21,7 +22,9 @@ Deno.test("relay client commands against a running relay", async (t) => {
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
   const run = (args: string[], stdin?: string) =>
-    runRelay(args, stdin === undefined ? { env } : { env, stdin });
+    runCli(args, stdin === undefined ? { env } : { env, stdin });
+  // One command through a real process and a real pipe on its stdin; the rest in process.
+  const piped = (args: string[], stdin: string) => runRelay(args, { env, stdin });
 
   await t.step("submit prints the relay's answer; --json; - reads stdin; --queue", async () => {
     assert.deepEqual(await run(["submit", "https://stackoverflow.com/q/1"]), {
@@ -29,7 +32,7 @@ Deno.test("relay client commands against a running relay", async (t) => {
       stdout: "OK (qa)\n",
       stderr: "",
     });
-    const viaStdin = await run(["submit", "-", "--json"], "  text from a pipe\n");
+    const viaStdin = await piped(["submit", "-", "--json"], "  text from a pipe\n");
     assert.equal(viaStdin.code, 0);
     assert.deepEqual(JSON.parse(viaStdin.stdout), { status: "accepted", queue: "general" });
     const dup = await run(["submit", "text", "from", "a", "pipe", "--json"]);
@@ -94,14 +97,14 @@ Deno.test("relay client commands against a running relay", async (t) => {
   await t.step(
     "a wrong key and a 400 exit 3, a refused connection exits 1, each with one line",
     async () => {
-      const wrong = await runRelay(["peek"], { env: { ...env, RELAY_API_KEY: "nope" } });
+      const wrong = await runCli(["peek"], { env: { ...env, RELAY_API_KEY: "nope" } });
       assert.equal(wrong.code, 3);
       assert.equal(wrong.stdout, "");
       assert.match(
         wrong.stderr,
         /^relay: The relay at .* refused the API key \(401: Wrong API key: send the relay's main key .*\); set RELAY_API_KEY[^\n]*\n$/,
       );
-      const refused = await runRelay(["health"], {
+      const refused = await runCli(["health"], {
         env: { RELAY_URL: REFUSED_URL, RELAY_API_KEY: KEY },
       });
       assert.equal(refused.code, 1);
@@ -144,22 +147,22 @@ Deno.test("relay client commands against a running relay", async (t) => {
 Deno.test("relay client commands find the generated key and the address beside --db on the relay's machine", async () => {
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir);
-  const out = await runRelay(["health", "--db", `${dir}/relay.kv`, "--url", relay.url]);
+  const out = await runCli(["health", "--db", `${dir}/relay.kv`, "--url", relay.url]);
   assert.equal(out.code, 0, out.stderr);
-  const peek = await runRelay(["peek", "--db", `${dir}/relay.kv`, "--url", relay.url]);
+  const peek = await runCli(["peek", "--db", `${dir}/relay.kv`, "--url", relay.url]);
   assert.deepEqual([peek.code, peek.stdout, peek.stderr], [0, "", "relay: nothing queued\n"]);
-  const missing = await runRelay(["peek", "--db", `${dir}/other/relay.kv`, "--url", relay.url]);
+  const missing = await runCli(["peek", "--db", `${dir}/other/relay.kv`, "--url", relay.url]);
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /no API key/);
   // Without --url, the address the relay wrote beside its database: its port, not 8787.
   assert.notEqual(new URL(relay.url).port, "8787");
-  const found = await runRelay(["peek", "--db", `${dir}/relay.kv`]);
+  const found = await runCli(["peek", "--db", `${dir}/relay.kv`]);
   assert.deepEqual([found.code, found.stdout, found.stderr], [0, "", "relay: nothing queued\n"]);
-  const health = await runRelay(["health", "--db", `${dir}/relay.kv`]);
+  const health = await runCli(["health", "--db", `${dir}/relay.kv`]);
   assert.deepEqual([health.code, health.stdout], [0, "ok (store connected)\n"]);
   // A relay that listens on every address is reached on loopback.
   await Deno.writeTextFile(`${dir}/wild.kv.address`, `http://0.0.0.0:${new URL(relay.url).port}\n`);
-  const wild = await runRelay(["health", "--db", `${dir}/wild.kv`]);
+  const wild = await runCli(["health", "--db", `${dir}/wild.kv`]);
   assert.deepEqual([wild.code, wild.stdout], [0, "ok (store connected)\n"]);
   await relay.stop();
   await Deno.remove(dir, { recursive: true });
@@ -169,9 +172,9 @@ Deno.test("relay health needs no key: it works where no key can be found", async
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   // No RELAY_API_KEY, no config file, and no api-key beside this --db.
-  const out = await runRelay(["health", "--url", relay.url, "--db", `${dir}/elsewhere/relay.kv`]);
+  const out = await runCli(["health", "--url", relay.url, "--db", `${dir}/elsewhere/relay.kv`]);
   assert.deepEqual(out, { code: 0, stdout: "ok (store connected)\n", stderr: "" });
-  const json = await runRelay(["health", "--json", "--url", relay.url, "--db", `${dir}/x.kv`]);
+  const json = await runCli(["health", "--json", "--url", relay.url, "--db", `${dir}/x.kv`]);
   assert.equal(JSON.parse(json.stdout).db, "connected");
   await relay.stop();
   await Deno.remove(dir, { recursive: true });
@@ -187,7 +190,7 @@ Deno.test("relay publish publishes through the relay and reports each target", a
   const markdown = `${dir}/article.md`;
   await Deno.writeTextFile(markdown, "# Title\n\nBody *text*.\n");
   const args = ["publish", "--title", "Title", "--markdown-file", markdown, "--tags", "a,b"];
-  const ok = await runRelay([...args, "--target", "notes,blog,nas"], { env });
+  const ok = await runCli([...args, "--target", "notes,blog,nas"], { env });
   assert.equal(ok.code, 0, ok.stderr);
   const lines = ok.stdout.trim().split("\n");
   assert.match(lines[0]!, /^notes: success \(doc-\d+\)$/);
@@ -202,7 +205,7 @@ Deno.test("relay publish publishes through the relay and reports each target", a
     transform: "read",
   });
   downstream.modes.blog = "fail";
-  const partial = await runRelay([...args, "--target", "notes,blog", "--json"], { env });
+  const partial = await runCli([...args, "--target", "notes,blog", "--json"], { env });
   assert.equal(partial.code, 1);
   assert.equal(JSON.parse(partial.stdout).status, "partial");
   await relay.stop();
@@ -213,16 +216,16 @@ Deno.test("relay blog-delete sends the access cookie and needs the 303", async (
   await using downstream = startDownstream();
   downstream.posts.add("12");
   const env = { RELAY_PUBLISH_URL: downstream.url, RELAY_BLOG_ACCESS_COOKIE: downstream.cookie };
-  assert.deepEqual(await runRelay(["blog-delete", "12"], { env }), {
+  assert.deepEqual(await runCli(["blog-delete", "12"], { env }), {
     code: 0,
     stdout: "deleted post 12\n",
     stderr: "",
   });
   assert.equal(downstream.requests.at(-1)?.headers.cookie, downstream.cookie);
-  const gone = await runRelay(["blog-delete", "12"], { env });
+  const gone = await runCli(["blog-delete", "12"], { env });
   assert.equal(gone.code, 1);
   assert.match(gone.stderr, /^relay: cannot delete post "12": The blog answered 404[^\n]*\n$/);
-  const noCookie = await runRelay(["blog-delete", "12"], {
+  const noCookie = await runCli(["blog-delete", "12"], {
     env: { RELAY_PUBLISH_URL: downstream.url },
   });
   assert.equal(noCookie.code, 2);
@@ -234,7 +237,7 @@ Deno.test("relay work runs the command per item, pushes its output, and leaves f
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
   for (const item of ["good one", "bad one", "good two"]) {
-    await runRelay(["submit", "--queue", "general", item], { env });
+    await runCli(["submit", "--queue", "general", item], { env });
   }
   // Upper-cases its input, and fails (exit 3) for anything containing "bad".
   const script = 'input=$(cat); case "$input" in *bad*) exit 3;; esac; echo "$input" | tr a-z A-Z';
@@ -243,13 +246,13 @@ Deno.test("relay work runs the command per item, pushes its output, and leaves f
     { env },
   );
   const results = async () =>
-    JSON.parse((await runRelay(["results", "--json"], { env })).stdout).items.map((
+    JSON.parse((await runCli(["results", "--json"], { env })).stdout).items.map((
       i: { c: string },
     ) => i.c);
   await eventually(async () => (await results()).length === 2, "two results");
   assert.deepEqual(await results(), ["GOOD ONE", "GOOD TWO"]);
   await eventually(
-    async () => (await runRelay(["peek", "--json"], { env })).stdout.includes("bad one"),
+    async () => (await runCli(["peek", "--json"], { env })).stdout.includes("bad one"),
     "the failed item back on its queue",
   );
   await eventually(
@@ -263,7 +266,7 @@ Deno.test("relay work runs the command per item, pushes its output, and leaves f
   // Nothing was lost: the bad item is still queued (held under a 1 s lease at most).
   let left: string[] = [];
   await eventually(async () => {
-    left = JSON.parse((await runRelay(["pull", "--json", "--queue", "general"], { env })).stdout);
+    left = JSON.parse((await runCli(["pull", "--json", "--queue", "general"], { env })).stdout);
     return left.length > 0;
   }, "the bad item");
   assert.deepEqual(left, ["bad one"]);
@@ -277,7 +280,7 @@ Deno.test("relay results --follow keeps its cursor across relay and follower res
   const cursorFile = `${dir}/cursor`;
   const env = { RELAY_URL: `http://127.0.0.1:${port}`, RELAY_API_KEY: KEY };
   const push = async (text: string) =>
-    assert.equal((await runRelay(["push", text], { env })).code, 0);
+    assert.equal((await runCli(["push", text], { env })).code, 0);
   const follow = () =>
     spawnRelay([
       "results",
@@ -328,8 +331,8 @@ Deno.test("relay results --follow --exec runs the command per result, result on 
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
-  await runRelay(["push", "alpha"], { env });
-  await runRelay(["push", "beta"], { env });
+  await runCli(["push", "alpha"], { env });
+  await runCli(["push", "beta"], { env });
   const out = `${dir}/out.txt`;
   const follower = spawnRelay(
     [
@@ -376,7 +379,7 @@ Deno.test("relay work: a worker killed with SIGKILL mid-item loses nothing; the 
     ],
     { env },
   );
-  await runRelay(["submit", "--queue", "article", "precious"], { env });
+  await runCli(["submit", "--queue", "article", "precious"], { env });
   await eventually(async () => {
     try {
       await Deno.stat(started);
@@ -393,7 +396,7 @@ Deno.test("relay work: a worker killed with SIGKILL mid-item loses nothing; the 
   assert.equal((await getStats(call)).queues.article.depth, 1);
   const finisher = spawnRelay(["work", "--queue", "article", "--", "tr", "a-z", "A-Z"], { env });
   await eventually(
-    async () => (await runRelay(["results", "--json"], { env })).stdout.includes("PRECIOUS"),
+    async () => (await runCli(["results", "--json"], { env })).stdout.includes("PRECIOUS"),
     "the second worker's result",
   );
   finisher.child.kill("SIGTERM");

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { REFUSED_URL, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
+import { REFUSED_URL, runCli, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 const KEY = "config-test-key-0123456789";
 
@@ -51,7 +51,7 @@ Deno.test("client commands on the NAS find the service's data in the system data
 Deno.test("relay keys list names the file it read, with no keys or none yet", async () => {
   await withTempDir(async (dir) => {
     const keysFile = join(dir, "keys.json");
-    const none = await runRelay(["keys", "list", "--keys-file", keysFile]);
+    const none = await runCli(["keys", "list", "--keys-file", keysFile]);
     assert.equal(none.code, 0);
     assert.equal(none.stdout, "");
     assert.equal(
@@ -59,9 +59,9 @@ Deno.test("relay keys list names the file it read, with no keys or none yet", as
       `relay: no keys file at ${keysFile} (add a key with: relay keys add <name> --scope …)\n`,
     );
     await Deno.writeTextFile(keysFile, JSON.stringify({ keys: [] }));
-    const empty = await runRelay(["keys", "list", "--keys-file", keysFile]);
+    const empty = await runCli(["keys", "list", "--keys-file", keysFile]);
     assert.equal(empty.stderr, `relay: no keys in ${keysFile}\n`);
-    const json = await runRelay(["keys", "list", "--json", "--keys-file", keysFile]);
+    const json = await runCli(["keys", "list", "--json", "--keys-file", keysFile]);
     assert.equal(json.stdout, "[]\n");
   });
 });
@@ -77,7 +77,7 @@ Deno.test("relay login checks the key, saves URL and key in a 0600 config file, 
     const exists = () => Deno.stat(file).then(() => true, () => false);
 
     // A key the relay refuses is not saved: exit 3.
-    const wrong = await runRelay(["login", "--url", relay.url], {
+    const wrong = await runCli(["login", "--url", relay.url], {
       env: base,
       stdin: "not-the-key\n",
     });
@@ -85,12 +85,12 @@ Deno.test("relay login checks the key, saves URL and key in a 0600 config file, 
     assert.match(wrong.stderr, /refused the API key \(401/);
     assert.equal(await exists(), false);
     // No key at all: a usage error.
-    const none = await runRelay(["login", "--url", relay.url], { env: base, stdin: "" });
+    const none = await runCli(["login", "--url", relay.url], { env: base, stdin: "" });
     assert.equal(none.code, 2);
     assert.equal(await exists(), false);
     // An unreachable relay: exit 1, nothing saved.
     const dead = REFUSED_URL;
-    const down = await runRelay(["login", "--url", dead], { env: base, stdin: KEY });
+    const down = await runCli(["login", "--url", dead], { env: base, stdin: KEY });
     assert.equal(down.code, 1);
     assert.equal(await exists(), false);
 
@@ -114,31 +114,31 @@ Deno.test("relay login checks the key, saves URL and key in a 0600 config file, 
       headers: { "x-auth-key": KEY },
       body: "saved",
     }).then((res) => res.body?.cancel());
-    const results = await runRelay(["results"], { env: base });
+    const results = await runCli(["results"], { env: base });
     assert.equal(results.code, 0, results.stderr);
     assert.match(results.stdout, /\tsaved\n$/);
     // The environment wins over the file, and a flag over the environment.
-    const envUrl = await runRelay(["peek"], {
+    const envUrl = await runCli(["peek"], {
       env: { ...base, RELAY_URL: dead, RELAY_API_KEY: KEY },
     });
     assert.equal(envUrl.code, 1);
     assert.match(envUrl.stderr, /Cannot reach the relay at http:\/\/127\.0\.0\.1/);
-    const flagUrl = await runRelay(["peek", "--url", relay.url], {
+    const flagUrl = await runCli(["peek", "--url", relay.url], {
       env: { ...base, RELAY_URL: dead },
     });
     assert.equal(flagUrl.code, 0, flagUrl.stderr);
-    const envKey = await runRelay(["peek"], { env: { ...base, RELAY_API_KEY: "other-key" } });
+    const envKey = await runCli(["peek"], { env: { ...base, RELAY_API_KEY: "other-key" } });
     assert.equal(envKey.code, 3);
     const keyFile = join(dir, "key.txt");
     await Deno.writeTextFile(keyFile, `${KEY}\n`);
-    const flagKey = await runRelay(["peek", "--api-key-file", keyFile], {
+    const flagKey = await runCli(["peek", "--api-key-file", keyFile], {
       env: { ...base, RELAY_API_KEY: "other-key" },
     });
     assert.equal(flagKey.code, 0, flagKey.stderr);
 
     // Logging in again (key from the environment) keeps the file's other lines.
     await Deno.writeTextFile(file, `# mine\nOTHER=1\n${await Deno.readTextFile(file)}`);
-    const again = await runRelay(["login"], {
+    const again = await runCli(["login"], {
       env: { ...base, RELAY_URL: relay.url, RELAY_API_KEY: KEY },
     });
     assert.equal(again.code, 0, again.stderr);

@@ -2,10 +2,11 @@
  * One exit-code table for every command (docs/cli/commands.md, "Exit codes"): 0 success; 1 the
  * relay could not be reached or failed (5xx); 2 a usage or configuration error; 3 the relay
  * answered with a client error (4xx). Checked against a real relay, and a real server on
- * 127.0.0.1 that answers 5xx.
+ * 127.0.0.1 that answers 5xx. Most run `main` in this process; each exit code is also seen
+ * from a real process (`runRelay`), so the entry script's exit is covered.
  */
 import assert from "node:assert/strict";
-import { REFUSED_URL, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
+import { REFUSED_URL, runCli, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 const KEY = "exit-code-test-key-0123456789";
 
@@ -25,7 +26,7 @@ function failingServer(status: number): Deno.HttpServer<Deno.NetAddr> & { url: s
 Deno.test("relay client commands exit 3 when the relay answers 4xx, 1 when it fails or cannot be reached, 2 for usage errors", async () => {
   await withTempDir(async (dir) => {
     const db = `${dir}/relay.kv`;
-    const reader = await runRelay(["keys", "add", "reader", "--scope", "read", "--db", db]);
+    const reader = await runCli(["keys", "add", "reader", "--scope", "read", "--db", db]);
     assert.equal(reader.code, 0, reader.stderr);
     const readerKey = reader.stdout.trim();
     await using relay = await startRelayProcess(dir, {
@@ -38,8 +39,9 @@ Deno.test("relay client commands exit 3 when the relay answers 4xx, 1 when it fa
       code: number,
       line: RegExp,
       extra: Record<string, string> = {},
+      run: typeof runCli = runCli,
     ) => {
-      const out = await runRelay(args, { env: { ...env, ...extra } });
+      const out = await run(args, { env: { ...env, ...extra } });
       assert.equal(out.code, code, `${args.join(" ")}: ${out.stderr}`);
       assert.equal(out.stderr.split("\n").length, 2, out.stderr);
       assert.match(out.stderr, line);
@@ -53,7 +55,7 @@ Deno.test("relay client commands exit 3 when the relay answers 4xx, 1 when it fa
     assert.equal(worker.code, 3, worker.stderr);
     assert.match(worker.stderr, /\nrelay: The relay answered 400: [^\n]*\n$/);
     // Usage and configuration: nothing was sent.
-    await expect(["pull", "--bogus"], 2, /unknown option --bogus/);
+    await expect(["pull", "--bogus"], 2, /unknown option --bogus/, {}, runRelay);
     await expect(["peek"], 2, /invalid RELAY_URL "ftp:\/\/x"/, { RELAY_URL: "ftp://x" });
     // Success.
     assert.equal((await runRelay(["peek"], { env })).code, 0);
@@ -67,10 +69,10 @@ Deno.test("relay client commands exit 3 when the relay answers 4xx, 1 when it fa
   for (const status of [500, 503]) {
     await using server = failingServer(status);
     const env = { RELAY_URL: server.url, RELAY_API_KEY: KEY };
-    const out = await runRelay(["pull"], { env });
+    const out = await runCli(["pull"], { env });
     assert.equal(out.code, 1, out.stderr);
     assert.equal(out.stderr, `relay: The relay answered ${status}: it broke\n`);
-    const health = await runRelay(["health"], { env });
+    const health = await runCli(["health"], { env });
     assert.equal(health.code, 1, health.stderr);
   }
 });

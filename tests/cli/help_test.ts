@@ -6,51 +6,33 @@
  */
 import assert from "node:assert/strict";
 import { COMMANDS } from "../../src/cli/commands.ts";
-import { main, VERSION } from "../../src/cli/main.ts";
-import type { CommandIo } from "../../src/cli/io.ts";
-import { runRelay } from "../_helpers.ts";
-
-/** Runs `main` in this process with output captured; nothing here reaches a network. */
-async function runInProcess(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const io: CommandIo = {
-    env: () => undefined,
-    out: (line) => void (out += `${line}\n`),
-    write: (data) => void (out += typeof data === "string" ? data : new TextDecoder().decode(data)),
-    err: (line) => void (err += `${line}\n`),
-    stdin: () => Promise.resolve(new Uint8Array()),
-    readSecret: () => Promise.resolve(""),
-    signal: new AbortController().signal,
-  };
-  const code = await main(args, io);
-  return { code, out, err };
-}
+import { VERSION } from "../../src/cli/main.ts";
+import { runCli } from "../_helpers.ts";
 
 Deno.test("relay help <command> and relay <command> --help show every option with its default and environment variable, for every command", async () => {
   for (const command of COMMANDS) {
     const words = command.name.split(" ");
-    const viaHelp = await runInProcess(["help", ...words]);
-    const viaFlag = await runInProcess([...words, "--help"]);
-    const viaShort = await runInProcess([...words, "-h"]);
+    const viaHelp = await runCli(["help", ...words]);
+    const viaFlag = await runCli([...words, "--help"]);
+    const viaShort = await runCli([...words, "-h"]);
     assert.equal(viaHelp.code, 0, command.name);
-    assert.equal(viaHelp.err, "", command.name);
-    assert.equal(viaFlag.out, viaHelp.out, command.name);
-    assert.equal(viaShort.out, viaHelp.out, command.name);
-    assert.ok(viaHelp.out.startsWith(`Usage: relay ${command.name}`), viaHelp.out);
+    assert.equal(viaHelp.stderr, "", command.name);
+    assert.equal(viaFlag.stdout, viaHelp.stdout, command.name);
+    assert.equal(viaShort.stdout, viaHelp.stdout, command.name);
+    assert.ok(viaHelp.stdout.startsWith(`Usage: relay ${command.name}`), viaHelp.stdout);
     for (const option of command.options) {
-      assert.ok(viaHelp.out.includes(`--${option.name}`), `${command.name} --${option.name}`);
-      if (option.short) assert.ok(viaHelp.out.includes(`-${option.short}, --${option.name}`));
-      if (option.env) assert.ok(viaHelp.out.includes(`env ${option.env}`), option.env);
+      assert.ok(viaHelp.stdout.includes(`--${option.name}`), `${command.name} --${option.name}`);
+      if (option.short) assert.ok(viaHelp.stdout.includes(`-${option.short}, --${option.name}`));
+      if (option.env) assert.ok(viaHelp.stdout.includes(`env ${option.env}`), option.env);
       if (option.default) {
-        assert.ok(viaHelp.out.includes(`default: ${option.default}`), `${option.name} default`);
+        assert.ok(viaHelp.stdout.includes(`default: ${option.default}`), `${option.name} default`);
       }
     }
   }
 });
 
 Deno.test("relay help names the client options' defaults and variables for pull and work", async () => {
-  const pull = await runRelay(["pull", "--help"]);
+  const pull = await runCli(["pull", "--help"]);
   assert.equal(pull.code, 0);
   assert.equal(pull.stderr, "");
   for (
@@ -68,26 +50,26 @@ Deno.test("relay help names the client options' defaults and variables for pull 
   ) {
     assert.ok(pull.stdout.includes(text), text);
   }
-  const work = await runRelay(["help", "work"]);
+  const work = await runCli(["help", "work"]);
   assert.equal(work.code, 0);
   assert.match(work.stdout, /--attempts N .*\n.*default: 3/);
   assert.match(work.stdout, /--backoff D .*\n.*default: 2s/);
   assert.match(work.stdout, /--lease D .*\n.*default: 5m/);
-  const keys = await runRelay(["help", "keys"]);
+  const keys = await runCli(["help", "keys"]);
   assert.equal(keys.code, 0);
   assert.match(keys.stdout, /relay keys add <name>/);
   assert.match(keys.stdout, /relay keys list/);
 });
 
 Deno.test("relay help and relay --help print the overview with every command; relay version and --version the version", async () => {
-  const help = await runRelay(["help"]);
+  const help = await runCli(["help"]);
   assert.equal(help.code, 0);
-  assert.equal((await runRelay(["--help"])).stdout, help.stdout);
+  assert.equal((await runCli(["--help"])).stdout, help.stdout);
   for (const command of COMMANDS) assert.ok(help.stdout.includes(`relay ${command.name}`));
   assert.match(help.stdout, /Exit codes: 0 success; 1 .*\n.*2 a usage .*3 the relay refused/);
   const expected = `relay ${VERSION} (deno ${Deno.version.deno})\n`;
   for (const args of [["version"], ["--version"], ["-V"]]) {
-    assert.deepEqual(await runRelay(args), { code: 0, stdout: expected, stderr: "" });
+    assert.deepEqual(await runCli(args), { code: 0, stdout: expected, stderr: "" });
   }
 });
 
@@ -129,7 +111,7 @@ Deno.test("relay refuses an unknown command or option with exit 2, one line and 
     ],
   ];
   for (const [args, line] of cases) {
-    const out = await runRelay(args);
+    const out = await runCli(args);
     assert.equal(out.code, 2, args.join(" "));
     assert.equal(out.stdout, "", args.join(" "));
     assert.equal(out.stderr, `${line}\n`, args.join(" "));

@@ -5,7 +5,7 @@
  * items already pulled are never lost to a format that cannot show them.
  */
 import assert from "node:assert/strict";
-import { runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
+import { runCli, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 const KEY = "output-test-key-0123456789";
 
@@ -53,7 +53,7 @@ Deno.test("relay pull, peek and results print each item on one escaped line, the
         );
       }
     };
-    const run = (args: string[]) => runRelay(args, { env });
+    const run = (args: string[]) => runCli(args, { env });
 
     // Queued: peek three ways; --json is byte for byte what the relay answers.
     await submitAll();
@@ -71,7 +71,8 @@ Deno.test("relay pull, peek and results print each item on one escaped line, the
       assert.deepEqual(rest, []);
       assert.equal(unescapeLine(content!), TRICKY[i]);
     });
-    const peekNul = await run(["peek", "-0"]);
+    // Through a real process once, so the bytes are those a pipe carries.
+    const peekNul = await runRelay(["peek", "-0"], { env });
     assert.equal(peekNul.stdout, TRICKY.map((item) => `${item}\0`).join(""));
 
     // Pulled by default: one line per item, each read back exactly.
@@ -120,7 +121,7 @@ Deno.test("relay pull -0 never loses a pulled item holding a NUL byte: it prints
       });
       assert.equal(res.status, 200, await res.text());
     }
-    const out = await runRelay(["pull", "-0"], { env });
+    const out = await runCli(["pull", "-0"], { env });
     assert.equal(out.code, 1);
     assert.equal(out.stdout, "");
     const [intro, json, last] = out.stderr.trimEnd().split("\n");
@@ -133,6 +134,6 @@ Deno.test("relay pull -0 never loses a pulled item holding a NUL byte: it prints
       headers: { "x-auth-key": KEY },
       body: "nul\u0000inside",
     }).then((res) => res.body?.cancel());
-    assert.equal((await runRelay(["pull"], { env })).stdout, "nul\\x00inside\n");
+    assert.equal((await runCli(["pull"], { env })).stdout, "nul\\x00inside\n");
   });
 });

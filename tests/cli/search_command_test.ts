@@ -7,13 +7,13 @@
  */
 
 import assert from "node:assert/strict";
-import { KEY, relayCall, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
+import { KEY, relayCall, runCli, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 const ENV = { RELAY_API_KEY: KEY };
 
 async function searchUntilFound(url: string, words: string[]): Promise<string> {
   for (let i = 0; i < 300; i++) {
-    const out = await runRelay(["search", ...words, "--url", url], { env: ENV });
+    const out = await runCli(["search", ...words, "--url", url], { env: ENV });
     if (out.code === 0 && out.stdout.trim() !== "") return out.stdout;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -36,7 +36,7 @@ Deno.test("relay search finds a result by a Chinese word, and finds it again aft
       assert.equal(kind, "result");
       assert.equal(title, "番茄需要阳光、水和耐心。");
       assert.equal(snippet, "«番茄»需要阳光、水和耐心。");
-      const json = await runRelay([
+      const json = await runCli([
         "search",
         "阳光",
         "--json",
@@ -47,7 +47,7 @@ Deno.test("relay search finds a result by a Chinese word, and finds it again aft
       ], { env: ENV });
       assert.equal(json.code, 0, json.stderr);
       assert.equal((JSON.parse(json.stdout) as { items: unknown[] }).items.length, 1);
-      const bad = await runRelay(["search", "x", "--kind", "book", "--url", relay.url], {
+      const bad = await runCli(["search", "x", "--kind", "book", "--url", relay.url], {
         env: ENV,
       });
       assert.notEqual(bad.code, 0);

@@ -10,6 +10,7 @@ import {
   KEY,
   relayArgv,
   ROOT,
+  runCli,
   runRelay,
   startRelayProcess,
   withTempDir,
@@ -33,10 +34,11 @@ Deno.test("relay submit and push refuse text that is not UTF-8, and --encoding c
     await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
     const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
     const run = (args: string[], stdin?: Uint8Array) =>
-      runRelay(args, stdin === undefined ? { env } : { env, stdin });
+      runCli(args, stdin === undefined ? { env } : { env, stdin });
 
+    // Through a real process once, the bytes on a real pipe; the rest in process.
     assertRefused(
-      await run(["submit", "-"], CAFE_1252),
+      await runRelay(["submit", "-"], { env, stdin: CAFE_1252 }),
       /^relay: standard input is not UTF-8 text: give its encoding \(e\.g\. --encoding windows-1252 or --encoding gbk\), or convert it; see relay submit --help\n$/,
     );
     assertRefused(await run(["push", "-"], CAFE_1252), /^relay: standard input is not UTF-8/);
@@ -87,7 +89,7 @@ Deno.test("relay submit: an argument that is not UTF-8 never reaches the relay; 
     const refused = await submitWithShell("caf\\351");
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /invalid UTF-8/);
-    const peek = async () => JSON.parse((await runRelay(["peek", "--json"], { env })).stdout);
+    const peek = async () => JSON.parse((await runCli(["peek", "--json"], { env })).stdout);
     assert.equal((await peek()).total, 0);
     // U+FFFD itself, written as UTF-8, is text like any other.
     const real = await submitWithShell("caf\\357\\277\\275");
@@ -106,7 +108,7 @@ Deno.test("relay publish --markdown-file refuses a Latin-1 file, and publishes i
       new Uint8Array([...new TextEncoder().encode("# Menu\n\n"), ...CAFE_1252]),
     );
     const publish = (...extra: string[]) =>
-      runRelay(
+      runCli(
         ["publish", "--title", "Menu", "--markdown-file", file, "--target", "notes", ...extra],
         { env },
       );

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { exportStore, ImportError, importStore, parseBackup } from "../src/backup.ts";
 import { peek, push, readResults, submit } from "../src/store/store.ts";
 import { join } from "node:path";
-import { makeStore, runRelay, startRelayProcess, withTempDir } from "./_helpers.ts";
+import { makeStore, runCli, runRelay, startRelayProcess, withTempDir } from "./_helpers.ts";
 
 const KEY = "backup-test-key-0123456789";
 
@@ -60,19 +60,21 @@ Deno.test("relay export and relay import move a relay's data to a new database",
     assert.equal((await call("/submit", "queued link https://zhihu.com/q/9")).status, 200);
     assert.equal((await call("/push", "a result")).status, 200);
     // While the relay runs, the database is its own.
-    const busy = await runRelay(["export", "--db", `${dir}/old/relay.kv`]);
+    const busy = await runCli(["export", "--db", `${dir}/old/relay.kv`]);
     assert.equal(busy.code, 1);
     assert.match(busy.stderr, /^relay: cannot export: the database .* is in use by another relay/);
     await relay.stop();
   }
   const file = `${dir}/backup.json`;
+  // Export and import through real processes once, with the relay's permission set; the other
+  // tests run them in process.
   const exported = await runRelay(["export", "--db", `${dir}/old/relay.kv`, "--out", file]);
   assert.equal(exported.code, 0, exported.stderr);
   assert.match(exported.stderr, /exported 1 queued items and 1 results/);
   assert.equal((await Deno.stat(file)).mode! & 0o777, 0o600);
   const imported = await runRelay(["import", file, "--db", `${dir}/new/relay.kv`]);
   assert.equal(imported.code, 0, imported.stderr);
-  const again = await runRelay(["import", file, "--db", `${dir}/new/relay.kv`]);
+  const again = await runCli(["import", file, "--db", `${dir}/new/relay.kv`]);
   assert.equal(again.code, 2, "a target that is not empty is a usage error");
   assert.match(again.stderr, /use --force/);
   await using relay = await startRelayProcess(`${dir}/new`, { env });
@@ -97,7 +99,7 @@ async function callWith(
 
 /** `relay keys list --json` for the database `db`. */
 async function listKeys(db: string): Promise<unknown> {
-  const out = await runRelay(["keys", "list", "--json", "--db", db]);
+  const out = await runCli(["keys", "list", "--json", "--db", db]);
   assert.equal(out.code, 0, out.stderr);
   return JSON.parse(out.stdout);
 }
@@ -113,7 +115,7 @@ Deno.test("relay export/import move the named keys always and the main key with 
       await using relay = await startRelayProcess(join(dir, "old"));
       mainKey = (await Deno.readTextFile(join(dir, "old", "api-key"))).trim();
       for (const [name, scopes] of [["phone", "submit,read"], ["daemon", "consume,push"]]) {
-        const out = await runRelay(["keys", "add", name!, "--scope", scopes!, "--db", oldDb]);
+        const out = await runCli(["keys", "add", name!, "--scope", scopes!, "--db", oldDb]);
         assert.equal(out.code, 0, out.stderr);
         added[name!] = out.stdout.trim();
       }
@@ -137,10 +139,10 @@ Deno.test("relay export/import move the named keys always and the main key with 
 
     const plain = join(dir, "plain.json");
     const secret = join(dir, "secret.json");
-    const exported = await runRelay(["export", "--db", oldDb, "--out", plain]);
+    const exported = await runCli(["export", "--db", oldDb, "--out", plain]);
     assert.equal(exported.code, 0, exported.stderr);
     assert.match(exported.stderr, /exported 2 queued items and 2 results, 2 named keys to /);
-    const withSecrets = await runRelay(["export", "--db", oldDb, "--include-secrets"]);
+    const withSecrets = await runCli(["export", "--db", oldDb, "--include-secrets"]);
     assert.equal(withSecrets.code, 0, withSecrets.stderr);
     await Deno.writeTextFile(secret, withSecrets.stdout);
     const plainText = await Deno.readTextFile(plain);
@@ -158,7 +160,7 @@ Deno.test("relay export/import move the named keys always and the main key with 
     for (const [name, file] of [["plain", plain], ["secret", secret]] as const) {
       // Into directories that do not exist yet.
       const db = join(dir, name, "nested", "relay.kv");
-      const imported = await runRelay(["import", file, "--db", db]);
+      const imported = await runCli(["import", file, "--db", db]);
       assert.equal(imported.code, 0, imported.stderr);
       assert.match(imported.stderr, /imported 2 queued items and 2 results, 2 named keys/);
       assert.deepEqual(await listKeys(db), keysBefore, `${name}: scopes, created, last use`);
@@ -187,16 +189,16 @@ Deno.test("relay export/import move the named keys always and the main key with 
 Deno.test("relay import refuses a target with data, named keys or another main key, in one line with exit 2, unless --force", async () => {
   await withTempDir(async (dir) => {
     const source = join(dir, "source", "relay.kv");
-    const added = await runRelay(["keys", "add", "phone", "--scope", "read", "--db", source]);
+    const added = await runCli(["keys", "add", "phone", "--scope", "read", "--db", source]);
     assert.equal(added.code, 0, added.stderr);
     const phone = added.stdout.trim();
     const file = join(dir, "backup.json");
-    const exported = await runRelay(["export", "--db", source, "--out", file], {
+    const exported = await runCli(["export", "--db", source, "--out", file], {
       env: { RELAY_API_KEY: KEY },
     });
     assert.equal(exported.code, 0, exported.stderr);
     const secret = join(dir, "secret.json");
-    const withKey = await runRelay(
+    const withKey = await runCli(
       ["export", "--db", source, "--include-secrets", "--out", secret],
       {
         env: { RELAY_API_KEY: KEY },
@@ -208,16 +210,16 @@ Deno.test("relay import refuses a target with data, named keys or another main k
     // A target whose only content is a named key.
     const keyed = join(dir, "keyed", "relay.kv");
     assert.equal(
-      (await runRelay(["keys", "add", "other", "--scope", "admin", "--db", keyed])).code,
+      (await runCli(["keys", "add", "other", "--scope", "admin", "--db", keyed])).code,
       0,
     );
-    const refused = await runRelay(["import", file, "--db", keyed]);
+    const refused = await runCli(["import", file, "--db", keyed]);
     assert.equal(refused.code, 2);
     assert.match(
       refused.stderr,
       /^relay: cannot import: the target is not empty \(.*keys\.json holds 1 named key\(s\)\): use --force to replace it\n$/,
     );
-    const forced = await runRelay(["import", file, "--db", keyed, "--force"]);
+    const forced = await runCli(["import", file, "--db", keyed, "--force"]);
     assert.equal(forced.code, 0, forced.stderr);
     const names = (await listKeys(keyed) as Array<{ name: string }>).map((k) => k.name);
     assert.deepEqual(names, ["phone"], "--force replaces the keys");
@@ -226,17 +228,17 @@ Deno.test("relay import refuses a target with data, named keys or another main k
     const other = join(dir, "other");
     await Deno.mkdir(other);
     await Deno.writeTextFile(join(other, "api-key"), "another-main-key-0123456789\n");
-    const clash = await runRelay(["import", secret, "--db", join(other, "relay.kv")]);
+    const clash = await runCli(["import", secret, "--db", join(other, "relay.kv")]);
     assert.equal(clash.code, 2);
     assert.match(clash.stderr, /api-key holds another main key\): use --force/);
     // Without the main key in the backup there is nothing to clash with.
-    const plain = await runRelay(["import", file, "--db", join(other, "relay.kv")]);
+    const plain = await runCli(["import", file, "--db", join(other, "relay.kv")]);
     assert.equal(plain.code, 0, plain.stderr);
     assert.equal(
       (await Deno.readTextFile(join(other, "api-key"))).trim(),
       "another-main-key-0123456789",
     );
-    const replaced = await runRelay(["import", secret, "--db", join(other, "relay.kv"), "--force"]);
+    const replaced = await runCli(["import", secret, "--db", join(other, "relay.kv"), "--force"]);
     assert.equal(replaced.code, 0, replaced.stderr);
     assert.equal((await Deno.readTextFile(join(other, "api-key"))).trim(), KEY);
     await using relay = await startRelayProcess(other);
@@ -264,7 +266,7 @@ Deno.test("relay import still reads a version 1 backup (no keys) and leaves the 
         results: [{ t: 1767225600500, content: "old result" }],
       }),
     );
-    const imported = await runRelay(["import", file, "--db", join(dir, "new", "relay.kv")]);
+    const imported = await runCli(["import", file, "--db", join(dir, "new", "relay.kv")]);
     assert.equal(imported.code, 0, imported.stderr);
     assert.match(imported.stderr, /imported 1 queued items and 1 results into /);
     await using relay = await startRelayProcess(join(dir, "new"), { env: { RELAY_API_KEY: KEY } });

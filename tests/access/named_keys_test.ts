@@ -20,6 +20,7 @@ import {
   KEY,
   makeApp,
   ManualClock,
+  runCli,
   runRelay,
   startRelayProcess,
   withTempDir,
@@ -224,7 +225,7 @@ Deno.test("relay keys add prints the key once; list shows names, scopes and last
     const key = added.stdout.trim();
     assert.match(key, /^[A-Za-z0-9_-]{43}$/);
     assert.match(added.stderr, /shown only this once/);
-    const second = await runRelay([
+    const second = await runCli([
       "keys",
       "add",
       "daemon",
@@ -237,7 +238,7 @@ Deno.test("relay keys add prints the key once; list shows names, scopes and last
     ]);
     assert.equal(second.code, 0, second.stderr);
 
-    const list = await runRelay(["keys", "list", "--db", db]);
+    const list = await runCli(["keys", "list", "--db", db]);
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, /^NAME +SCOPES +CREATED \(UTC\) +LAST USED \(UTC\)$/m);
     assert.match(list.stdout, /^phone +submit,read +\d{4}-\d\d-\d\d \d\d:\d\d +never$/m);
@@ -262,7 +263,7 @@ Deno.test("relay keys add prints the key once; list shows names, scopes and last
       });
       await assertProblem(denied, 403);
       // Removed while the relay runs: refused within a second or so.
-      const removed = await runRelay(["keys", "remove", "phone", "--db", db]);
+      const removed = await runCli(["keys", "remove", "phone", "--db", db]);
       assert.equal(removed.code, 0, removed.stderr);
       await eventually(async () => {
         const res = await fetch(`${relay.url}/peek`, { headers: { "x-auth-key": key } });
@@ -271,16 +272,16 @@ Deno.test("relay keys add prints the key once; list shows names, scopes and last
       }, "the removed key to be refused");
       assert.equal((await relay.stop("SIGTERM")).code, 0);
     }
-    const json = await runRelay(["keys", "list", "--json", "--db", db]);
+    const json = await runCli(["keys", "list", "--json", "--db", db]);
     const listed = JSON.parse(json.stdout) as Array<Record<string, unknown>>;
     assert.deepEqual(listed.map((k) => k.name), ["daemon"]);
     assert.equal(listed[0]?.last_used_at, null);
     assert.deepEqual(Object.keys(readLastUsed(join(dir, "data", "keys.json"))), ["phone"]);
     assert.equal((await Deno.stat(join(dir, "data", "keys.json"))).mode! & 0o777, 0o600);
 
-    const again = await runRelay(["keys", "remove", "phone", "--db", db]);
+    const again = await runCli(["keys", "remove", "phone", "--db", db]);
     assert.equal(again.code, 1);
-    const bad = await runRelay(["keys", "add", "x", "--scope", "root", "--db", db]);
+    const bad = await runCli(["keys", "add", "x", "--scope", "root", "--db", db]);
     assert.equal(bad.code, 2);
     assert.match(
       bad.stderr,
@@ -305,7 +306,7 @@ Deno.test("a relay whose keys file is invalid does not start, with one line sayi
 Deno.test("relay pair prints a QR code and the pairing link, with the main key or a new named key", async () => {
   await withTempDir(async (dir) => {
     const db = join(dir, "relay.kv");
-    const main = await runRelay(["pair", "--app-url", "https://nas.example:8787/", "--db", db], {
+    const main = await runCli(["pair", "--app-url", "https://nas.example:8787/", "--db", db], {
       env: { RELAY_API_KEY: KEY },
     });
     assert.equal(main.code, 0, main.stderr);
@@ -313,7 +314,7 @@ Deno.test("relay pair prints a QR code and the pairing link, with the main key o
     assert.equal(lines.at(-1), `https://nas.example:8787/app/#key=${KEY}`);
     assert.ok(lines.length > 10 && lines.slice(0, -1).every((line) => /[█▄▀]/.test(line)));
 
-    const named = await runRelay(
+    const named = await runCli(
       ["pair", "--name", "kitchen-tablet", "--app-url", "http://192.0.2.1:8787", "--db", db],
       { env: { RELAY_API_KEY: KEY } },
     );
@@ -330,12 +331,12 @@ Deno.test("relay pair prints a QR code and the pairing link, with the main key o
 Deno.test("relay pair without --app-url points at the port the relay on this machine listens on", async () => {
   await withTempDir(async (dir) => {
     const db = join(dir, "relay.kv");
-    const none = await runRelay(["pair", "--db", db], { env: { RELAY_API_KEY: KEY } });
+    const none = await runCli(["pair", "--db", db], { env: { RELAY_API_KEY: KEY } });
     assert.equal(none.code, 0, none.stderr);
     assert.match(none.stdout.trimEnd().split("\n").at(-1)!, /^http:\/\/[^/]+:8787\/app\/#key=/);
     await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
     assert.notEqual(new URL(relay.url).port, "8787");
-    const out = await runRelay(["pair", "--db", db], { env: { RELAY_API_KEY: KEY } });
+    const out = await runCli(["pair", "--db", db], { env: { RELAY_API_KEY: KEY } });
     assert.equal(out.code, 0, out.stderr);
     assert.equal(out.stdout.trimEnd().split("\n").at(-1), `${relay.url}/app/#key=${KEY}`);
   });

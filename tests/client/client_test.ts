@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { runRelay } from "../_helpers.ts";
+import { runCli } from "../_helpers.ts";
 
 const KEY = "client-test-key-0123456789";
 
@@ -23,7 +23,7 @@ Deno.test("a --url that answers a web page is named as not a relay, with how to 
   });
   const url = `http://127.0.0.1:${server.addr.port}`;
   for (const args of [["submit", "hello"], ["results"], ["pull", "--queue", "general"]]) {
-    const out = await runRelay(args, { env: { RELAY_URL: url, RELAY_API_KEY: KEY } });
+    const out = await runCli(args, { env: { RELAY_URL: url, RELAY_API_KEY: KEY } });
     assert.equal(out.code, 1, out.stderr);
     assert.match(
       out.stderr,
@@ -39,7 +39,7 @@ Deno.test("a --url where nothing listens says so, and how to start the relay", a
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
-  const out = await runRelay(["submit", "hello"], {
+  const out = await runCli(["submit", "hello"], {
     env: { RELAY_URL: `http://127.0.0.1:${port}`, RELAY_API_KEY: KEY },
   });
   assert.equal(out.code, 1, out.stderr);

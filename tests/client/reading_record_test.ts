@@ -12,7 +12,7 @@ import { join } from "node:path";
 import {
   eventually,
   getStats,
-  runRelay,
+  runCli,
   spawnRelay,
   startRelayProcess,
   withTempDir,
@@ -47,7 +47,7 @@ Deno.test("relay work --extract gives up on a link that killed the reader --atte
     });
     const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
     const link = `${page.url}/eats-the-reader`;
-    assert.equal((await runRelay(["submit", "--queue", "general", link], { env })).code, 0);
+    assert.equal((await runCli(["submit", "--queue", "general", link], { env })).code, 0);
     const stateDir = join(dir, "reader-state");
     const start = () =>
       spawnRelay([

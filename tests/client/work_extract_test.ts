@@ -11,7 +11,7 @@ import { join } from "node:path";
 import {
   eventually,
   getStats,
-  runRelay,
+  runCli,
   spawnRelay,
   startRelayProcess,
   withTempDir,
@@ -206,7 +206,7 @@ Deno.test("relay work --extract --publish blog,nas publishes each article with a
     const db = join(dir, "data", "relay.kv");
     await Deno.mkdir(join(dir, "data"));
     // The key relay-reader.service is given: only what the reader does.
-    const added = await runRelay(
+    const added = await runCli(
       ["keys", "add", "reader", "--scope", "consume,push,publish", "--db", db],
     );
     assert.equal(added.code, 0, added.stderr);
@@ -250,7 +250,7 @@ Deno.test("relay work --extract --publish blog,nas publishes each article with a
       () => worker.stderr.some((line) => /publishing "Sowing calendar" failed for blog/.test(line)),
       "the failed publish",
     );
-    const failed = await runRelay(["publish", "--failed"], { env });
+    const failed = await runCli(["publish", "--failed"], { env });
     assert.match(failed.stdout, /Sowing calendar/);
     assert.equal((await results(relay.url)).length, 2, "both articles are results");
     worker.child.kill("SIGTERM");
@@ -347,7 +347,7 @@ Deno.test("relay work --extract refuses a command, and its options without --ext
     ],
   ];
   for (const [args, message] of cases) {
-    const out = await runRelay(["work", "--queue", "general", ...args], {
+    const out = await runCli(["work", "--queue", "general", ...args], {
       env: { RELAY_URL: "http://127.0.0.1:9", RELAY_API_KEY: KEY },
     });
     assert.equal(out.code, 2, out.stderr);
@@ -415,14 +415,14 @@ Deno.test("relay work --extract --publish: a publish the relay could not take th
       worker.child.kill("SIGTERM");
       assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
       assert.equal(publishes.length, 3, "three tries, then the report");
-      const listed = await runRelay(["publish", "--failed"], { env });
+      const listed = await runCli(["publish", "--failed"], { env });
       assert.match(listed.stdout, /Sowing calendar/);
       assert.match(listed.stdout, /The relay answered 503: upstream down/);
       const id = /kept "Sowing calendar" in the relay's failed publishes as (\S+) /.exec(
         worker.stderr.join("\n"),
       )![1]!;
       // Sent again from the relay itself (its built-in blog), the entry is settled.
-      const retried = await runRelay(["publish", "--retry", id], { env });
+      const retried = await runCli(["publish", "--retry", id], { env });
       assert.equal(retried.code, 0, retried.stderr);
       const after = await fetch(`${relay.url}/publish/failed`, { headers: { "x-auth-key": KEY } });
       assert.deepEqual((await after.json() as { entries: unknown[] }).entries, []);

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import {
   eventually,
   getStats,
-  runRelay,
+  runCli,
   spawnRelay,
   startRelayProcess,
   withTempDir,
@@ -23,7 +23,7 @@ async function relayIn(dir: string) {
   const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
   const call = (path: string) => fetch(`${relay.url}${path}`, { headers: { "x-auth-key": KEY } });
   const submit = async (text: string, queue = "general") =>
-    assert.equal((await runRelay(["submit", "--queue", queue, text], { env })).code, 0);
+    assert.equal((await runCli(["submit", "--queue", queue, text], { env })).code, 0);
   return { relay, env, call, submit };
 }
 
@@ -66,7 +66,7 @@ Deno.test("relay work stops at once with exit 1 when its command cannot start, a
         assert.equal((await getStats(call)).queues.general.depth, 1);
         let left: string[] = [];
         await eventually(async () => {
-          const out = await runRelay(["pull", "--json", "--queue", "general"], { env });
+          const out = await runCli(["pull", "--json", "--queue", "general"], { env });
           left = JSON.parse(out.stdout);
           return left.length > 0;
         }, "the item back after its lease");
@@ -136,7 +136,7 @@ Deno.test("relay work retries a command that fails once, then pushes its output 
       { env },
     );
     await eventually(
-      async () => (await runRelay(["results", "--json"], { env })).stdout.includes("FLAKY"),
+      async () => (await runCli(["results", "--json"], { env })).stdout.includes("FLAKY"),
       "the result after the second attempt",
     );
     worker.child.kill("SIGTERM");
@@ -174,7 +174,7 @@ Deno.test("relay work counts output that is not UTF-8 as a failed run and pushes
       ),
       worker.stderr.join("\n"),
     );
-    const results = JSON.parse((await runRelay(["results", "--json"], { env })).stdout);
+    const results = JSON.parse((await runCli(["results", "--json"], { env })).stdout);
     assert.deepEqual(results.items, []);
     const stats = (await getStats(call)).queues.general;
     assert.deepEqual([stats.depth, stats.delivered], [1, 0]);
@@ -190,7 +190,7 @@ Deno.test("relay work refuses bad --attempts and --backoff values with exit 2", 
       [["--backoff", "soon"], /invalid --backoff "soon"/],
     ] as const
   ) {
-    const out = await runRelay(["work", "--queue", "qa", ...args, "--", "cat"], {
+    const out = await runCli(["work", "--queue", "qa", ...args, "--", "cat"], {
       env: { RELAY_API_KEY: KEY },
     });
     assert.equal(out.code, 2, out.stderr);

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { KEY, runRelay, startRelayProcess } from "../_helpers.ts";
+import { KEY, runCli, startRelayProcess } from "../_helpers.ts";
 import { startVendors, VENDOR_SECRETS } from "./_vendors.ts";
 
 Deno.test("relay publish --target notes,blog,nas reaches IMA, Memos and a protected endpoint", async () => {
@@ -47,7 +47,7 @@ Deno.test("relay publish --target notes,blog,nas reaches IMA, Memos and a protec
     RELAY_CF_ACCESS_CLIENT_SECRET: VENDOR_SECRETS.cfSecret,
   };
   const publish = async (markdown: string) => {
-    const cli = await runRelay([
+    const cli = await runCli([
       "publish",
       "--title",
       "Hello 你好",
@@ -104,7 +104,7 @@ Deno.test("relay publish --target notes,blog,nas reaches IMA, Memos and a protec
     assert.equal(vendors.episodes.length, 1);
 
     // The same, as people read it.
-    const text = await runRelay(
+    const text = await runCli(
       ["publish", "--title", "T", "--content-file", "-", "--target", "nas"],
       { env: { RELAY_URL: relay.url, RELAY_API_KEY: KEY }, stdin: "text" },
     );

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { XMLParser } from "fast-xml-parser";
-import { assertProblem, KEY, runRelay, startRelayProcess } from "../_helpers.ts";
+import { assertProblem, KEY, runCli, runRelay, startRelayProcess } from "../_helpers.ts";
 import { startDownstream } from "../downstream.ts";
 import { walkMp3 } from "../builtin/_mp3.ts";
 import { eventually } from "../builtin/_services.ts";
@@ -166,13 +166,13 @@ Deno.test("relay blog-delete deletes from the built-in blog with the client's ke
     body: JSON.stringify({ title: "T", content: "C", targets: ["blog"] }),
   });
   const postId = new URL((await res.json()).results.blog.url).pathname.split("/").pop()!;
-  const wrong = await runRelay(["blog-delete", postId], {
+  const wrong = await runCli(["blog-delete", postId], {
     env: { RELAY_URL: relay.url, RELAY_API_KEY: "not-the-key" },
   });
   assert.notEqual(wrong.code, 0, wrong.stderr);
   assert.match(wrong.stderr, /401/);
   assert.equal((await fetch(`${relay.url}/blog/${postId}`)).status, 200);
-  const deleted = await runRelay(["blog-delete", postId], {
+  const deleted = await runCli(["blog-delete", postId], {
     env: { RELAY_URL: relay.url, RELAY_API_KEY: KEY },
   });
   assert.equal(deleted.code, 0, deleted.stderr);
@@ -226,10 +226,10 @@ Deno.test("relay publish takes the issue's spelling: --content, --targets and --
     await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
     const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
     const args = ["publish", "--title", "T", "--content", "C is short.", "--targets"];
-    const cli = await runRelay([...args, "notes,blog,nas", "--transform", "read"], { env });
+    const cli = await runCli([...args, "notes,blog,nas", "--transform", "read"], { env });
     assert.equal(cli.code, 0, cli.stderr);
     assert.match(cli.stdout, /^notes: success \(.+\)\nblog: success \(http.+\)\nnas: success/);
-    const wrong = await runRelay([...args, "nas", "--transform", "summarise"], { env });
+    const wrong = await runCli([...args, "nas", "--transform", "summarise"], { env });
     assert.equal(wrong.code, 2);
     assert.match(wrong.stderr, /the only transform is read/);
   } finally {

@@ -64,13 +64,14 @@ md.disable("entity");
 // link and image renderers below decide which keep their address.
 md.validateLink = () => true;
 
-// A result's own # is the card's title: one level below the screen's heading.
+// A result's own # is the card's title: one level below the screen's `<h1>`, so that no
+// level is skipped (screen readers list headings by level; WCAG's heading order).
 md.renderer.rules.heading_open = (tokens, i) => {
-  const level = Math.min(Number(tokens[i]!.tag.slice(1)) + 2, 6);
+  const level = Math.min(Number(tokens[i]!.tag.slice(1)) + 1, 6);
   return `<h${level}>`;
 };
 md.renderer.rules.heading_close = (tokens, i) => {
-  const level = Math.min(Number(tokens[i]!.tag.slice(1)) + 2, 6);
+  const level = Math.min(Number(tokens[i]!.tag.slice(1)) + 1, 6);
   return `</h${level}>\n`;
 };
 

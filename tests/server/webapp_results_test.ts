@@ -95,7 +95,9 @@ browserTest(
       await openApp(page, relay, "results");
       const card = page.locator("#results-list > li").first();
       await card.waitFor();
-      assert.equal(await card.locator("h3").textContent(), "Sowing calendar");
+      // The result's # is one level below the screen's <h1>: no heading level is skipped.
+      assert.equal(await card.locator("h2").textContent(), "Sowing calendar");
+      assert.equal(await card.locator("h3").count(), 0);
       assert.deepEqual(await card.locator("td").allTextContents(), ["Tomato", "March"]);
       assert.deepEqual(await card.locator("li").allTextContents(), [
         "Water at the root",

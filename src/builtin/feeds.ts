@@ -300,8 +300,7 @@ export function podcastRss(
     const text = episode.text.trim();
     // An episode read from the reader's article says its summary, when the article has one.
     const summary = readArticleResult(text)?.summary;
-    const excerpt = summary ??
-      (text.length > DESCRIPTION_CHARS ? `${text.slice(0, DESCRIPTION_CHARS)}…` : text);
+    const excerpt = summary ?? markdownExcerpt(text, DESCRIPTION_CHARS);
     const skipped = skippedNote(episode);
     feed.addItem({
       // Plain text: a podcast app shows an item's title as it is, markup and all.
@@ -326,8 +325,50 @@ export function podcastRss(
     });
   }
   // The feed library declares only the namespaces it writes itself.
-  return feed.rss2().replace(
+  return hexEncodedTitles(feed.rss2()).replace(
     "<rss ",
     `<rss xmlns:itunes="${ITUNES_NAMESPACE}" xmlns:podcast="${PODCAST_NAMESPACE}" `,
+  );
+}
+
+/**
+ * The start of an episode's Markdown for its description, at most `max` characters: whole
+ * blocks (paragraphs, lists, headings), so that no link, emphasis or code span is cut open
+ * and shown as raw marks; when the first block alone is longer, its text without marks, cut
+ * at a word. `…` says that more follows.
+ */
+function markdownExcerpt(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let kept = "";
+  for (const block of text.split(/\n[ \t]*\n/)) {
+    const longer = kept === "" ? block : `${kept}\n\n${block}`;
+    if (longer.length > max) break;
+    kept = longer;
+  }
+  if (kept !== "") return `${kept}\n\n…`;
+  const plain = plainTitle(text.split(/\n[ \t]*\n/, 1)[0]!).slice(0, max);
+  const space = plain.lastIndexOf(" ");
+  // As text, not Markdown: what is left of the marks must not make new ones.
+  const cut = (space > max / 2 ? plain.slice(0, space) : plain).replace(/[\\`*_[\]<>#&]/g, "\\$&");
+  return `${cut}…`;
+}
+
+/**
+ * An RSS feed's titles with `&`, `<` and `>` written as hexadecimal character references
+ * rather than inside a CDATA section, as the feed library writes them: an RSS title is plain
+ * text, and the RSS Advisory Board's profile (which the W3C feed validator checks) asks for
+ * these characters so encoded, since apps that read titles as HTML take `<friends>` in a
+ * CDATA section for a tag. A title split over several sections (one holding `]]>`) is left
+ * as written.
+ */
+function hexEncodedTitles(rss: string): string {
+  return rss.replace(
+    /<title><!\[CDATA\[([\s\S]*?)\]\]><\/title>/g,
+    (whole, text: string) =>
+      text.includes("<![CDATA[") || text.includes("]]>")
+        ? whole
+        : `<title>${
+          text.replace(/[&<>]/g, (c) => `&#x${c.charCodeAt(0).toString(16).toUpperCase()};`)
+        }</title>`,
   );
 }

@@ -13,6 +13,12 @@ import { postJson, serveServices } from "./_services.ts";
 import { walkMp3 } from "./_mp3.ts";
 
 const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@" });
+/** The same parser reading numeric character references (`&#x3C;`) too, as XML does. */
+const xmlWithReferences = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: "@",
+  htmlEntities: true,
+});
 
 /**
  * The Xing/Info tag of an MP3's first frame, read from the Xing header layout (independent
@@ -220,7 +226,7 @@ Deno.test("podcast feed: item titles are plain text, without HTML or Markdown ma
     episode("c", "Plain: 1 < 2 & 3 > 2"),
     episode("d", "Read <listen> aloud"),
   ], { origin: "https://relay.example.org" });
-  const items = [xml.parse(rss).rss.channel.item].flat();
+  const items = [xmlWithReferences.parse(rss).rss.channel.item].flat();
   assert.deepEqual(items.map((item: { title: string }) => item.title), [
     "Why WAL needs fsync",
     "Links & more",
@@ -228,6 +234,45 @@ Deno.test("podcast feed: item titles are plain text, without HTML or Markdown ma
     "Read <listen> aloud", // not HTML: text
   ]);
   assert.doesNotMatch(rss, /<title><!\[CDATA\[[^\]]*(<\/?[bi]>|[*`_])/);
+  // Plain text as the RSS profile asks: `&` and `<` as hexadecimal references, no CDATA.
+  assert.ok(rss.includes("<title>Plain: 1 &#x3C; 2 &#x26; 3 &#x3E; 2</title>"), rss);
+  assert.ok(rss.includes("<title>Read &#x3C;listen&#x3E; aloud</title>"), rss);
+});
+
+Deno.test("podcast feed: a long episode's description ends between blocks, never inside a link or an emphasis", () => {
+  const episode = (id: string, text: string): Episode => ({
+    id,
+    title: id,
+    text,
+    created_at: 1_700_000_000_000,
+    state: "ready",
+    chunks_total: 1,
+    chunks_done: 1,
+    bytes: 1000,
+    duration_s: 3,
+  });
+  const words = (n: number) => Array.from({ length: n }, (_, i) => `word${i}`).join(" ");
+  const rss = podcastRss([
+    // Two paragraphs fit, the third would not: cut before it.
+    episode(
+      "blocks",
+      `${words(20)}\n\n**${words(20)}**\n\n${words(60)} [the second](https://x.example)`,
+    ),
+    // One paragraph longer than the limit, a link across the cut: its text, no marks.
+    episode("long", `${words(55)} See [the second part](https://x.example/2) *soon* ${words(30)}`),
+  ], { origin: "https://relay.example.org" });
+  const items = [xml.parse(rss).rss.channel.item].flat() as {
+    title: string;
+    description: string;
+  }[];
+  const blocks = items.find((item) => item.title === "blocks")!.description;
+  assert.match(blocks, /<strong>word0 [^<]*word19<\/strong>/);
+  assert.ok(!blocks.includes("the second"), blocks);
+  assert.ok(blocks.includes("…"), blocks);
+  const long = items.find((item) => item.title === "long")!.description;
+  assert.ok(!/[[\]*]|\]\(/.test(long), `no Markdown marks left: ${long}`);
+  assert.ok(long.includes("the second part") || !long.includes("See"), long);
+  assert.ok(long.endsWith("…</p>\n") || long.endsWith("…</p>"), long);
 });
 
 Deno.test("podcast feed: built once per change of the episodes and kept for every reader between", async () => {

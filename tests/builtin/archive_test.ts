@@ -6,7 +6,7 @@ import {
   importPublished,
   publishedSchema,
 } from "../../src/builtin/archive.ts";
-import { runRelay } from "../_helpers.ts";
+import { runCli } from "../_helpers.ts";
 import { walkMp3 } from "./_mp3.ts";
 import { APP_ID, eventually, MAIN_KEY, postJson, serveServices } from "./_services.ts";
 
@@ -84,11 +84,11 @@ Deno.test("relay export and relay import carry the built-in services' data", asy
     });
   }
   const out = join(from, "backup.json");
-  const exported = await runRelay(["export", "--db", join(from, "relay.kv"), "--out", out]);
+  const exported = await runCli(["export", "--db", join(from, "relay.kv"), "--out", out]);
   assert.equal(exported.code, 0, exported.stderr);
   assert.match(exported.stderr, /1 posts/);
   const to = await Deno.makeTempDir({ prefix: "relay-publish-" });
-  const imported = await runRelay(["import", "--db", join(to, "relay.kv"), out]);
+  const imported = await runCli(["import", "--db", join(to, "relay.kv"), out]);
   assert.equal(imported.code, 0, imported.stderr);
   const posts = [];
   for await (const entry of Deno.readDir(join(to, "blog"))) posts.push(entry.name);

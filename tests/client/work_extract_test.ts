@@ -41,160 +41,174 @@ async function results(url: string): Promise<string[]> {
   return ((await res.json()) as { items: { c: string }[] }).items.map((item) => item.c);
 }
 
-Deno.test("relay work --extract pushes each link's article, reports links it cannot read, and acks every item", async () => {
+// These readers cannot disturb one another (each its own pages and state directory, the
+// relay emptied before each by POST /clear), so they share one relay.
+Deno.test("relay work --extract against one relay", async (t) => {
   await withTempDir(async (dir) => {
-    await using pages = servePages();
     await using relay = await startRelayProcess(join(dir, "data"), {
       env: { RELAY_API_KEY: KEY },
     });
     const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
-    const items = [
-      `${pages.url}/table`,
-      `${pages.url}/missing`,
-      "javascript:alert(1)",
-      "remember to buy seeds",
-      `${pages.url}/endless`,
-    ];
-    for (const item of items) {
-      await submitted(relay.url, item, "general");
-    }
-    const worker = spawnRelay(
-      [
-        "work",
-        "--queue",
-        "general",
-        "--extract",
-        "--state-dir",
-        `${dir}/reader`,
-        "--attempts",
-        "2",
-        "--backoff",
-        "10ms",
-        "--max-page",
-        "64KiB",
-        "--allow-private",
-        new URL(pages.url).host,
-      ],
-      { env },
-    );
-    let feed: string[] = [];
-    await eventually(async () => (feed = await results(relay.url)).length === 5, "5 results");
-    worker.child.kill("SIGTERM");
-    const status = await worker.done;
-    assert.equal(status.code, 0, worker.stderr.join("\n"));
+    const clear = async () => {
+      const res = await fetch(`${relay.url}/clear`, {
+        method: "POST",
+        headers: { "x-auth-key": KEY },
+      });
+      assert.equal(res.status, 200, await res.text());
+    };
+    await t.step(
+      "relay work --extract pushes each link's article, reports links it cannot read, and acks every item",
+      async () => {
+        await clear();
+        await using pages = servePages();
+        const items = [
+          `${pages.url}/table`,
+          `${pages.url}/missing`,
+          "javascript:alert(1)",
+          "remember to buy seeds",
+          `${pages.url}/endless`,
+        ];
+        for (const item of items) {
+          await submitted(relay.url, item, "general");
+        }
+        const worker = spawnRelay(
+          [
+            "work",
+            "--queue",
+            "general",
+            "--extract",
+            "--state-dir",
+            `${dir}/reader-1`,
+            "--attempts",
+            "2",
+            "--backoff",
+            "10ms",
+            "--max-page",
+            "64KiB",
+            "--allow-private",
+            new URL(pages.url).host,
+          ],
+          { env },
+        );
+        let feed: string[] = [];
+        await eventually(async () => (feed = await results(relay.url)).length === 5, "5 results");
+        worker.child.kill("SIGTERM");
+        const status = await worker.done;
+        assert.equal(status.code, 0, worker.stderr.join("\n"));
 
-    assert.match(feed[0]!, /^# Sowing calendar\n/);
-    assert.match(feed[0]!, /^\| Bean \| April \| June \|$/m);
-    assert.equal(feed[1], `Could not read ${pages.url}/missing: HTTP 404`);
-    assert.equal(
-      feed[2],
-      "Could not read javascript:alert(1): only http and https links are read, not javascript:",
-    );
-    assert.equal(feed[3], "remember to buy seeds");
-    assert.match(feed[4]!, /^# Endless\n/);
-    assert.match(feed[4]!, /The page was longer than 64 KiB: only its beginning was read/);
+        assert.match(feed[0]!, /^# Sowing calendar\n/);
+        assert.match(feed[0]!, /^\| Bean \| April \| June \|$/m);
+        assert.equal(feed[1], `Could not read ${pages.url}/missing: HTTP 404`);
+        assert.equal(
+          feed[2],
+          "Could not read javascript:alert(1): only http and https links are read, not javascript:",
+        );
+        assert.equal(feed[3], "remember to buy seeds");
+        assert.match(feed[4]!, /^# Endless\n/);
+        assert.match(feed[4]!, /The page was longer than 64 KiB: only its beginning was read/);
 
-    const stats = await getStats((path) =>
-      fetch(`${relay.url}${path}`, { headers: { "x-auth-key": KEY } })
+        const stats = await getStats((path) =>
+          fetch(`${relay.url}${path}`, { headers: { "x-auth-key": KEY } })
+        );
+        assert.equal(stats.queues.general.depth, 0, "every item acknowledged");
+        const log = worker.stderr.join("\n");
+        assert.match(
+          log,
+          /could not read \S+\/missing \(item general:\d+, attempt 1 of 2\): HTTP 404\n/,
+        );
+        assert.match(log, /attempt 2 of 2\): HTTP 404; reported in the results feed/);
+        // A javascript: link is not fetched again: no second attempt can read it.
+        assert.match(
+          log,
+          /javascript:alert\(1\) \(item general:\d+, attempt 1 of 2\): .*; reported/,
+        );
+        assert.doesNotMatch(log, /javascript:alert\(1\) \(item general:\d+, attempt 2/);
+        assert.match(worker.stderr.at(-1)!, /^relay: stopped after 3 done and 2 given up on$/);
+      },
     );
-    assert.equal(stats.queues.general.depth, 0, "every item acknowledged");
-    const log = worker.stderr.join("\n");
-    assert.match(
-      log,
-      /could not read \S+\/missing \(item general:\d+, attempt 1 of 2\): HTTP 404\n/,
-    );
-    assert.match(log, /attempt 2 of 2\): HTTP 404; reported in the results feed/);
-    // A javascript: link is not fetched again: no second attempt can read it.
-    assert.match(log, /javascript:alert\(1\) \(item general:\d+, attempt 1 of 2\): .*; reported/);
-    assert.doesNotMatch(log, /javascript:alert\(1\) \(item general:\d+, attempt 2/);
-    assert.match(worker.stderr.at(-1)!, /^relay: stopped after 3 done and 2 given up on$/);
-  });
-});
 
-Deno.test("relay work --extract refuses a link to this machine as one result, acks it, and sends it nothing", async () => {
-  await withTempDir(async (dir) => {
-    await using admin = countingServer();
-    await using relay = await startRelayProcess(join(dir, "data"), {
-      env: { RELAY_API_KEY: KEY },
-    });
-    const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
-    const relayPort = new URL(relay.url).port;
-    const items = [
-      `http://localhost:${admin.port}/`,
-      `http://127.1:${admin.port}/status`,
-      // The relay itself, at its own address and port.
-      `http://127.0.0.1:${relayPort}/results`,
-    ];
-    for (const item of items) {
-      await submitted(relay.url, item, "general");
-    }
-    const worker = spawnRelay([
-      "work",
-      "--queue",
-      "general",
-      "--extract",
-      "--state-dir",
-      `${dir}/reader`,
-    ], { env });
-    let feed: string[] = [];
-    await eventually(async () => (feed = await results(relay.url)).length === 3, "3 results");
-    worker.child.kill("SIGTERM");
-    assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
-    assert.deepEqual(feed, [
-      `Could not read ${items[0]}: localhost is this machine ` +
-      `(allow it with --allow-private localhost:${admin.port})`,
-      `Could not read ${items[1]}: 127.0.0.1 is a loopback address (this machine) ` +
-      `(allow it with --allow-private 127.0.0.1:${admin.port})`,
-      `Could not read ${items[2]}: 127.0.0.1 is a loopback address (this machine) ` +
-      `(allow it with --allow-private 127.0.0.1:${relayPort})`,
-    ]);
-    assert.deepEqual(admin.seen, [], "the private server received no request");
-    const stats = await getStats((path) =>
-      fetch(`${relay.url}${path}`, { headers: { "x-auth-key": KEY } })
+    await t.step(
+      "relay work --extract refuses a link to this machine as one result, acks it, and sends it nothing",
+      async () => {
+        await clear();
+        await using admin = countingServer();
+        const relayPort = new URL(relay.url).port;
+        const items = [
+          `http://localhost:${admin.port}/`,
+          `http://127.1:${admin.port}/status`,
+          // The relay itself, at its own address and port.
+          `http://127.0.0.1:${relayPort}/results`,
+        ];
+        for (const item of items) {
+          await submitted(relay.url, item, "general");
+        }
+        const worker = spawnRelay([
+          "work",
+          "--queue",
+          "general",
+          "--extract",
+          "--state-dir",
+          `${dir}/reader-2`,
+        ], { env });
+        let feed: string[] = [];
+        await eventually(async () => (feed = await results(relay.url)).length === 3, "3 results");
+        worker.child.kill("SIGTERM");
+        assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+        assert.deepEqual(feed, [
+          `Could not read ${items[0]}: localhost is this machine ` +
+          `(allow it with --allow-private localhost:${admin.port})`,
+          `Could not read ${items[1]}: 127.0.0.1 is a loopback address (this machine) ` +
+          `(allow it with --allow-private 127.0.0.1:${admin.port})`,
+          `Could not read ${items[2]}: 127.0.0.1 is a loopback address (this machine) ` +
+          `(allow it with --allow-private 127.0.0.1:${relayPort})`,
+        ]);
+        assert.deepEqual(admin.seen, [], "the private server received no request");
+        const stats = await getStats((path) =>
+          fetch(`${relay.url}${path}`, { headers: { "x-auth-key": KEY } })
+        );
+        assert.equal(stats.queues.general.depth, 0, "every item acknowledged");
+        // A refusal is final: the link is not fetched again.
+        assert.doesNotMatch(worker.stderr.join("\n"), /attempt 2 of/);
+      },
     );
-    assert.equal(stats.queues.general.depth, 0, "every item acknowledged");
-    // A refusal is final: the link is not fetched again.
-    assert.doesNotMatch(worker.stderr.join("\n"), /attempt 2 of/);
-  });
-});
 
-Deno.test("relay work --extract ends a page that takes longer than --timeout, fetching or reading it, as one result", async () => {
-  await withTempDir(async (dir) => {
-    await using pages = servePages();
-    await using relay = await startRelayProcess(join(dir, "data"), {
-      env: { RELAY_API_KEY: KEY },
-    });
-    const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
-    // A page that drips a byte at a time, and one served at once whose extraction takes
-    // seconds: one deadline covers both, and ends the reading thread wherever it is.
-    const items = [`${pages.url}/slow`, `${pages.url}/heavy`];
-    for (const item of items) {
-      await submitted(relay.url, item, "general");
-    }
-    const worker = spawnRelay([
-      "work",
-      "--queue",
-      "general",
-      "--extract",
-      "--state-dir",
-      `${dir}/reader`,
-      "--attempts",
-      "1",
-      "--timeout",
-      "200ms",
-      "--allow-private",
-      new URL(pages.url).host,
-    ], { env });
-    let feed: string[] = [];
-    await eventually(async () => (feed = await results(relay.url)).length === 2, "2 results");
-    worker.child.kill("SIGTERM");
-    assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
-    assert.deepEqual(
-      feed,
-      items.map((url) =>
-        `Could not read ${url}: took longer than 0.2 s (fetching and reading one page; ` +
-        "a larger --timeout gives slow pages more time)"
-      ),
+    await t.step(
+      "relay work --extract ends a page that takes longer than --timeout, fetching or reading it, as one result",
+      async () => {
+        await clear();
+        await using pages = servePages();
+        // A page that drips a byte at a time, and one served at once whose extraction takes
+        // seconds: one deadline covers both, and ends the reading thread wherever it is.
+        const items = [`${pages.url}/slow`, `${pages.url}/heavy`];
+        for (const item of items) {
+          await submitted(relay.url, item, "general");
+        }
+        const worker = spawnRelay([
+          "work",
+          "--queue",
+          "general",
+          "--extract",
+          "--state-dir",
+          `${dir}/reader-3`,
+          "--attempts",
+          "1",
+          "--timeout",
+          "200ms",
+          "--allow-private",
+          new URL(pages.url).host,
+        ], { env });
+        let feed: string[] = [];
+        await eventually(async () => (feed = await results(relay.url)).length === 2, "2 results");
+        worker.child.kill("SIGTERM");
+        assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+        assert.deepEqual(
+          feed,
+          items.map((url) =>
+            `Could not read ${url}: took longer than 0.2 s (fetching and reading one page; ` +
+            "a larger --timeout gives slow pages more time)"
+          ),
+        );
+      },
     );
   });
 });

@@ -16,6 +16,7 @@ import {
   KEY,
   relayCall,
   type RelayProcess,
+  runCli,
   runRelay,
   startRelayProcess,
   withTempDir,
@@ -283,7 +284,7 @@ Deno.test("a hard link to the database: a second relay on the other name refuses
     assert.equal((await call("/submit", { method: "POST", body: "still" })).status, 200);
     assert.equal((await first.stop()).code, 0);
     assert.equal((await expectRefusal(dir)).code, 2);
-    const exported = await runRelay(["export", "--db", `${dir}/relay.kv`]);
+    const exported = await runCli(["export", "--db", `${dir}/relay.kv`]);
     assert.equal(exported.code, 2);
     assert.match(exported.stderr, /^relay: cannot export: the database .* has 2 names/);
     // With the extra name gone, the relay starts and has both items.
@@ -308,7 +309,7 @@ Deno.test("a database emptied to zero bytes: the relay refuses to start (exit 2,
       }
       assert.equal((await relay.stop()).code, 0);
     }
-    const exported = await runRelay(["export", "--db", db, "--out", `${dir}/backup.json`]);
+    const exported = await runCli(["export", "--db", db, "--out", `${dir}/backup.json`]);
     assert.equal(exported.code, 0, exported.stderr);
     await Deno.truncate(db, 0);
     for (const f of [`${db}-wal`, `${db}-shm`]) await Deno.remove(f).catch(() => {});
@@ -321,7 +322,7 @@ Deno.test("a database emptied to zero bytes: the relay refuses to start (exit 2,
     assert.match(line, /relay import --force/);
 
     // The documented recovery: import the latest backup, then start.
-    const imported = await runRelay(["import", "--force", `${dir}/backup.json`, "--db", db]);
+    const imported = await runCli(["import", "--force", `${dir}/backup.json`, "--db", db]);
     assert.equal(imported.code, 0, imported.stderr);
     await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
     const peek = await (await relayCall(relay.url)("/peek?queue=general")).json();
@@ -479,7 +480,7 @@ Deno.test("a database a later relay wrote (a later data format): the relay refus
       /^relay: the database was written by a later relay \(its data format is 3; this relay reads up to 2\): run that relay again, or move ".*relay\.kv"/,
     );
     // Nor does a backup read it: exit 2, one line.
-    const exported = await runRelay(["export", "--db", db, "--out", `${dir}/backup.json`]);
+    const exported = await runCli(["export", "--db", db, "--out", `${dir}/backup.json`]);
     assert.equal(exported.code, 2);
     assert.match(
       exported.stderr,

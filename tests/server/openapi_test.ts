@@ -16,7 +16,7 @@ import type { Routes } from "../../src/server/route.ts";
 import { WEBAPP_FILES } from "../../src/server/webapp.ts";
 import { startDownstream } from "../downstream.ts";
 import { type Document as StrictDocument, schemaChecker } from "./_openapi.ts";
-import { KEY, makeApp, makeStore, runRelay, startRelayProcess, withTempDir } from "../_helpers.ts";
+import { KEY, makeApp, makeStore, runCli, startRelayProcess, withTempDir } from "../_helpers.ts";
 
 interface Parameter {
   in: "query" | "header" | "path";
@@ -113,7 +113,7 @@ Deno.test("every example in /openapi.json is accepted by a running relay, answer
     // One named key per scope, added the way a household would.
     const scoped: Record<string, string> = {};
     for (const scope of ["submit", "consume", "push", "read", "publish", "admin"]) {
-      const added = await runRelay(["keys", "add", scope, "--scope", scope, "--db", db]);
+      const added = await runCli(["keys", "add", scope, "--scope", scope, "--db", db]);
       assert.equal(added.code, 0, added.stderr);
       scoped[scope] = added.stdout.trim();
     }

@@ -4,6 +4,7 @@ import {
   eventually,
   freePort,
   relayCommand,
+  runCli,
   runRelay,
   spawnRelay,
   startRelayProcess,
@@ -119,7 +120,7 @@ Deno.test("relay serve exits 2 with one line for an invalid --log-format or RELA
       assert.equal(lines.length, 1, stderr);
       assert.match(lines[0]!, pattern);
     }
-    const help = await runRelay(["--help"]);
+    const help = await runCli(["--help"]);
     for (const name of ["--log-format", "RELAY_LOG_FORMAT", "--log-level", "RELAY_LOG_LEVEL"]) {
       assert.ok(help.stdout.includes(name), name);
     }

@@ -209,30 +209,111 @@ Deno.test("relay serve shows created_at in UTC whatever the machine's time zone"
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay serve answers a cached read, and HEAD of it, with its JSON type and its length in bytes", async () => {
+// Checks over HTTP that cannot disturb one another share one relay, emptied before each
+// (POST /clear: queues, results and the duplicate records), so the file starts one relay for
+// them rather than one each.
+Deno.test("relay serve over HTTP: reads, deliveries and sizes on one relay", async (t) => {
   const dir = await tempDir();
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const call = client(relay.url);
-  await call("/submit?queue=general", { method: "POST", body: "https://example.com/é/日本" });
-  await call("/push", { method: "POST", body: "# Résumé" });
-  for (const path of ["/peek", "/results?since=0"]) {
-    // The first answer is built and kept; the second and the HEAD come from the read cache.
-    const lengths: string[] = [];
-    for (const round of [1, 2]) {
-      const res = await call(path, { headers: { "accept-encoding": "identity" } });
-      const body = new Uint8Array(await res.arrayBuffer());
-      assert.equal(res.status, 200);
-      assert.equal(res.headers.get("content-type"), "application/json; charset=utf-8");
-      assert.equal(res.headers.get("content-length"), String(body.byteLength), `${path} ${round}`);
-      assert.ok(new TextDecoder().decode(body).includes(path === "/peek" ? "日本" : "Résumé"));
-      lengths.push(String(body.byteLength));
-    }
-    const head = await call(path, { method: "HEAD" });
-    assert.equal(head.status, 200);
-    assert.equal(head.headers.get("content-type"), "application/json; charset=utf-8");
-    assert.equal(head.headers.get("content-length"), lengths[0], `HEAD ${path}`);
-    assert.equal((await head.arrayBuffer()).byteLength, 0);
-  }
+  const clear = async () => {
+    const res = await call("/clear", { method: "POST" });
+    assert.equal(res.status, 200, await res.text());
+  };
+  await t.step(
+    "relay serve answers a cached read, and HEAD of it, with its JSON type and its length in bytes",
+    async () => {
+      await clear();
+      await call("/submit?queue=general", { method: "POST", body: "https://example.com/é/日本" });
+      await call("/push", { method: "POST", body: "# Résumé" });
+      for (const path of ["/peek", "/results?since=0"]) {
+        // The first answer is built and kept; the second and the HEAD come from the read cache.
+        const lengths: string[] = [];
+        for (const round of [1, 2]) {
+          const res = await call(path, { headers: { "accept-encoding": "identity" } });
+          const body = new Uint8Array(await res.arrayBuffer());
+          assert.equal(res.status, 200);
+          assert.equal(res.headers.get("content-type"), "application/json; charset=utf-8");
+          assert.equal(
+            res.headers.get("content-length"),
+            String(body.byteLength),
+            `${path} ${round}`,
+          );
+          assert.ok(new TextDecoder().decode(body).includes(path === "/peek" ? "日本" : "Résumé"));
+          lengths.push(String(body.byteLength));
+        }
+        const head = await call(path, { method: "HEAD" });
+        assert.equal(head.status, 200);
+        assert.equal(head.headers.get("content-type"), "application/json; charset=utf-8");
+        assert.equal(head.headers.get("content-length"), lengths[0], `HEAD ${path}`);
+        assert.equal((await head.arrayBuffer()).byteLength, 0);
+      }
+    },
+  );
+
+  await t.step(
+    "relay serve delivers every accepted item exactly once to concurrent pullers over HTTP",
+    async () => {
+      await clear();
+      // 4 × 12 = 48 items: below the 50-item overflow, so every accepted item must arrive.
+      let submitting = true;
+      const submitters = Array.from({ length: 4 }, async (_, s) => {
+        const accepted: string[] = [];
+        for (let i = 0; i < 12; i++) {
+          const content = `s${s} i${i}`;
+          const res = await call("/submit?queue=qa", { method: "POST", body: content });
+          if (res.status === 200 && (await res.text()) === "OK (qa)") accepted.push(content);
+        }
+        return accepted;
+      });
+      const pullers = Array.from({ length: 3 }, async () => {
+        const got: string[] = [];
+        while (submitting) {
+          const res = await call("/pull?queue=queue_qa");
+          if (res.status === 200) got.push(...await res.json());
+          else await res.body?.cancel();
+        }
+        return got;
+      });
+      const accepted = (await Promise.all(submitters)).flat();
+      submitting = false;
+      const delivered = (await Promise.all(pullers)).flat();
+      const last = await call("/pull?queue=qa");
+      if (last.status === 200) delivered.push(...await last.json());
+      assert.equal(accepted.length, 48);
+      assert.equal(new Set(delivered).size, delivered.length, "no item delivered twice");
+      assert.deepEqual([...delivered].sort(), [...accepted].sort());
+    },
+  );
+
+  await t.step(
+    "relay serve round-trips 300 KiB byte for byte and answers 413 past the limit",
+    async () => {
+      await clear();
+      const big = "Ünïcødé 🚀 text ".repeat(300 * 1024 / 20) + "end";
+      assert.ok(new TextEncoder().encode(big).length > 300 * 1024);
+      assert.equal((await call("/submit", { method: "POST", body: big })).status, 200);
+      assert.deepEqual(
+        await (await call("/peek")).json().then((b) => b.queues.general[0].content),
+        big,
+      );
+      assert.deepEqual(await (await call("/pull")).json(), [big]);
+      assert.equal((await call("/push", { method: "POST", body: big })).status, 200);
+      assert.ok(
+        (await (await call("/results")).json()).items[0].c === big,
+        "results byte for byte",
+      );
+      const tooBig = await call("/push", { method: "POST", body: "x".repeat(512 * 1024 + 1) });
+      assert.equal(tooBig.status, 413);
+      assert.equal(tooBig.headers.get("content-type"), "application/problem+json");
+      await tooBig.body?.cancel();
+      assert.equal(
+        (await (await call("/results")).json()).items.length,
+        1,
+        "nothing stored is lost",
+      );
+    },
+  );
   await relay.stop();
   await Deno.remove(dir, { recursive: true });
 });
@@ -295,42 +376,6 @@ Deno.test("relay serve keeps every acknowledged item and result across SIGKILL",
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test("relay serve delivers every accepted item exactly once to concurrent pullers over HTTP", async () => {
-  const dir = await tempDir();
-  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
-  const call = client(relay.url);
-  // 4 × 12 = 48 items: below the 50-item overflow, so every accepted item must arrive.
-  let submitting = true;
-  const submitters = Array.from({ length: 4 }, async (_, s) => {
-    const accepted: string[] = [];
-    for (let i = 0; i < 12; i++) {
-      const content = `s${s} i${i}`;
-      const res = await call("/submit?queue=qa", { method: "POST", body: content });
-      if (res.status === 200 && (await res.text()) === "OK (qa)") accepted.push(content);
-    }
-    return accepted;
-  });
-  const pullers = Array.from({ length: 3 }, async () => {
-    const got: string[] = [];
-    while (submitting) {
-      const res = await call("/pull?queue=queue_qa");
-      if (res.status === 200) got.push(...await res.json());
-      else await res.body?.cancel();
-    }
-    return got;
-  });
-  const accepted = (await Promise.all(submitters)).flat();
-  submitting = false;
-  const delivered = (await Promise.all(pullers)).flat();
-  const last = await call("/pull?queue=qa");
-  if (last.status === 200) delivered.push(...await last.json());
-  assert.equal(accepted.length, 48);
-  assert.equal(new Set(delivered).size, delivered.length, "no item delivered twice");
-  assert.deepEqual([...delivered].sort(), [...accepted].sort());
-  await relay.stop();
-  await Deno.remove(dir, { recursive: true });
-});
-
 Deno.test("relay serve honours a short --dedupe-window; a duplicate does not refresh it", async () => {
   const windowMs = 2000;
   const dir = await tempDir();
@@ -361,29 +406,6 @@ Deno.test("relay serve honours a short --dedupe-window; a duplicate does not ref
     assert.equal(await submit(content), "OK (general)");
     break;
   }
-  await relay.stop();
-  await Deno.remove(dir, { recursive: true });
-});
-
-Deno.test("relay serve round-trips 300 KiB byte for byte and answers 413 past the limit", async () => {
-  const dir = await tempDir();
-  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
-  const call = client(relay.url);
-  const big = "Ünïcødé 🚀 text ".repeat(300 * 1024 / 20) + "end";
-  assert.ok(new TextEncoder().encode(big).length > 300 * 1024);
-  assert.equal((await call("/submit", { method: "POST", body: big })).status, 200);
-  assert.deepEqual(
-    await (await call("/peek")).json().then((b) => b.queues.general[0].content),
-    big,
-  );
-  assert.deepEqual(await (await call("/pull")).json(), [big]);
-  assert.equal((await call("/push", { method: "POST", body: big })).status, 200);
-  assert.ok((await (await call("/results")).json()).items[0].c === big, "results byte for byte");
-  const tooBig = await call("/push", { method: "POST", body: "x".repeat(512 * 1024 + 1) });
-  assert.equal(tooBig.status, 413);
-  assert.equal(tooBig.headers.get("content-type"), "application/problem+json");
-  await tooBig.body?.cancel();
-  assert.equal((await (await call("/results")).json()).items.length, 1, "nothing stored is lost");
   await relay.stop();
   await Deno.remove(dir, { recursive: true });
 });

@@ -208,18 +208,23 @@ Deno.test("--podcast-language and --podcast-email: a language tag and an address
   assert.throws(() => loadConfig({ "podcast-email": "owner" }, none), /--podcast-email "owner"/);
 });
 
-Deno.test("podcast feed: item titles are plain text, without HTML or Markdown marks", () => {
-  const episode = (id: string, title: string): Episode => ({
+/** A ready episode of 3 s with `title` and `text`. */
+function readyEpisode(id: string, title: string, text = "Some text that was read aloud."): Episode {
+  return {
     id,
     title,
-    text: "Some text that was read aloud.",
+    text,
     created_at: 1_700_000_000_000,
     state: "ready",
     chunks_total: 1,
     chunks_done: 1,
     bytes: 1000,
     duration_s: 3,
-  });
+  };
+}
+
+Deno.test("podcast feed: item titles are plain text, without HTML or Markdown marks", () => {
+  const episode = (id: string, title: string) => readyEpisode(id, title);
   const rss = podcastRss([
     episode("a", "**Why** <b>WAL</b> _needs_ `fsync`"),
     episode("b", "# [Links](https://example.com) & <i>more</i>"),
@@ -240,17 +245,7 @@ Deno.test("podcast feed: item titles are plain text, without HTML or Markdown ma
 });
 
 Deno.test("podcast feed: a long episode's description ends between blocks, never inside a link or an emphasis", () => {
-  const episode = (id: string, text: string): Episode => ({
-    id,
-    title: id,
-    text,
-    created_at: 1_700_000_000_000,
-    state: "ready",
-    chunks_total: 1,
-    chunks_done: 1,
-    bytes: 1000,
-    duration_s: 3,
-  });
+  const episode = (id: string, text: string) => readyEpisode(id, id, text);
   const words = (n: number) => Array.from({ length: n }, (_, i) => `word${i}`).join(" ");
   const rss = podcastRss([
     // Two paragraphs fit, the third would not: cut before it.

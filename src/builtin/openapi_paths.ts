@@ -58,6 +58,13 @@ const episode = z.object({
   chunks_done: z.number().int(),
   bytes: z.number().int(),
   duration_s: z.number(),
+  chapters: z.array(z.object({
+    start_s: z.number().meta({ description: "seconds from the start of the audio" }),
+    title: z.string(),
+  })).optional().meta({ description: "one per heading read, in order; none without headings" }),
+  skipped: z.array(z.string()).optional().meta({
+    description: "languages of passages left out for want of a voice",
+  }),
   finished_at: z.number().int().optional(),
   error: z.string().optional(),
   audio_url: z.string().optional(),

@@ -5,7 +5,8 @@
  * fast-check draws path, query and header parameters and bodies from its schemas (each value
  * checked against the schema with ajv), sends them with the main key, and fails on any 5xx
  * and on any such request the relay refuses with 400 or 422: a request the document allows
- * must be taken. The document's own examples must fit their schemas too. The figures of a
+ * must be taken; every JSON answer must fit the schema the document gives its status (as
+ * Schemathesis's response checks do). The document's own examples must fit their schemas too. The figures of a
  * run are in docs/api/service.md, "GET /openapi.json".
  */
 import assert from "node:assert/strict";
@@ -208,7 +209,31 @@ Deno.test("API document: its examples fit its schemas", async () => {
   assert.deepEqual(wrong, []);
 });
 
-Deno.test("API document: requests drawn from it get no 5xx, and none it allows is refused with 400 or 422", async () => {
+/** An operation's answers as the document describes them. */
+interface Answered {
+  responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+}
+
+/**
+ * What is wrong with a JSON answer by the document's schema for its status and media type;
+ * `undefined` when it fits, or is not JSON, or the document gives no schema for it.
+ */
+function answerMisfit(
+  operation: Answered,
+  status: number,
+  type: string,
+  text: string,
+  fits: (schema: unknown, value: unknown) => string | undefined,
+): string | undefined {
+  if (!/^application\/(problem\+)?json/.test(type)) return undefined;
+  const media = operation.responses?.[String(status)]?.content ?? {};
+  const schema = Object.entries(media).find(([name]) => type.startsWith(name.split(";")[0]!))
+    ?.[1].schema;
+  if (schema === undefined) return `${type} is not documented for ${status}`;
+  return fits(schema, JSON.parse(text));
+}
+
+Deno.test("API document: requests drawn from it get no 5xx, none it allows is refused with 400 or 422, and every JSON answer fits it", async () => {
   const dir = await Deno.makeTempDir({ prefix: "relay-openapi-" });
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const doc = await (await fetch(`${relay.url}/openapi.json`)).json() as Document;
@@ -216,6 +241,7 @@ Deno.test("API document: requests drawn from it get no 5xx, and none it allows i
   const failures: string[] = [];
   const statuses = new Map<number | "open", number>();
   let sent = 0;
+  let checked = 0;
   let operations = 0;
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, operation] of Object.entries(methods)) {
@@ -244,6 +270,7 @@ Deno.test("API document: requests drawn from it get no 5xx, and none it allows i
         const signal = AbortSignal.timeout(ANSWER_WITHIN_MS);
         let status: number | "open";
         let text = "";
+        let type = "";
         try {
           const res = await fetch(url, {
             method: method.toUpperCase(),
@@ -254,7 +281,8 @@ Deno.test("API document: requests drawn from it get no 5xx, and none it allows i
               : { body: encodeBody(request.body.type, request.body.value) }),
           });
           status = res.status;
-          text = res.headers.get("content-type")?.startsWith("text/event-stream")
+          type = res.headers.get("content-type") ?? "";
+          text = type.startsWith("text/event-stream")
             ? (await res.body?.cancel(), "")
             : await res.text();
         } catch (error) {
@@ -267,13 +295,18 @@ Deno.test("API document: requests drawn from it get no 5xx, and none it allows i
         if (status >= 500 || status === 400 || status === 422) {
           failures.push(`${what} → ${status} ${text.slice(0, 300)}`);
         }
+        // A JSON answer is what the document says it is (its schema for that status).
+        if (/^application\/(problem\+)?json/.test(type)) checked++;
+        const wrong = answerMisfit(operation as Answered, status, type, text, fits);
+        if (wrong !== undefined) failures.push(`${what} → ${status}: ${wrong}`);
       }
     }
   }
   await relay.stop();
   await Deno.remove(dir, { recursive: true });
   const figures = [...statuses].sort().map(([status, n]) => `${status}: ${n}`).join(", ");
-  console.log(`${sent} requests to ${operations} operations; ${figures}`);
+  console.log(`${sent} requests to ${operations} operations; ${figures}; ${checked} JSON checked`);
   assert.deepEqual(failures, []);
   assert.ok(operations >= 30, `${operations} operations`);
+  assert.ok(checked >= sent / 2, `${checked} of ${sent} answers checked against their schemas`);
 });

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { NOT_BLANK } from "../util/patterns.ts";
 import { z } from "zod";
 import type { ZodOpenApiOperationObject } from "zod-openapi";
 
@@ -32,7 +33,7 @@ function json(description: string, schema: z.ZodType) {
 }
 
 const id = (name: string, example: string) =>
-  z.string().regex(/^\d{8}-\d{6}-[a-z0-9]{8}$/).meta({
+  z.string().regex(/^[0-9]{8}-[0-9]{6}-[a-z0-9]{8}$/).meta({
     param: { in: "path", name, example },
   });
 
@@ -77,7 +78,7 @@ const CONTENT_MAX = 1_000_000;
 
 /** A text field that must hold more than white space, of at most `max` characters. */
 function nonBlank(max: number) {
-  return z.string().regex(/\S/).max(max);
+  return z.string().regex(NOT_BLANK).max(max);
 }
 
 /** What every publish body has; the targets and `transform` are in {@linkcode publishBody}. */

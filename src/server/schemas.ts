@@ -4,6 +4,7 @@
  * @module
  */
 
+import { NOT_BLANK } from "../util/patterns.ts";
 import { z } from "zod";
 import { HttpError, type ProblemKind, truncate } from "../errors.ts";
 import { type Target, TARGET_NAMES, targetNamed, TARGETS } from "../publish/registry.ts";
@@ -101,7 +102,7 @@ export const submitBodyDocSchema = z.union([
 ]);
 
 /** A plain-text body of `POST /submit` or `POST /push`: more than white space. */
-export const contentTextSchema = z.string().regex(/\S/);
+export const contentTextSchema = z.string().regex(NOT_BLANK);
 
 /**
  * Optional `dedupe` query parameter of `POST /submit`, an extension: `false` puts an item
@@ -210,7 +211,7 @@ export const publishReportSchema = publishFields.extend({
 function requiredText(name: string) {
   return z
     .string({ error: `field "${name}" must be a non-empty string` })
-    .regex(/\S/, { error: `field "${name}" must not be empty` })
+    .regex(NOT_BLANK, { error: `field "${name}" must not be empty` })
     .refine((text) => text.isWellFormed(), {
       error: `field "${name}" is not valid Unicode (it holds a lone surrogate)`,
     });
@@ -399,7 +400,7 @@ export const streamStartSchema = z
 /** Item ids as `POST /ack` takes them: `<queue>:<id>`, e.g. `qa:17`. */
 const itemIdSchema = z
   .string({ error: 'every value of "ids" must be a string such as "qa:17"' })
-  .regex(new RegExp(`^(${QUEUE_NAMES.join("|")}):[1-9]\\d{0,14}$`), {
+  .regex(new RegExp(`^(${QUEUE_NAMES.join("|")}):[1-9][0-9]{0,14}$`), {
     error: (issue) => `id ${quoted(issue.input)} is not an item id such as "qa:17"`,
   })
   .transform((id) => {

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { XMLParser } from "fast-xml-parser";
+import { feedXml } from "../_xml.ts";
 import { RENDERER_VERSION } from "../../src/builtin/render_thread.ts";
 import { postJson, serveServices } from "./_services.ts";
 
-const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@" });
+const xml = feedXml;
 
 /** A Markdown table of about `bytes` bytes, like a long article's data appendix. */
 function bigTable(bytes: number, seed: number): string {

@@ -10,7 +10,7 @@
  */
 
 import assert from "node:assert/strict";
-import { XMLParser } from "fast-xml-parser";
+import { feedXml } from "../_xml.ts";
 import { Podcast } from "../../src/builtin/podcast.ts";
 import { chaptersOf } from "../../src/builtin/podcast_files.ts";
 import type { SpeechLang } from "../../src/builtin/speech_lang.ts";
@@ -211,8 +211,7 @@ Deno.test("an article published for reading aloud: chapters in the feed and as J
     content: "Tending tomatoes: a plain text that is not read when the Markdown is there.",
     content_md: content,
   });
-  const rss = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@" })
-    .parse(await (await fetch(`${relay.url}/podcast/feed.xml`)).text()).rss;
+  const rss = feedXml.parse(await (await fetch(`${relay.url}/podcast/feed.xml`)).text()).rss;
   const link = rss.channel.item["podcast:chapters"];
   assert.equal(link["@type"], "application/json+chapters");
   const chapters = await fetch(`${relay.url}${new URL(link["@url"]).pathname}`);

@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Buffer } from "node:buffer";
-import { XMLParser } from "fast-xml-parser";
+import { feedXml } from "../_xml.ts";
 import QRCode from "qrcode";
 import { podcastFeedKey } from "../../src/access/podcast_feed_key.ts";
 import { Logger } from "../../src/server/log.ts";
@@ -26,7 +26,7 @@ import {
   serveServices,
 } from "./_services.ts";
 
-const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@" });
+const xml = feedXml;
 
 /** The text read aloud in every test's episode. */
 const TEXT = "Only for the family. A second sentence, to be spoken too.";

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { XMLParser } from "fast-xml-parser";
+import { feedXml } from "../_xml.ts";
 import { assertProblem } from "../_helpers.ts";
 import { walkMp3 } from "./_mp3.ts";
 import { APP_ID, eventually, MAIN_KEY, postJson, READER_KEY, serveServices } from "./_services.ts";
 
-const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@" });
+const xml = feedXml;
 
 /** A directory's and a file's permission bits. */
 async function mode(path: string): Promise<number> {

@@ -6,13 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { XMLParser } from "fast-xml-parser";
+import { feedXml } from "../_xml.ts";
 import { assertProblem, KEY, runCli, runRelay, startRelayProcess } from "../_helpers.ts";
 import { startDownstream } from "../downstream.ts";
 import { walkMp3 } from "../builtin/_mp3.ts";
 import { eventually } from "../builtin/_services.ts";
 
-const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@" });
+const xml = feedXml;
 
 Deno.test("a fresh relay publishes to its built-in notes, blog and podcast, and keeps them over a restart", async () => {
   const dir = await Deno.makeTempDir({ prefix: "relay-e2e-" });

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { NOT_BLANK } from "../../util/patterns.ts";
 import { z } from "zod";
 import { HttpError } from "../../errors.ts";
 import { SearchUnavailableError } from "../../search/search_index.ts";
@@ -38,7 +39,7 @@ export const searchQuerySchema = z.object({
   }).optional(),
   limit: z.pipe(
     z.transform((value: unknown) => typeof value === "string" ? value : String(value)),
-    z.string().regex(/^0*[1-9]\d{0,5}$/, {
+    z.string().regex(/^0*[1-9][0-9]{0,5}$/, {
       error: `parameter "limit" must be a whole number from 1 to ${SEARCH_LIMIT_MAX}`,
     }),
   ).transform((value) => Math.min(Number(value), SEARCH_LIMIT_MAX)).optional(),
@@ -110,7 +111,12 @@ export function searchOperation(problems: Record<string, unknown>): ZodOpenApiOp
       "is 503 with Retry-After.",
     parameters: [
       // What the check takes: more than white space (a rule the refinements hide).
-      param("q", z.string().regex(/\S/).max(MAX_QUERY_CHARS), "tomato", "The words to look for"),
+      param(
+        "q",
+        z.string().regex(NOT_BLANK).max(MAX_QUERY_CHARS),
+        "tomato",
+        "The words to look for",
+      ),
       param("kind", shape.kind, "post", "Only this kind: note, post, episode or result"),
       param("limit", shape.limit, "20", `At most this many (1–${SEARCH_LIMIT_MAX}; default 20)`),
     ],

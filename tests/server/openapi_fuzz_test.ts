@@ -181,34 +181,8 @@ const ANSWER_WITHIN_MS = 5_000;
 /** Requests drawn per operation: 20, or 100 with `RELAY_STRESS=1`. */
 const RUNS = stressOr(20, 100);
 
-Deno.test("API document: its examples fit its schemas", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "relay-openapi-" });
-  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
-  const doc = await (await fetch(`${relay.url}/openapi.json`)).json() as Document;
-  const fits = schemaChecker(doc);
-  const wrong: string[] = [];
-  for (const [path, methods] of Object.entries(doc.paths)) {
-    for (const [method, operation] of Object.entries(methods)) {
-      for (const parameter of operation.parameters ?? []) {
-        if (parameter.example === undefined) continue;
-        const example = parameter.example;
-        const error = fits(parameter.schema, example);
-        if (error !== undefined) {
-          wrong.push(`${method} ${path} ${parameter.name}=${JSON.stringify(example)}: ${error}`);
-        }
-      }
-      for (const [type, media] of Object.entries(operation.requestBody?.content ?? {})) {
-        if (media.example === undefined) continue;
-        const error = fits(media.schema, media.example);
-        if (error !== undefined) wrong.push(`${method} ${path} ${type} example: ${error}`);
-      }
-    }
-  }
-  await relay.stop();
-  await Deno.remove(dir, { recursive: true });
-  assert.deepEqual(wrong, []);
-});
-
+// Both read the document the relay serves, and the drawn requests change nothing the first
+// step reads: one relay serves both.
 /** An operation's answers as the document describes them. */
 interface Answered {
   responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>;
@@ -216,7 +190,7 @@ interface Answered {
 
 /**
  * What is wrong with a JSON answer by the document's schema for its status and media type;
- * `undefined` when it fits, or is not JSON, or the document gives no schema for it.
+ * `undefined` when it fits or is not JSON.
  */
 function answerMisfit(
   operation: Answered,
@@ -233,80 +207,108 @@ function answerMisfit(
   return fits(schema, JSON.parse(text));
 }
 
-Deno.test("API document: requests drawn from it get no 5xx, none it allows is refused with 400 or 422, and every JSON answer fits it", async () => {
+Deno.test("API document, as a running relay serves it", async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "relay-openapi-" });
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
   const doc = await (await fetch(`${relay.url}/openapi.json`)).json() as Document;
   const fits = schemaChecker(doc);
-  const failures: string[] = [];
-  const statuses = new Map<number | "open", number>();
-  let sent = 0;
-  let checked = 0;
-  let operations = 0;
-  for (const [path, methods] of Object.entries(doc.paths)) {
-    for (const [method, operation] of Object.entries(methods)) {
-      if (method === "parameters") continue;
-      operations++;
-      const drawn = fc.sample(requestsOf(path, inlined(operation, doc) as Operation, fits), {
-        numRuns: RUNS,
-        seed: 40,
-      });
-      for (const request of drawn) {
-        // A long-poll drawn with a long wait holds this loop until it ends; one second still
-        // waits, and still fits the document.
-        if (typeof request.query.wait === "number" && request.query.wait > 1) {
-          request.query.wait = 1;
+  await t.step("API document: its examples fit its schemas", () => {
+    const wrong: string[] = [];
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        for (const parameter of operation.parameters ?? []) {
+          if (parameter.example === undefined) continue;
+          const example = parameter.example;
+          const error = fits(parameter.schema, example);
+          if (error !== undefined) {
+            wrong.push(`${method} ${path} ${parameter.name}=${JSON.stringify(example)}: ${error}`);
+          }
         }
-        const url = new URL(`${relay.url}${request.path}`);
-        for (const [name, value] of Object.entries(request.query)) {
-          url.searchParams.set(name, String(value));
+        for (const [type, media] of Object.entries(operation.requestBody?.content ?? {})) {
+          if (media.example === undefined) continue;
+          const error = fits(media.schema, media.example);
+          if (error !== undefined) wrong.push(`${method} ${path} ${type} example: ${error}`);
         }
-        const headers: Record<string, string> = { "x-auth-key": KEY };
-        for (const [name, value] of Object.entries(request.headers)) headers[name] = String(value);
-        if (request.body !== undefined) headers["content-type"] = request.body.type;
-        const what = `${method.toUpperCase()} ${url.pathname}${url.search} ${
-          request.body === undefined ? "" : JSON.stringify(request.body)
-        }`;
-        const signal = AbortSignal.timeout(ANSWER_WITHIN_MS);
-        let status: number | "open";
-        let text = "";
-        let type = "";
-        try {
-          const res = await fetch(url, {
-            method: method.toUpperCase(),
-            headers,
-            signal,
-            ...(request.body === undefined
-              ? {}
-              : { body: encodeBody(request.body.type, request.body.value) }),
-          });
-          status = res.status;
-          type = res.headers.get("content-type") ?? "";
-          text = type.startsWith("text/event-stream")
-            ? (await res.body?.cancel(), "")
-            : await res.text();
-        } catch (error) {
-          if (!signal.aborted) throw error;
-          status = "open"; // a long-poll or a stream still waiting: taken
-        }
-        sent++;
-        statuses.set(status, (statuses.get(status) ?? 0) + 1);
-        if (status === "open") continue;
-        if (status >= 500 || status === 400 || status === 422) {
-          failures.push(`${what} → ${status} ${text.slice(0, 300)}`);
-        }
-        // A JSON answer is what the document says it is (its schema for that status).
-        if (/^application\/(problem\+)?json/.test(type)) checked++;
-        const wrong = answerMisfit(operation as Answered, status, type, text, fits);
-        if (wrong !== undefined) failures.push(`${what} → ${status}: ${wrong}`);
       }
     }
-  }
+    assert.deepEqual(wrong, []);
+  });
+  await t.step(
+    "API document: requests drawn from it get no 5xx, none it allows is refused with 400 or 422, and every JSON answer fits it",
+    async () => {
+      const failures: string[] = [];
+      const statuses = new Map<number | "open", number>();
+      let sent = 0;
+      let checked = 0;
+      let operations = 0;
+      for (const [path, methods] of Object.entries(doc.paths)) {
+        for (const [method, operation] of Object.entries(methods)) {
+          if (method === "parameters") continue;
+          operations++;
+          const drawn = fc.sample(requestsOf(path, inlined(operation, doc) as Operation, fits), {
+            numRuns: RUNS,
+            seed: 40,
+          });
+          for (const request of drawn) {
+            // A long-poll drawn with a long wait holds this loop until it ends; one second still
+            // waits, and still fits the document.
+            if (typeof request.query.wait === "number" && request.query.wait > 1) {
+              request.query.wait = 1;
+            }
+            const url = new URL(`${relay.url}${request.path}`);
+            for (const [name, value] of Object.entries(request.query)) {
+              url.searchParams.set(name, String(value));
+            }
+            const headers: Record<string, string> = { "x-auth-key": KEY };
+            for (const [name, value] of Object.entries(request.headers)) {
+              headers[name] = String(value);
+            }
+            if (request.body !== undefined) headers["content-type"] = request.body.type;
+            const what = `${method.toUpperCase()} ${url.pathname}${url.search} ${
+              request.body === undefined ? "" : JSON.stringify(request.body)
+            }`;
+            const signal = AbortSignal.timeout(ANSWER_WITHIN_MS);
+            let status: number | "open";
+            let text = "";
+            let type = "";
+            try {
+              const res = await fetch(url, {
+                method: method.toUpperCase(),
+                headers,
+                signal,
+                ...(request.body === undefined
+                  ? {}
+                  : { body: encodeBody(request.body.type, request.body.value) }),
+              });
+              status = res.status;
+              type = res.headers.get("content-type") ?? "";
+              text = type.startsWith("text/event-stream")
+                ? (await res.body?.cancel(), "")
+                : await res.text();
+            } catch (error) {
+              if (!signal.aborted) throw error;
+              status = "open"; // a long-poll or a stream still waiting: taken
+            }
+            sent++;
+            statuses.set(status, (statuses.get(status) ?? 0) + 1);
+            if (status === "open") continue;
+            if (status >= 500 || status === 400 || status === 422) {
+              failures.push(`${what} → ${status} ${text.slice(0, 300)}`);
+            }
+            // A JSON answer is what the document says it is (its schema for that status).
+            if (/^application\/(problem\+)?json/.test(type)) checked++;
+            const misfit = answerMisfit(operation as Answered, status, type, text, fits);
+            if (misfit !== undefined) failures.push(`${what} → ${status}: ${misfit}`);
+          }
+        }
+      }
+      const figures = [...statuses].sort().map(([status, n]) => `${status}: ${n}`).join(", ");
+      console.log(`${sent} requests to ${operations} operations; ${figures}; ${checked} JSON`);
+      assert.deepEqual(failures, []);
+      assert.ok(operations >= 30, `${operations} operations`);
+      assert.ok(checked >= sent / 2, `${checked} of ${sent} answers checked against the document`);
+    },
+  );
   await relay.stop();
   await Deno.remove(dir, { recursive: true });
-  const figures = [...statuses].sort().map(([status, n]) => `${status}: ${n}`).join(", ");
-  console.log(`${sent} requests to ${operations} operations; ${figures}; ${checked} JSON checked`);
-  assert.deepEqual(failures, []);
-  assert.ok(operations >= 30, `${operations} operations`);
-  assert.ok(checked >= sent / 2, `${checked} of ${sent} answers checked against their schemas`);
 });

@@ -61,10 +61,15 @@ export const SUMMARIZE_OPTIONS: readonly OptionSpec[] = [
 /**
  * The summary settings, or `undefined` without `--summarize`.
  *
+ * @param env Reads an environment variable (the command's `io.env`): the endpoint's key may
+ *   come from `RELAY_SUMMARIZE_KEY`.
  * @throws {UsageError} for a model option without `--summarize`, a URL without a model (or the
  *   reverse), a URL that is not http(s), or a key file that cannot be read.
  */
-export function summarizeSettings(args: Args): SummarizeSettings | undefined {
+export function summarizeSettings(
+  args: Args,
+  env: (name: string) => string | undefined,
+): SummarizeSettings | undefined {
   if (!args.flag("summarize")) {
     for (const name of MODEL_OPTIONS) {
       if (args.string(name) !== undefined) throw args.usage(`--${name} needs --summarize`);
@@ -80,11 +85,14 @@ export function summarizeSettings(args: Args): SummarizeSettings | undefined {
     throw args.usage(`invalid --summarize-url "${url}": an http:// or https:// URL`);
   }
   const timeoutMs = durationOption(args, "summarize-timeout", DEFAULT_SUMMARIZE_TIMEOUT_MS);
-  return { url, model, key: url === undefined ? undefined : summarizeKey(args), timeoutMs };
+  return { url, model, key: url === undefined ? undefined : summarizeKey(args, env), timeoutMs };
 }
 
 /** The endpoint's key: from `--summarize-key-file`, else `RELAY_SUMMARIZE_KEY`, else none. */
-function summarizeKey(args: Args): string | undefined {
+function summarizeKey(
+  args: Args,
+  env: (name: string) => string | undefined,
+): string | undefined {
   const file = args.string("summarize-key-file");
   if (file !== undefined) {
     try {
@@ -94,7 +102,7 @@ function summarizeKey(args: Args): string | undefined {
     }
   }
   try {
-    return Deno.env.get(SUMMARIZE_KEY_ENV)?.trim() || undefined;
+    return env(SUMMARIZE_KEY_ENV)?.trim() || undefined;
   } catch {
     return undefined; // not allowed to read the environment: no key
   }

@@ -81,7 +81,9 @@ function extractSettings(
     ) {
       if (args.string(name) !== undefined) throw args.usage(`--${name} needs --extract`);
     }
-    if (summarizeSettings(args) !== undefined) throw args.usage("--summarize needs --extract");
+    if (summarizeSettings(args, env) !== undefined) {
+      throw args.usage("--summarize needs --extract");
+    }
     return undefined;
   }
   const unknown = publish.find((target) => !PUBLISH_TARGETS.includes(target));
@@ -107,7 +109,7 @@ function extractSettings(
     acceptLanguage,
     publish,
     allowPrivate: allowPrivate(args),
-    summarize: summarizeSettings(args),
+    summarize: summarizeSettings(args, env),
     stateDir: args.string("state-dir") || defaultStateDir(env),
   };
 }

@@ -59,6 +59,7 @@ interface Graph {
   has(specifier: string): boolean;
 }
 
+/** The graph of `main.ts` as `deno info --json` reports it (a child process). */
 async function moduleGraph(): Promise<Graph> {
   const main = fileURLToPath(new URL("../main.ts", import.meta.url));
   const out = await new Deno.Command(Deno.execPath(), {

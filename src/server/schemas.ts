@@ -10,7 +10,8 @@ import { HttpError, type ProblemKind, truncate } from "../errors.ts";
 import { type Target, TARGET_NAMES, targetNamed, TARGETS } from "../publish/registry.ts";
 import { type Article, CONTENT_MAX, TAGS_MAX, TITLE_MAX } from "../publish/target_kind.ts";
 import { QUEUE_NAMES, type QueueName } from "../queue_names.ts";
-import { MAX_LEASE_MS, QUEUE_CAPACITY } from "../store/store.ts";
+import { MAX_LEASE_MS } from "../constants.ts";
+import { QUEUE_CAPACITY } from "../store/store.ts";
 
 const QUEUE_LIST = QUEUE_NAMES.map((q) => `"${q}"`).join(", ");
 const TARGET_LIST = TARGETS.map((t) => `"${t}"`).join(", ");

@@ -203,15 +203,18 @@ export async function openSearch(
       first = false;
       return;
     }
-    synced = stateVersion(store, ["feed"]);
+    // Read before the feed is: a change while it is read makes the next look. Recorded only
+    // once the feed is indexed, so that a look that failed is made again at the stop.
+    const version = stateVersion(store, ["feed"]);
     const oldest = (await readResults(store, { since: 0, limit: 1 })).items[0];
     index.keepFrom("result", oldest?.t ?? null);
     while (true) {
       const page = await readResults(store, { since: seen, limit: RESULTS_CAPACITY });
       for (const result of page.items) index.put(resultDocument(result.t, result.content));
       seen = page.cursor;
-      if (page.items.length < RESULTS_CAPACITY) return;
+      if (page.items.length < RESULTS_CAPACITY) break;
     }
+    synced = version;
   };
   const following = (async () => {
     while (!stop.signal.aborted) {

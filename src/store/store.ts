@@ -234,9 +234,6 @@ export async function pullFirst(
   return await writerOf(store).write(takeOp(store.kv, order, undefined, limit));
 }
 
-/** Longest lease, ms: 12 hours (defined with the other shared numbers). */
-export { MAX_LEASE_MS };
-
 /**
  * A leased pull (at-least-once): hands out the first `limit` available items of
  * the first queue of `order` that has any, and hides them from other pulls until

@@ -339,14 +339,15 @@ export function podcastRss(
  */
 function markdownExcerpt(text: string, max: number): string {
   if (text.length <= max) return text;
+  const blocks = text.split(/\n[ \t]*\n/);
   let kept = "";
-  for (const block of text.split(/\n[ \t]*\n/)) {
+  for (const block of blocks) {
     const longer = kept === "" ? block : `${kept}\n\n${block}`;
     if (longer.length > max) break;
     kept = longer;
   }
   if (kept !== "") return `${kept}\n\n…`;
-  const plain = plainTitle(text.split(/\n[ \t]*\n/, 1)[0]!).slice(0, max);
+  const plain = plainTitle(blocks[0]!).slice(0, max);
   const space = plain.lastIndexOf(" ");
   // As text, not Markdown: what is left of the marks must not make new ones.
   const cut = (space > max / 2 ? plain.slice(0, space) : plain).replace(/[\\`*_[\]<>#&]/g, "\\$&");

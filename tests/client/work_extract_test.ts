@@ -43,6 +43,26 @@ async function results(url: string): Promise<string[]> {
 
 // These readers cannot disturb one another (each its own pages and state directory, the
 // relay emptied before each by POST /clear), so they share one relay.
+/**
+ * Starts `relay work --queue general --extract` as a process (what these tests are about),
+ * its reading record in `stateDir`, with more `options`.
+ */
+function startReader(
+  stateDir: string,
+  options: string[],
+  spawn: { env: Record<string, string> },
+): ReturnType<typeof spawnRelay> {
+  return spawnRelay([
+    "work",
+    "--queue",
+    "general",
+    "--extract",
+    "--state-dir",
+    stateDir,
+    ...options,
+  ], spawn);
+}
+
 Deno.test("relay work --extract against one relay", async (t) => {
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(join(dir, "data"), {
@@ -71,25 +91,16 @@ Deno.test("relay work --extract against one relay", async (t) => {
         for (const item of items) {
           await submitted(relay.url, item, "general");
         }
-        const worker = spawnRelay(
-          [
-            "work",
-            "--queue",
-            "general",
-            "--extract",
-            "--state-dir",
-            `${dir}/reader-1`,
-            "--attempts",
-            "2",
-            "--backoff",
-            "10ms",
-            "--max-page",
-            "64KiB",
-            "--allow-private",
-            new URL(pages.url).host,
-          ],
-          { env },
-        );
+        const worker = startReader(`${dir}/reader-1`, [
+          "--attempts",
+          "2",
+          "--backoff",
+          "10ms",
+          "--max-page",
+          "64KiB",
+          "--allow-private",
+          new URL(pages.url).host,
+        ], { env });
         let feed: string[] = [];
         await eventually(async () => (feed = await results(relay.url)).length === 5, "5 results");
         worker.child.kill("SIGTERM");
@@ -142,14 +153,7 @@ Deno.test("relay work --extract against one relay", async (t) => {
         for (const item of items) {
           await submitted(relay.url, item, "general");
         }
-        const worker = spawnRelay([
-          "work",
-          "--queue",
-          "general",
-          "--extract",
-          "--state-dir",
-          `${dir}/reader-2`,
-        ], { env });
+        const worker = startReader(`${dir}/reader-2`, [], { env });
         let feed: string[] = [];
         await eventually(async () => (feed = await results(relay.url)).length === 3, "3 results");
         worker.child.kill("SIGTERM");
@@ -183,13 +187,7 @@ Deno.test("relay work --extract against one relay", async (t) => {
         for (const item of items) {
           await submitted(relay.url, item, "general");
         }
-        const worker = spawnRelay([
-          "work",
-          "--queue",
-          "general",
-          "--extract",
-          "--state-dir",
-          `${dir}/reader-3`,
+        const worker = startReader(`${dir}/reader-3`, [
           "--attempts",
           "1",
           "--timeout",
@@ -229,21 +227,12 @@ Deno.test("relay work --extract --publish blog,nas publishes each article with a
       env: { RELAY_API_KEY: KEY, RELAY_APP_ID: downstream.appId },
     });
     const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
-    const worker = spawnRelay(
-      [
-        "work",
-        "--queue",
-        "general",
-        "--extract",
-        "--state-dir",
-        `${dir}/reader`,
-        "--publish",
-        "blog,nas",
-        "--allow-private",
-        new URL(pages.url).host,
-      ],
-      { env: { RELAY_URL: relay.url, RELAY_API_KEY: added.stdout.trim() } },
-    );
+    const worker = startReader(`${dir}/reader`, [
+      "--publish",
+      "blog,nas",
+      "--allow-private",
+      new URL(pages.url).host,
+    ], { env: { RELAY_URL: relay.url, RELAY_API_KEY: added.stdout.trim() } });
     await submitted(relay.url, `${pages.url}/table`);
     await eventually(() => downstream.requests.length === 2, "the blog and the podcast");
     const byService = Object.fromEntries(
@@ -282,13 +271,7 @@ Deno.test("relay work --extract --publish publishes a 400 KB article whole, as M
     });
     const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
     await submitted(relay.url, `${pages.url}/huge`);
-    const worker = spawnRelay([
-      "work",
-      "--queue",
-      "general",
-      "--extract",
-      "--state-dir",
-      `${dir}/reader`,
+    const worker = startReader(`${dir}/reader`, [
       "--publish",
       "blog",
       "--timeout",
@@ -321,19 +304,9 @@ Deno.test("relay work --extract cuts an article longer than the relay's body lim
     });
     const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
     await submitted(relay.url, `${pages.url}/long`);
-    const worker = spawnRelay(
-      [
-        "work",
-        "--queue",
-        "general",
-        "--extract",
-        "--state-dir",
-        `${dir}/reader`,
-        "--allow-private",
-        new URL(pages.url).host,
-      ],
-      { env },
-    );
+    const worker = startReader(`${dir}/reader`, ["--allow-private", new URL(pages.url).host], {
+      env,
+    });
     let feed: string[] = [];
     await eventually(async () => (feed = await results(relay.url)).length === 1, "the result");
     worker.child.kill("SIGTERM");
@@ -405,13 +378,7 @@ Deno.test("relay work --extract --publish: a publish the relay could not take th
     });
     try {
       const proxied = `http://127.0.0.1:${proxy.addr.port}`;
-      const worker = spawnRelay([
-        "work",
-        "--queue",
-        "general",
-        "--extract",
-        "--state-dir",
-        `${dir}/reader`,
+      const worker = startReader(`${dir}/reader`, [
         "--publish",
         "blog",
         "--backoff",

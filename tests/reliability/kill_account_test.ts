@@ -231,14 +231,12 @@ Deno.test(`kill and account: ${KILLS} SIGKILLs across submits, pushes and leased
       const relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
       const stop = { stopped: false };
       const running = clients(relay.url, ledger, round, stop);
-      // Each round makes progress of every kind before its kill, however slow the machine:
-      // a kill before the first answer would test nothing.
-      const before = [ledger.submitted.size, ledger.pushed.size, ledger.acked.size];
+      // Each round has a submit and a push answered before its kill, however slow the machine
+      // (acks wait for leases that earlier kills left, so a round may have none of its own).
+      const before = [ledger.submitted.size, ledger.pushed.size];
       await eventually(
-        () =>
-          ledger.submitted.size > before[0]! && ledger.pushed.size > before[1]! &&
-          ledger.acked.size > before[2]!,
-        "a submit, a push and an ack answered in this round",
+        () => ledger.submitted.size > before[0]! && ledger.pushed.size > before[1]!,
+        "a submit and a push answered in this round",
         60_000,
       );
       await sleep(100 + Math.random() * 300);

@@ -5,6 +5,7 @@
  * data: the episode ends ready, its MP3 is whole frames with the recorded length and
  * duration, no part file is left, and audio that was complete before the kill is the same
  * bytes after it (never spoken again over it, never padded).
+ * Every step is killed at with `RELAY_STRESS=1` (as CI runs it); three of them otherwise.
  *
  * @module
  */
@@ -12,7 +13,14 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { PODCAST_STEPS } from "../../src/builtin/podcast.ts";
-import { eventually, KEY, logMessage, startRelayProcess, withTempDir } from "../_helpers.ts";
+import {
+  eventually,
+  KEY,
+  logMessage,
+  startRelayProcess,
+  STRESS,
+  withTempDir,
+} from "../_helpers.ts";
 import { walkMp3 } from "../builtin/_mp3.ts";
 
 /** About three chunks of speech: the second chunk's steps are reached. */
@@ -41,8 +49,18 @@ async function audioAt(dir: string, id: string): Promise<Uint8Array | undefined>
   return await Deno.readFile(join(dir, "podcast", `${id}.mp3`)).catch(() => undefined);
 }
 
+/**
+ * The steps killed at in a short run (without `RELAY_STRESS=1`): audio appended past the
+ * recorded progress, every chunk spoken but the file not yet in place, the file in place but
+ * the episode not yet ready. The long run kills at every step.
+ */
+const SHORT_RUN_STEPS = ["appended", "completed", "renamed"];
+
 for (const step of PODCAST_STEPS) {
-  Deno.test(`a relay killed at the podcast step "${step}" finishes the episode as one valid MP3`, async () => {
+  Deno.test({
+    name: `a relay killed at the podcast step "${step}" finishes the episode as one valid MP3`,
+    ignore: !STRESS && !SHORT_RUN_STEPS.includes(step),
+  }, async () => {
     await withTempDir(async (dir) => {
       let id: string;
       let before: Uint8Array | undefined;

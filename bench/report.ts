@@ -156,13 +156,13 @@ export function report(r: Results): string {
     // The target is against the floor after the same loads and idle time: what the stack
     // keeps by itself (its allocator holds freed pages) is not the relay's to give back.
     figure(
-      `RSS after the loads and ${r.idle + 2} idle s, over the floor's after the same`,
+      `RSS after the loads and ${r.idle + 2} idle s, over the floor's`,
       `${(r.restedRss - r.floorRestedRss).toFixed(1)} MB (${r.restedRss.toFixed(1)} MB)`,
       "≤ +12 MB",
       r.restedRss - r.floorRestedRss <= 12,
     );
     figure(
-      `the same, over the relay's own idle RSS`,
+      `the same, over the relay's idle RSS`,
       `${(r.restedRss - r.idleRss).toFixed(1)} MB`,
       "—",
       true,

@@ -41,8 +41,6 @@ async function results(url: string): Promise<string[]> {
   return ((await res.json()) as { items: { c: string }[] }).items.map((item) => item.c);
 }
 
-// These readers cannot disturb one another (each its own pages and state directory, the
-// relay emptied before each by POST /clear), so they share one relay.
 /**
  * Starts `relay work --queue general --extract` as a process (what these tests are about),
  * its reading record in `stateDir`, with more `options`.
@@ -63,6 +61,8 @@ function startReader(
   ], spawn);
 }
 
+// These readers cannot disturb one another (each its own pages and state directory, the
+// relay emptied before each by POST /clear), so they share one relay.
 Deno.test("relay work --extract against one relay", async (t) => {
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(join(dir, "data"), {

@@ -6,8 +6,8 @@
  * checked against the schema with ajv), sends them with the main key, and fails on any 5xx
  * and on any such request the relay refuses with 400 or 422: a request the document allows
  * must be taken; every JSON answer must fit the schema the document gives its status (as
- * Schemathesis's response checks do). The document's own examples must fit their schemas too. The figures of a
- * run are in docs/api/service.md, "GET /openapi.json".
+ * Schemathesis's response checks do). The document's own examples must fit their schemas too.
+ * The figures of a run are in docs/api/service.md, "GET /openapi.json".
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
@@ -184,8 +184,9 @@ const RUNS = stressOr(20, 100);
 /** Long-polls of an operation that wait (one second each): 2, or all with `RELAY_STRESS=1`. */
 const WAITS_PER_OPERATION = stressOr(2, Infinity);
 
-// Both read the document the relay serves, and the drawn requests change nothing the first
-// step reads: one relay serves both.
+/** The media types of JSON answers, problem documents included. */
+const JSON_TYPE = /^application\/(problem\+)?json/;
+
 /** An operation's answers as the document describes them. */
 interface Answered {
   responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>;
@@ -202,7 +203,7 @@ function answerMisfit(
   text: string,
   fits: (schema: unknown, value: unknown) => string | undefined,
 ): string | undefined {
-  if (!/^application\/(problem\+)?json/.test(type)) return undefined;
+  if (!JSON_TYPE.test(type)) return undefined;
   const media = operation.responses?.[String(status)]?.content ?? {};
   const schema = Object.entries(media).find(([name]) => type.startsWith(name.split(";")[0]!))
     ?.[1].schema;
@@ -210,6 +211,53 @@ function answerMisfit(
   return fits(schema, JSON.parse(text));
 }
 
+/** What a drawn request got: its status (`"open"` for an answer still waiting), type and text. */
+interface Got {
+  /** The request, for a failure's message. */
+  what: string;
+  status: number | "open";
+  type: string;
+  text: string;
+}
+
+/**
+ * Sends one drawn request to the relay at `base` with the main key. A long-poll or a stream
+ * still waiting after {@linkcode ANSWER_WITHIN_MS} counts as taken (`"open"`).
+ */
+async function send(base: string, method: string, request: Drawn): Promise<Got> {
+  const url = new URL(`${base}${request.path}`);
+  for (const [name, value] of Object.entries(request.query)) {
+    url.searchParams.set(name, String(value));
+  }
+  const headers: Record<string, string> = { "x-auth-key": KEY };
+  for (const [name, value] of Object.entries(request.headers)) headers[name] = String(value);
+  if (request.body !== undefined) headers["content-type"] = request.body.type;
+  const what = `${method.toUpperCase()} ${url.pathname}${url.search} ${
+    request.body === undefined ? "" : JSON.stringify(request.body)
+  }`;
+  const signal = AbortSignal.timeout(ANSWER_WITHIN_MS);
+  try {
+    const res = await fetch(url, {
+      method: method.toUpperCase(),
+      headers,
+      signal,
+      ...(request.body === undefined
+        ? {}
+        : { body: encodeBody(request.body.type, request.body.value) }),
+    });
+    const type = res.headers.get("content-type") ?? "";
+    const text = type.startsWith("text/event-stream")
+      ? (await res.body?.cancel(), "")
+      : await res.text();
+    return { what, status: res.status, type, text };
+  } catch (error) {
+    if (!signal.aborted) throw error;
+    return { what, status: "open", type: "", text: "" };
+  }
+}
+
+// Both steps read the document the relay serves, and the drawn requests change nothing the
+// first step reads: one relay serves both.
 Deno.test("API document, as a running relay serves it", async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "relay-openapi-" });
   await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
@@ -260,40 +308,7 @@ Deno.test("API document, as a running relay serves it", async (t) => {
             if (typeof request.query.wait === "number" && request.query.wait > 0) {
               request.query.wait = waits++ < WAITS_PER_OPERATION ? 1 : 0;
             }
-            const url = new URL(`${relay.url}${request.path}`);
-            for (const [name, value] of Object.entries(request.query)) {
-              url.searchParams.set(name, String(value));
-            }
-            const headers: Record<string, string> = { "x-auth-key": KEY };
-            for (const [name, value] of Object.entries(request.headers)) {
-              headers[name] = String(value);
-            }
-            if (request.body !== undefined) headers["content-type"] = request.body.type;
-            const what = `${method.toUpperCase()} ${url.pathname}${url.search} ${
-              request.body === undefined ? "" : JSON.stringify(request.body)
-            }`;
-            const signal = AbortSignal.timeout(ANSWER_WITHIN_MS);
-            let status: number | "open";
-            let text = "";
-            let type = "";
-            try {
-              const res = await fetch(url, {
-                method: method.toUpperCase(),
-                headers,
-                signal,
-                ...(request.body === undefined
-                  ? {}
-                  : { body: encodeBody(request.body.type, request.body.value) }),
-              });
-              status = res.status;
-              type = res.headers.get("content-type") ?? "";
-              text = type.startsWith("text/event-stream")
-                ? (await res.body?.cancel(), "")
-                : await res.text();
-            } catch (error) {
-              if (!signal.aborted) throw error;
-              status = "open"; // a long-poll or a stream still waiting: taken
-            }
+            const { what, status, type, text } = await send(relay.url, method, request);
             sent++;
             statuses.set(status, (statuses.get(status) ?? 0) + 1);
             if (status === "open") continue;
@@ -301,7 +316,7 @@ Deno.test("API document, as a running relay serves it", async (t) => {
               failures.push(`${what} → ${status} ${text.slice(0, 300)}`);
             }
             // A JSON answer is what the document says it is (its schema for that status).
-            if (/^application\/(problem\+)?json/.test(type)) checked++;
+            if (JSON_TYPE.test(type)) checked++;
             const misfit = answerMisfit(operation as Answered, status, type, text, fits);
             if (misfit !== undefined) failures.push(`${what} → ${status}: ${misfit}`);
           }
@@ -311,7 +326,10 @@ Deno.test("API document, as a running relay serves it", async (t) => {
       console.log(`${sent} requests to ${operations} operations; ${figures}; ${checked} JSON`);
       assert.deepEqual(failures, []);
       assert.ok(operations >= 30, `${operations} operations`);
-      assert.ok(checked >= sent / 2, `${checked} of ${sent} answers checked against the document`);
+      assert.ok(
+        checked >= sent / 2,
+        `${checked} of ${sent} answers checked against the document`,
+      );
     },
   );
   await relay.stop();

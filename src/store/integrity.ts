@@ -171,11 +171,14 @@ export interface CountersKeeper {
  * disk) is told to `onError` once, until one succeeds again.
  *
  * @param onError Told a failed write's error (the relay logs it).
+ * @param intervalMs Shortest time between two writes, ms; tests make it long to show that
+ *   stopping does not wait it out.
  */
 export function keepCounters(
   store: Store,
   db: string,
   onError: (error: unknown) => void = () => {},
+  intervalMs: number = COUNTERS_INTERVAL_MS,
 ): CountersKeeper {
   const stopping = new AbortController();
   let failing = false;
@@ -194,6 +197,9 @@ export function keepCounters(
       const changed = nextChange(store, COLLECTIONS, stopping.signal);
       await write();
       await changed;
+      // A stop wakes `changed`; the pause below listens for the stop only from now on, so
+      // without this it would wait out the whole interval (every relay took a second to stop).
+      if (stopping.signal.aborted) break;
       await new Promise<void>((done) => {
         const stop = () => {
           clearTimeout(timer);
@@ -202,7 +208,7 @@ export function keepCounters(
         const timer = setTimeout(() => {
           stopping.signal.removeEventListener("abort", stop);
           done();
-        }, COUNTERS_INTERVAL_MS);
+        }, intervalMs);
         stopping.signal.addEventListener("abort", stop, { once: true });
       });
     }

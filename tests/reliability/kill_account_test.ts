@@ -58,7 +58,7 @@ class Ledger {
   readonly cutOff: Record<Kind, number> = { submit: 0, push: 0, lease: 0, ack: 0, results: 0 };
   readonly inFlight: Record<Kind, number> = { submit: 0, push: 0, lease: 0, ack: 0, results: 0 };
 
-  /** Items acknowledged by submit and not yet acknowledged by an ack. */
+  /** Items acknowledged by submit and not yet by an ack, nor sent in an ack cut off by a kill. */
   outstandingItems(): number {
     let n = 0;
     for (const content of this.submitted.keys()) {

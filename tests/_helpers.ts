@@ -248,6 +248,22 @@ export function spawnRelay(
   return { child, stdout, stderr, done };
 }
 
+/**
+ * What `promise` settles with, or `undefined` when it has not within `ms`: for a process or a
+ * stop that should end, given a generous while before the test says it did not.
+ */
+export async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<undefined>((done) => timer = setTimeout(() => done(undefined), ms)),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Polls `check` every 50 ms until it returns true; fails after `timeoutMs`. */
 export async function eventually(
   check: () => boolean | Promise<boolean>,

@@ -23,6 +23,7 @@
  */
 
 import { errorMessage } from "../errors.ts";
+import { sleep } from "../util/backoff.ts";
 import { writeAtomically } from "../util/files.ts";
 import { QUEUE_NAMES } from "../queue_names.ts";
 import { damagedDatabaseError, UnsafeDatabaseError } from "./database.ts";
@@ -197,20 +198,9 @@ export function keepCounters(
       const changed = nextChange(store, COLLECTIONS, stopping.signal);
       await write();
       await changed;
-      // A stop wakes `changed`; the pause below listens for the stop only from now on, so
-      // without this it would wait out the whole interval (every relay took a second to stop).
-      if (stopping.signal.aborted) break;
-      await new Promise<void>((done) => {
-        const stop = () => {
-          clearTimeout(timer);
-          done();
-        };
-        const timer = setTimeout(() => {
-          stopping.signal.removeEventListener("abort", stop);
-          done();
-        }, intervalMs);
-        stopping.signal.addEventListener("abort", stop, { once: true });
-      });
+      // A stop also wakes `changed`, so the pause may begin after the stop: `sleep` ends at
+      // once then, where a pause listening only for a later abort waited the whole interval.
+      await sleep(intervalMs, stopping.signal);
     }
   })();
   return {

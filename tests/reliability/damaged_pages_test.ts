@@ -9,7 +9,14 @@
 
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { assertProblem, KEY, relayCall, startRelayProcess, withTempDir } from "../_helpers.ts";
+import {
+  assertProblem,
+  KEY,
+  relayCall,
+  startRelayProcess,
+  within,
+  withTempDir,
+} from "../_helpers.ts";
 import { createApp } from "../../src/server/app.ts";
 import { Logger } from "../../src/server/log.ts";
 import { createStore } from "../../src/store/store.ts";
@@ -121,12 +128,7 @@ Deno.test("a database damaged while the relay serves: the request answers 503, a
     const res = await relayCall(relay.url)("/peek?queue=qa");
     assert.equal(res.status, 503, await res.text());
     // A relay that goes on serving never exits: give up on it after a generous while.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const status = await Promise.race([
-      relay.child.status,
-      new Promise<undefined>((done) => timer = setTimeout(() => done(undefined), 30_000)),
-    ]);
-    clearTimeout(timer);
+    const status = await within(relay.child.status, 30_000);
     assert.equal(status?.code, 2, `still running or another exit: ${relay.stderr.join("\n")}`);
     assert.ok(
       relay.stderr.some((line) =>

@@ -182,8 +182,10 @@ async function leaseAndAck(
     | undefined;
   if (items === undefined) return false;
   assert.equal(res.status, 200);
-  for (const item of items) ledger.deliveries.push({ content: item.content, id: item.id, sentAt });
-  for (const item of items) ledger.ackUnknown.add(item.content);
+  for (const item of items) {
+    ledger.deliveries.push({ content: item.content, id: item.id, sentAt });
+    ledger.ackUnknown.add(item.content);
+  }
   const ack = await request(ledger, "ack", () =>
     call("/ack", {
       method: "POST",

@@ -8,6 +8,7 @@ import {
   runRelay,
   spawnRelay,
   startRelayProcess,
+  within,
   withTempDir,
 } from "../_helpers.ts";
 import { answering, KEY, tempDir } from "./_server.ts";
@@ -172,13 +173,7 @@ async function relayWithUnreadOutput(dir: string) {
     /** SIGTERM, then the exit status, or `undefined` when it has not exited within 60 s. */
     async stop(): Promise<Deno.CommandStatus | undefined> {
       child.kill("SIGTERM");
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const status = await Promise.race([
-        child.status,
-        new Promise<undefined>((done) => timer = setTimeout(() => done(undefined), 60_000)),
-      ]);
-      clearTimeout(timer);
-      return status;
+      return await within(child.status, 60_000);
     },
     async [Symbol.asyncDispose]() {
       try {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { countersPath, keepCounters } from "../../src/store/integrity.ts";
 import { push } from "../../src/store/store.ts";
-import { makeStore } from "../_helpers.ts";
+import { makeStore, within } from "../_helpers.ts";
 
 // The keeper pauses between writes; a stop must end the pause, not wait it out. With an
 // interval of an hour, a keeper that waits could not stop within the minute allowed here.
@@ -9,13 +9,8 @@ Deno.test("the counters keeper stops at once, with the file written, however lon
   await using s = await makeStore({ systemClock: true });
   const keeper = keepCounters(s.store, s.temp.path, () => {}, 3_600_000);
   await push(s.store, "one result");
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const outcome = await Promise.race([
-    keeper.stop().then(() => "stopped"),
-    new Promise((done) => timer = setTimeout(() => done("still waiting"), 60_000)),
-  ]);
-  clearTimeout(timer);
-  assert.equal(outcome, "stopped");
+  const outcome = await within(keeper.stop().then(() => "stopped"), 60_000);
+  assert.equal(outcome ?? "still waiting", "stopped");
   const file = JSON.parse(await Deno.readTextFile(countersPath(s.temp.path)));
   assert.equal(file.counters["results.pushed"], 1, "the last write counts the push");
 });

@@ -8,7 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { assertProblem, KEY, relayCall, startRelayProcess } from "../_helpers.ts";
+import { assertProblem, eventually, KEY, relayCall, startRelayProcess } from "../_helpers.ts";
 import { fillDisk, mountTmpfs, NO_MOUNT } from "./_mounts.ts";
 
 Deno.test({
@@ -27,6 +27,15 @@ Deno.test({
       });
     const before = await note("before");
     assert.equal(before.status, 200, await before.text());
+    // The search index writes its file in the background once it has the note; a write it
+    // failed on the full disk would give back the room it had taken, and the next note
+    // would fit. So the disk is filled only once the note is found.
+    await eventually(async () => {
+      const res = await call("/search?q=before");
+      const found = res.status === 200 && (await res.json()).items.length > 0;
+      if (res.status !== 200) await res.body?.cancel();
+      return found;
+    }, "the note in the search index");
 
     await fillDisk(disk.dir);
     const refused = await note("on a full disk");

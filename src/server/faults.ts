@@ -7,7 +7,14 @@
  */
 
 import { type ProblemKind, problemResponse } from "../errors.ts";
-import { classifyFault, type FaultKind, type StorageError } from "../store/store.ts";
+import type { Article, BuiltinTargets } from "../publish/target_kind.ts";
+import {
+  classifyFault,
+  type FaultKind,
+  roomForContent,
+  StorageError,
+  type Store,
+} from "../store/store.ts";
 
 /**
  * Per kind: the status, when to try again (seconds), what to tell the client and the
@@ -69,8 +76,37 @@ export function storageProblem(error: StorageError): Response {
   }, answer.problem);
 }
 
+/** What the built-in services' writes are called in their refusals ({@linkcode whileRoomLeft}). */
+const BUILTIN_WRITES = {
+  saveNote: "save the note",
+  publishPost: "publish the post",
+  queueEpisode: "queue the episode",
+} as const;
+
 /** The operations a full disk refuses first: those that store new content. */
-const ADDING = new Set(["submit", "push", "restore"]);
+const ADDING = new Set<string>(["submit", "push", "restore", ...Object.values(BUILTIN_WRITES)]);
+
+/**
+ * `targets`, the built-in services' writes, refused with a full-disk {@linkcode StorageError}
+ * while the store is in disk-full mode (`roomForContent`): the room the store gave up on a
+ * full disk is for pulls, acks and clears, and a note, a post or an episode written there
+ * would take it.
+ *
+ * @param targets The built-in services' calls (`builtinTargets`).
+ * @param store The relay's store.
+ */
+export function whileRoomLeft<T extends BuiltinTargets>(targets: T, store: Store): T {
+  const guarded = <K extends keyof BuiltinTargets>(name: K) => async (article: Article) => {
+    if (!await roomForContent(store)) throw new StorageError("full", BUILTIN_WRITES[name]);
+    return await targets[name](article);
+  };
+  return {
+    ...targets,
+    saveNote: guarded("saveNote"),
+    publishPost: guarded("publishPost"),
+    queueEpisode: guarded("queueEpisode"),
+  };
+}
 
 const FULL_EVEN_FOR_REMOVALS = "the relay's disk is full, and the room it sets aside for " +
   "pulls, acks and clears is used up. Free space on the relay's machine and try again";

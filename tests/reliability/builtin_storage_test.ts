@@ -11,50 +11,99 @@ import assert from "node:assert/strict";
 import { assertProblem, eventually, KEY, relayCall, startRelayProcess } from "../_helpers.ts";
 import { fillDisk, mountTmpfs, NO_MOUNT } from "./_mounts.ts";
 
+/**
+ * Starts a relay on a tmpfs of 8 MiB and gives `job` a way to save a note; saves the note
+ * "before" first and waits until the search index has it. The index writes its file in the
+ * background once it has a note, and a write it failed on a full disk would give back the
+ * room it had taken: so a test fills the disk only after that.
+ */
+async function withNoteSaved(
+  job: (
+    disk: { dir: string },
+    call: ReturnType<typeof relayCall>,
+    note: (title: string) => Promise<Response>,
+  ) => Promise<void>,
+): Promise<void> {
+  await using disk = await mountTmpfs("8m");
+  await using relay = await startRelayProcess(disk.dir, { env: { RELAY_API_KEY: KEY } });
+  const call = relayCall(relay.url);
+  const note = (title: string) =>
+    call("/downstream/api/notes/import", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ title, content: "# A note\n\nKept as Markdown." }),
+    });
+  const before = await note("before");
+  assert.equal(before.status, 200, await before.text());
+  await eventually(async () => {
+    const res = await call("/search?q=before");
+    const found = res.status === 200 && (await res.json()).items.length > 0;
+    if (res.status !== 200) await res.body?.cancel();
+    return found;
+  }, "the note in the search index");
+  await job(disk, call, note);
+}
+
 Deno.test({
   name:
     "the built-in notes on a full disk: 507 with Retry-After and the reason, and POST /publish reports it",
   ignore: NO_MOUNT !== undefined,
-  async fn() {
-    await using disk = await mountTmpfs("8m");
-    await using relay = await startRelayProcess(disk.dir, { env: { RELAY_API_KEY: KEY } });
-    const call = relayCall(relay.url);
-    const note = (title: string) =>
-      call("/downstream/api/notes/import", {
+  fn: () =>
+    withNoteSaved(async (disk, call, note) => {
+      await fillDisk(disk.dir);
+      const refused = await note("on a full disk");
+      assert.equal(
+        refused.headers.get("retry-after"),
+        "30",
+        `${refused.status} ${await refused.clone().text()}`,
+      );
+      assert.match(
+        await assertProblem(refused, 507),
+        /^Cannot POST \/downstream\/api\/notes\/import: the relay's disk is full\./,
+      );
+      const published = await call("/publish", {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ title, content: "# A note\n\nKept as Markdown." }),
+        body: JSON.stringify({ title: "On a full disk", content: "Text", targets: ["notes"] }),
       });
-    const before = await note("before");
-    assert.equal(before.status, 200, await before.text());
-    // The search index writes its file in the background once it has the note; a write it
-    // failed on the full disk would give back the room it had taken, and the next note
-    // would fit. So the disk is filled only once the note is found.
-    await eventually(async () => {
-      const res = await call("/search?q=before");
-      const found = res.status === 200 && (await res.json()).items.length > 0;
-      if (res.status !== 200) await res.body?.cancel();
-      return found;
-    }, "the note in the search index");
+      const body = JSON.stringify(await published.json());
+      assert.match(body, /507/, body);
+      assert.doesNotMatch(body, /HTTP 500/, body);
+    }),
+});
 
-    await fillDisk(disk.dir);
-    const refused = await note("on a full disk");
-    assert.equal(
-      refused.headers.get("retry-after"),
-      "30",
-      `${refused.status} ${await refused.clone().text()}`,
-    );
-    assert.match(
-      await assertProblem(refused, 507),
-      /^Cannot POST \/downstream\/api\/notes\/import: the relay's disk is full\./,
-    );
-    const published = await call("/publish", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ title: "On a full disk", content: "Text", targets: ["notes"] }),
-    });
-    const body = JSON.stringify(await published.json());
-    assert.match(body, /507/, body);
-    assert.doesNotMatch(body, /HTTP 500/, body);
-  },
+Deno.test({
+  name:
+    "once the store gave up room for pulls on a full disk, the built-in services write nothing into it",
+  ignore: NO_MOUNT !== undefined,
+  fn: () =>
+    withNoteSaved(async (disk, call, note) => {
+      const post = (path: string, body: string, type = "application/json") =>
+        call(path, { method: "POST", headers: { "content-type": type }, body });
+      // An item the relay keeps, and a pull of it once the disk is full.
+      assert.equal(
+        (await post("/submit?queue=general", "kept for a pull", "text/plain")).status,
+        200,
+      );
+      await fillDisk(disk.dir);
+      // A submit on the full disk: refused, and the store gives up the room it kept for pulls.
+      await assertProblem(await post("/submit?queue=general", "one more", "text/plain"), 507);
+      const refused = await note("into the pulls' room");
+      assert.equal(refused.headers.get("retry-after"), "30");
+      assert.match(
+        await assertProblem(refused, 507),
+        /^Cannot save the note: the relay's disk is full\. Pulls, acks and clears still work/,
+      );
+      const published = await post(
+        "/publish",
+        JSON.stringify({ title: "Into the room", content: "Text", targets: ["notes", "blog"] }),
+      );
+      const body = JSON.stringify(await published.json());
+      assert.match(body, /HTTP 507: Cannot save the note: the relay's disk is full/, body);
+      assert.match(body, /HTTP 507: Cannot publish the post: the relay's disk is full/, body);
+      // The room is still there for what it was given up for.
+      const pulled = await call("/pull?queue=general");
+      assert.equal(pulled.status, 200);
+      assert.match(await pulled.text(), /kept for a pull/);
+    }),
 });

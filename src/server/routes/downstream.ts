@@ -13,6 +13,7 @@ import { HttpError } from "../../errors.ts";
 import { builtinTargets } from "../../builtin/publishing.ts";
 import { CONTENT_MAX, TAGS_MAX, TITLE_MAX } from "../../publish/target_kind.ts";
 import { readBody } from "../body.ts";
+import { whileRoomLeft } from "../faults.ts";
 import { json } from "../responses.ts";
 import type { BuiltinPublishing, RouteContext, Routes } from "../route.ts";
 import { parseOr400 } from "../schemas.ts";
@@ -131,7 +132,8 @@ async function jsonObject(relay: RouteContext, request: Request, action: string)
 export function downstreamRoutes(relay: RouteContext & { builtin: BuiltinPublishing }): Routes {
   const builtin = relay.builtin;
   const { services } = builtin;
-  const targets = builtinTargets(services);
+  // Refused while the store is in disk-full mode: what it gave up is for pulls and acks.
+  const targets = whileRoomLeft(builtinTargets(services), relay.store);
   return {
     [`${DOWNSTREAM_PATH}/api/notes/import`]: {
       scope: "publish",

@@ -7,9 +7,10 @@
  */
 
 import { errorMessage, HttpError } from "../../errors.ts";
+import { StorageError } from "../../store/store.ts";
 import { builtinTargets } from "../../builtin/publishing.ts";
 import type { BuiltinTargets } from "../../publish/target_kind.ts";
-import { fileFaultProblem } from "../faults.ts";
+import { fileFaultProblem, storageProblem, whileRoomLeft } from "../faults.ts";
 import { MAX_FAILED_ENTRIES } from "../../publish/failed.ts";
 import {
   type Article,
@@ -47,7 +48,9 @@ function withFaultAnswers(targets: BuiltinTargets, relay: RouteContext): Builtin
     try {
       return await call();
     } catch (error) {
-      const fault = fileFaultProblem(error, `save to the built-in ${target}`);
+      const fault = error instanceof StorageError
+        ? storageProblem(error)
+        : fileFaultProblem(error, `save to the built-in ${target}`);
       if (fault === undefined) {
         relay.logger.error(`relay: built-in ${target}: unexpected error`, error);
         throw new Error("the relay logged the cause");
@@ -75,9 +78,13 @@ async function publishNow(
   targets: readonly Target[],
 ): Promise<PublishOutcome> {
   const base = relay.publish ?? NOT_CONFIGURED;
-  const config: PublishConfig = relay.builtin === undefined
-    ? base
-    : { ...base, builtin: withFaultAnswers(builtinTargets(relay.builtin.services), relay) };
+  const config: PublishConfig = relay.builtin === undefined ? base : {
+    ...base,
+    builtin: withFaultAnswers(
+      whileRoomLeft(builtinTargets(relay.builtin.services), relay.store),
+      relay,
+    ),
+  };
   const missing = missingConfiguration(targets, config);
   if (missing.length > 0) {
     throw new HttpError(503, `Cannot publish: ${missing.join("; ")}`);

@@ -40,6 +40,7 @@ import {
   restore,
   RESULTS_CAPACITY,
   resultsHighWaterMark,
+  roomForContent,
   type Store,
 } from "./store/store.ts";
 
@@ -460,7 +461,8 @@ export function scheduleBackups(store: Store, options: BackupScheduleOptions): B
  *
  * @returns The line to log.
  * @throws I/O errors (the temporary file is removed); {@linkcode ConfigError} for a keys file
- *   that cannot be read.
+ *   that cannot be read; an error saying the disk is full while the store is in disk-full
+ *   mode, before anything is written.
  */
 async function takeBackup(
   store: Store,
@@ -468,6 +470,14 @@ async function takeBackup(
   dir: string,
   at: number,
 ): Promise<string> {
+  // In disk-full mode the room the store has left is for pulls and acks: a backup written
+  // there would take it.
+  if (!await roomForContent(store)) {
+    throw new Error(
+      "the disk is full, and what room is left is kept for pulls and acks: no backup until " +
+        "space is freed",
+    );
+  }
   const backup: Backup = {
     ...await exportStore(store),
     keys: backupKeys(options.keysFile),

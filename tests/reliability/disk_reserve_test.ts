@@ -8,7 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { assertProblem, KEY, relayCall, startRelayProcess } from "../_helpers.ts";
+import { assertProblem, eventually, KEY, relayCall, startRelayProcess } from "../_helpers.ts";
 import { fillDisk, mountTmpfs, NO_MOUNT, randomContent } from "./_mounts.ts";
 
 const QUEUES = ["qa", "article", "general"] as const;
@@ -70,5 +70,46 @@ Deno.test({
     assert.equal(cleared.status, 200, await cleared.text());
     const stats = await (await call("/stats")).json();
     for (const queue of QUEUES) assert.equal(stats.queues[queue].depth, 0, queue);
+  },
+});
+
+Deno.test({
+  name: "an automatic backup is not written into the room a full disk left for pulls and acks",
+  ignore: NO_MOUNT !== undefined,
+  async fn() {
+    await using disk = await mountTmpfs("8m");
+    await using relay = await startRelayProcess(disk.dir, {
+      env: { RELAY_API_KEY: KEY },
+      args: ["--backup-every", "1s"],
+    });
+    const call = relayCall(relay.url);
+    const logged = () => relay.stderr.concat(relay.stdout);
+    assert.equal(
+      (await call("/submit?queue=general", { method: "POST", body: "kept" })).status,
+      200,
+    );
+    await eventually(
+      () => logged().some((line) => line.includes("relay: backup written")),
+      "a first backup",
+    );
+    // Filled until a submit is refused: a backup being written when the disk filled up gives
+    // back its room when it fails, and the disk is filled again.
+    let submit: Response;
+    do {
+      await fillDisk(disk.dir);
+      submit = await call("/submit", { method: "POST", body: "one more" });
+      await submit.body?.cancel();
+    } while (submit.status === 200);
+    assert.equal(submit.status, 507);
+    await eventually(
+      () =>
+        logged().some((line) =>
+          /automatic backup failed: the disk is full, and what room/.test(line)
+        ),
+      "a backup refused for the full disk",
+    );
+    const pulled = await call("/pull?queue=general");
+    assert.equal(pulled.status, 200);
+    assert.match(await pulled.text(), /kept/);
   },
 });

@@ -497,8 +497,8 @@ export async function health(store: Store): Promise<HealthVerdict> {
  * Whether the store has room for new content: `false` in disk-full mode (docs/faults.md,
  * "Storage faults"), which the store leaves by itself when a look, at most once a second,
  * finds the room to set its reserve aside again. The built-in services ask before they write
- * a note, a post or an episode, so that what the store gave up for pulls and acks on a full
- * disk is not taken by their files.
+ * a note, a post or an episode, and automatic backups before they write one, so that what
+ * the store gave up for pulls and acks on a full disk is not taken by their files.
  */
 export async function roomForContent(store: Store): Promise<boolean> {
   const { health } = internals(store);

@@ -13,6 +13,7 @@ import { NotesStore } from "./notes.ts";
 import { Podcast, type PodcastStats, type PodcastStep, type Retention } from "./podcast.ts";
 import { EspeakWorker, type TtsEngine } from "./tts.ts";
 import { CommandEngine } from "./speech_command.ts";
+import { RoomGate } from "./room_gate.ts";
 
 /** Options of {@linkcode createBuiltinServices}. */
 export interface BuiltinOptions {
@@ -30,6 +31,12 @@ export interface BuiltinOptions {
   readonly retention?: Retention;
   /** For crash tests only: the step where the podcast's worker stops for good. */
   readonly podcastPauseAt?: PodcastStep | undefined;
+  /**
+   * Whether the relay has room for new content (its store's `roomForContent`): while it says
+   * no, the podcast's spoken chunks wait before their audio is written ({@linkcode RoomGate}).
+   * Default: always room.
+   */
+  readonly roomForContent?: () => Promise<boolean>;
   /**
    * Origin for absolute URLs in feeds, pages and `redirect_url`, e.g.
    * `https://relay.example.org` (`--public-url`); default where the relay listens.
@@ -90,16 +97,22 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
   const clock = options.clock ?? Date.now;
   const notes = new NotesStore(options.dataDir, clock);
   const blog = new BlogStore(options.dataDir, clock);
-  const engine = options.engine ??
-    (options.speechCommand ? new CommandEngine(options.speechCommand) : new EspeakWorker());
+  const log = options.log ?? ((line: string) => console.log(line));
+  const gate = new RoomGate(options.roomForContent ?? (() => Promise.resolve(true)), log);
+  const engine = gate.gated(
+    options.engine ??
+      (options.speechCommand ? new CommandEngine(options.speechCommand) : new EspeakWorker()),
+  );
   const podcast = new Podcast({
     dataDir: options.dataDir,
     engine,
     // The built-in engine speaks what the household's command has no voice for (its thread
     // starts only if it is asked).
-    ...(options.speechCommand && !options.engine ? { fallback: new EspeakWorker() } : {}),
+    ...(options.speechCommand && !options.engine
+      ? { fallback: gate.gated(new EspeakWorker()) }
+      : {}),
     clock,
-    log: options.log ?? ((line: string) => console.log(line)),
+    log,
     ...(options.retention ? { retention: options.retention } : {}),
     ...(options.podcastPauseAt ? { pauseAt: options.podcastPauseAt } : {}),
   });
@@ -115,8 +128,14 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
       blog.onChange = (id, removed) => listener({ kind: "post", id, removed });
       podcast.onChange = (id, removed) => listener({ kind: "episode", id, removed });
     },
-    start: () => podcast.start(),
-    stop: () => podcast.stop(),
+    start() {
+      gate.start();
+      podcast.start();
+    },
+    stop() {
+      gate.stop();
+      return podcast.stop();
+    },
     async stats() {
       return {
         notes: await notes.count(),

@@ -36,7 +36,7 @@ import {
   type UnsafeDatabaseError,
 } from "../store/database.ts";
 import { checkDatabase, keepCounters } from "../store/integrity.ts";
-import { createStore, type Store } from "../store/store.ts";
+import { createStore, roomForContent, type Store } from "../store/store.ts";
 import { type AppId, resolveAppId } from "../access/app_id.ts";
 import { type BuiltinServices, createBuiltinServices } from "../builtin/services.ts";
 import type { PodcastStep } from "../builtin/podcast.ts";
@@ -240,8 +240,7 @@ async function buildRelay(
     cert: readPem(config.tls.certFile, "--tls-cert"),
     key: readPem(config.tls.keyFile, "--tls-key"),
   };
-  const metrics = new RelayMetrics();
-  const failed = Promise.withResolvers<UnsafeDatabaseError>();
+  const [metrics, failed] = [new RelayMetrics(), Promise.withResolvers<UnsafeDatabaseError>()];
   const store = await openStore(database.kv, db, config, { logger, metrics, failed });
   const targetsFile = loadTargetsFile(
     config.targetsFile.path,
@@ -256,6 +255,7 @@ async function buildRelay(
   const builtin = createBuiltinServices({
     dataDir,
     log: logger.info,
+    roomForContent: () => roomForContent(store),
     speechCommand: config.speechCommand,
     retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
     publicUrl: config.publicUrl,

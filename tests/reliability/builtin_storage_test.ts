@@ -8,7 +8,14 @@
  */
 
 import assert from "node:assert/strict";
-import { assertProblem, eventually, KEY, relayCall, startRelayProcess } from "../_helpers.ts";
+import {
+  assertProblem,
+  eventually,
+  KEY,
+  relayCall,
+  type RelayProcess,
+  startRelayProcess,
+} from "../_helpers.ts";
 import { fillDisk, mountTmpfs, NO_MOUNT } from "./_mounts.ts";
 
 /**
@@ -18,14 +25,16 @@ import { fillDisk, mountTmpfs, NO_MOUNT } from "./_mounts.ts";
  * room it had taken: so a test fills the disk only after that.
  */
 async function withNoteSaved(
-  job: (
-    disk: { dir: string },
-    call: ReturnType<typeof relayCall>,
-    note: (title: string) => Promise<Response>,
-  ) => Promise<void>,
+  args: string[],
+  job: (session: {
+    disk: { dir: string };
+    relay: RelayProcess;
+    call: ReturnType<typeof relayCall>;
+    note: (title: string) => Promise<Response>;
+  }) => Promise<void>,
 ): Promise<void> {
   await using disk = await mountTmpfs("8m");
-  await using relay = await startRelayProcess(disk.dir, { env: { RELAY_API_KEY: KEY } });
+  await using relay = await startRelayProcess(disk.dir, { env: { RELAY_API_KEY: KEY }, args });
   const call = relayCall(relay.url);
   const note = (title: string) =>
     call("/downstream/api/notes/import", {
@@ -35,13 +44,34 @@ async function withNoteSaved(
     });
   const before = await note("before");
   assert.equal(before.status, 200, await before.text());
+  await indexed(call, "before");
+  await job({ disk, relay, call, note });
+}
+
+/** Waits until a search for `word` finds something: the index has written what it holds. */
+async function indexed(call: ReturnType<typeof relayCall>, word: string): Promise<void> {
   await eventually(async () => {
-    const res = await call("/search?q=before");
+    const res = await call(`/search?q=${word}`);
     const found = res.status === 200 && (await res.json()).items.length > 0;
     if (res.status !== 200) await res.body?.cancel();
     return found;
-  }, "the note in the search index");
-  await job(disk, call, note);
+  }, `${word} in the search index`);
+}
+
+/** Fills the disk until a submit is refused: the store has given up its room for pulls. */
+async function fillUntilRefused(
+  dir: string,
+  call: ReturnType<typeof relayCall>,
+): Promise<string> {
+  for (;;) {
+    const filler = await fillDisk(dir);
+    const submit = await call("/submit?queue=general", { method: "POST", body: "one more" });
+    await submit.body?.cancel();
+    if (submit.status !== 200) {
+      assert.equal(submit.status, 507);
+      return filler;
+    }
+  }
 }
 
 Deno.test({
@@ -49,7 +79,7 @@ Deno.test({
     "the built-in notes on a full disk: 507 with Retry-After and the reason, and POST /publish reports it",
   ignore: NO_MOUNT !== undefined,
   fn: () =>
-    withNoteSaved(async (disk, call, note) => {
+    withNoteSaved([], async ({ disk, call, note }) => {
       await fillDisk(disk.dir);
       const refused = await note("on a full disk");
       assert.equal(
@@ -77,7 +107,7 @@ Deno.test({
     "once the store gave up room for pulls on a full disk, the built-in services write nothing into it",
   ignore: NO_MOUNT !== undefined,
   fn: () =>
-    withNoteSaved(async (disk, call, note) => {
+    withNoteSaved([], async ({ disk, call, note }) => {
       const post = (path: string, body: string, type = "application/json") =>
         call(path, { method: "POST", headers: { "content-type": type }, body });
       // An item the relay keeps, and a pull of it once the disk is full.
@@ -85,9 +115,7 @@ Deno.test({
         (await post("/submit?queue=general", "kept for a pull", "text/plain")).status,
         200,
       );
-      await fillDisk(disk.dir);
-      // A submit on the full disk: refused, and the store gives up the room it kept for pulls.
-      await assertProblem(await post("/submit?queue=general", "one more", "text/plain"), 507);
+      await fillUntilRefused(disk.dir, call);
       const refused = await note("into the pulls' room");
       assert.equal(refused.headers.get("retry-after"), "30");
       assert.match(
@@ -106,4 +134,58 @@ Deno.test({
       assert.equal(pulled.status, 200);
       assert.match(await pulled.text(), /kept for a pull/);
     }),
+});
+
+/** Whether Debian's espeak-ng program is installed (`.ci/run` installs it). */
+const espeak = await new Deno.Command("espeak-ng", { args: ["--version"], stdout: "null" })
+  .output().then((out) => out.success, () => false);
+
+Deno.test({
+  name:
+    "an episode being spoken when the disk fills waits, unfailed, and is finished once there is space",
+  ignore: NO_MOUNT !== undefined || !espeak,
+  async fn() {
+    const gates = await Deno.makeTempDir({ prefix: "relay-speech-gate-" });
+    const gate = `${gates}/open`;
+    // The household's speech command, held until the test opens the gate.
+    const command = `sh -c 'while [ ! -e ${gate} ]; do sleep 0.05; done; ` +
+      `exec espeak-ng --stdin --stdout -v "$0"' {lang}`;
+    try {
+      await withNoteSaved(["--speech-command", command], async ({ disk, relay, call }) => {
+        const published = await call("/publish", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            title: "Gated",
+            content: "Tomatoes want sun.",
+            targets: ["podcast"],
+          }),
+        });
+        assert.equal(published.status, 200, await published.text());
+        await indexed(call, "Gated");
+        const filler = await fillUntilRefused(disk.dir, call);
+        await Deno.writeTextFile(gate, "");
+        await eventually(
+          () =>
+            relay.stderr.concat(relay.stdout).some((line) =>
+              line.includes("reading aloud waits for space")
+            ),
+          "the episode to wait for space",
+        );
+        const episodes = async () =>
+          (await (await call("/stats")).json()).publishing.podcast.episodes as Record<
+            string,
+            number
+          >;
+        const waiting = await episodes();
+        assert.equal(waiting.failed, 0);
+        assert.equal(waiting.ready, 0);
+        await Deno.remove(filler);
+        await eventually(async () => (await episodes()).ready === 1, "the episode to be ready");
+        assert.equal((await episodes()).failed, 0);
+      });
+    } finally {
+      await Deno.remove(gates, { recursive: true });
+    }
+  },
 });

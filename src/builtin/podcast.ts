@@ -46,6 +46,7 @@ import {
 } from "./episodes.ts";
 import { splitOffThread, type TtsEngine } from "./tts.ts";
 import { NoVoiceError } from "./speech_command.ts";
+import { HeldAtStop } from "./room_gate.ts";
 import type { SpeechLang } from "./speech_lang.ts";
 import { type Spoken, spokenChunks } from "./speech_chunks.ts";
 
@@ -371,6 +372,8 @@ export class Podcast {
       await this.#enforceRetention(episodes);
     } catch (error) {
       if (!episodes.has(episode.id)) return; // deleted meanwhile
+      // A chunk held for want of disk space when the relay stopped: resumed at the next start.
+      if (error instanceof HeldAtStop) return;
       const reason = error instanceof Error ? error.message : String(error);
       await removeIfExists(this.#files.partPath(episode.id)).catch(() => false);
       const { bytes: _b, ...rest } = episode;

@@ -14,6 +14,17 @@ import type { TtsEngine } from "./tts.ts";
 /** How often a waiting chunk asks again whether there is room, ms. */
 export const ROOM_RECHECK_MS = 5_000;
 
+/**
+ * A spoken chunk let go without room for its audio because the relay is stopping: the episode
+ * is neither written to nor failed, and resumes at the next start.
+ */
+export class HeldAtStop extends Error {
+  constructor() {
+    super("the relay stopped while this chunk waited for disk space");
+    this.name = "HeldAtStop";
+  }
+}
+
 /** Holds spoken chunks back while the relay has no room for new content. */
 export class RoomGate {
   readonly #roomLeft: () => Promise<boolean>;
@@ -31,13 +42,15 @@ export class RoomGate {
   }
 
   /**
-   * Resolves once there is room, looking again every {@linkcode ROOM_RECHECK_MS}; at once
-   * after {@linkcode stop}, so that the podcast's worker, which finishes its chunk before it
-   * stops, is never held by a full disk.
+   * Resolves once there is room, looking again every {@linkcode ROOM_RECHECK_MS}.
+   *
+   * @throws {HeldAtStop} when there is none after {@linkcode stop}: the podcast's worker, which
+   *   finishes its chunk before it stops, is never held by a full disk, and writes nothing.
    */
   async untilRoom(): Promise<void> {
     const stopping = this.#stopping.signal;
-    while (!stopping.aborted && !await this.#roomLeft()) {
+    while (!await this.#roomLeft()) {
+      if (stopping.aborted) throw new HeldAtStop();
       if (!this.#waiting) {
         this.#waiting = true;
         this.#log(
@@ -47,20 +60,22 @@ export class RoomGate {
       }
       await sleep(ROOM_RECHECK_MS, stopping);
     }
-    if (this.#waiting && !stopping.aborted) {
+    if (this.#waiting) {
       this.#waiting = false;
       this.#log("relay: podcast: there is space again: reading aloud goes on");
     }
   }
 
-  /** Lets every waiting chunk go: the relay is stopping. */
+  /** Lets every waiting chunk go, unwritten ({@linkcode HeldAtStop}): the relay is stopping. */
   stop(): void {
     this.#stopping.abort();
   }
 
   /** Holds chunks back again after a {@linkcode stop} (the podcast's worker started again). */
   start(): void {
-    if (this.#stopping.signal.aborted) this.#stopping = new AbortController();
+    if (!this.#stopping.signal.aborted) return;
+    this.#stopping = new AbortController();
+    this.#waiting = false;
   }
 
   /**

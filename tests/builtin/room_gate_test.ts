@@ -8,11 +8,11 @@
  */
 
 import assert from "node:assert/strict";
-import { RoomGate } from "../../src/builtin/room_gate.ts";
+import { HeldAtStop, RoomGate } from "../../src/builtin/room_gate.ts";
 import type { Pcm } from "../../src/builtin/wav.ts";
 import { eventually } from "../_helpers.ts";
 
-Deno.test("RoomGate holds a spoken chunk while there is no room, lets it go at a stop, and logs once each way", async () => {
+Deno.test("RoomGate holds a spoken chunk while there is no room, lets it go unwritten at a stop, and logs once each way", async () => {
   let room = false;
   const lines: string[] = [];
   const gate = new RoomGate(() => Promise.resolve(room), (line) => lines.push(line));
@@ -27,24 +27,28 @@ Deno.test("RoomGate holds a spoken chunk while there is no room, lets it go at a
   });
   assert.equal(engine.name, "test engine");
   assert.equal(engine.speaks, undefined);
-  let handed = false;
-  const chunk = engine.synthesize("words", "en").then((got) => {
-    handed = true;
-    return got;
-  });
   // The chunk is spoken, then held: the relay says there is no room.
-  await eventually(() => lines.length > 0, "the gate to say it waits");
+  let handed = false;
+  const held = engine.synthesize("words", "en").then(() => handed = true);
+  await eventually(() => lines.length === 1, "the gate to say it waits");
   assert.equal(spoken, 1);
   assert.equal(handed, false);
   assert.match(lines[0]!, /^relay: podcast: the disk is full.*reading aloud waits for space$/);
+  // A stop lets it go unwritten: the podcast neither writes nor fails the episode.
   gate.stop();
-  assert.equal(await chunk, pcm);
+  await assert.rejects(held, HeldAtStop);
+  assert.equal(handed, false);
   assert.equal(lines.length, 1, "a stop is not space again");
 
-  // Started again with room: the next chunk goes at once, and the log says so.
+  // Started again: held while there is no room, said again, and handed over once there is.
   gate.start();
+  const later = engine.synthesize("more", "en");
+  await eventually(() => lines.length === 2, "the gate to say it waits again");
   room = true;
-  assert.equal(await engine.synthesize("more", "en"), pcm);
-  assert.deepEqual(lines.slice(1), ["relay: podcast: there is space again: reading aloud goes on"]);
+  assert.equal(await later, pcm);
+  assert.deepEqual(lines.slice(1), [
+    lines[0],
+    "relay: podcast: there is space again: reading aloud goes on",
+  ]);
   assert.equal(spoken, 2);
 });

@@ -140,52 +140,85 @@ Deno.test({
 const espeak = await new Deno.Command("espeak-ng", { args: ["--version"], stdout: "null" })
   .output().then((out) => out.success, () => false);
 
+/**
+ * Runs `job` once an episode is being spoken on a full disk and waits for space: the speech
+ * command (espeak-ng) is held until the disk is full and the store has given up its room
+ * for pulls, so the first chunk is spoken just then. `job` gets the relay, its API, the
+ * episode counts from `/stats` and the filler file to remove.
+ */
+async function withEpisodeWaiting(
+  job: (session: {
+    dir: string;
+    relay: RelayProcess;
+    episodes: () => Promise<Record<string, number>>;
+    filler: string;
+  }) => Promise<void>,
+): Promise<void> {
+  const gates = await Deno.makeTempDir({ prefix: "relay-speech-gate-" });
+  const gate = `${gates}/open`;
+  const command = `sh -c 'while [ ! -e ${gate} ]; do sleep 0.05; done; ` +
+    `exec espeak-ng --stdin --stdout -v "$0"' {lang}`;
+  try {
+    await withNoteSaved(["--speech-command", command], async ({ disk, relay, call }) => {
+      const published = await call("/publish", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          title: "Gated",
+          content: "Tomatoes want sun.",
+          targets: ["podcast"],
+        }),
+      });
+      assert.equal(published.status, 200, await published.text());
+      await indexed(call, "Gated");
+      const filler = await fillUntilRefused(disk.dir, call);
+      await Deno.writeTextFile(gate, "");
+      await eventually(
+        () => logOf(relay).some((line) => line.includes("reading aloud waits for space")),
+        "the episode to wait for space",
+      );
+      const episodes = async () =>
+        (await (await call("/stats")).json()).publishing.podcast.episodes;
+      await job({ dir: disk.dir, relay, episodes, filler });
+    });
+  } finally {
+    await Deno.remove(gates, { recursive: true });
+  }
+}
+
+/** Every line the relay has written so far. */
+function logOf(relay: RelayProcess): string[] {
+  return relay.stderr.concat(relay.stdout);
+}
+
 Deno.test({
   name:
     "an episode being spoken when the disk fills waits, unfailed, and is finished once there is space",
   ignore: NO_MOUNT !== undefined || !espeak,
-  async fn() {
-    const gates = await Deno.makeTempDir({ prefix: "relay-speech-gate-" });
-    const gate = `${gates}/open`;
-    // The household's speech command, held until the test opens the gate.
-    const command = `sh -c 'while [ ! -e ${gate} ]; do sleep 0.05; done; ` +
-      `exec espeak-ng --stdin --stdout -v "$0"' {lang}`;
-    try {
-      await withNoteSaved(["--speech-command", command], async ({ disk, relay, call }) => {
-        const published = await call("/publish", {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            title: "Gated",
-            content: "Tomatoes want sun.",
-            targets: ["podcast"],
-          }),
-        });
-        assert.equal(published.status, 200, await published.text());
-        await indexed(call, "Gated");
-        const filler = await fillUntilRefused(disk.dir, call);
-        await Deno.writeTextFile(gate, "");
-        await eventually(
-          () =>
-            relay.stderr.concat(relay.stdout).some((line) =>
-              line.includes("reading aloud waits for space")
-            ),
-          "the episode to wait for space",
-        );
-        const episodes = async () =>
-          (await (await call("/stats")).json()).publishing.podcast.episodes as Record<
-            string,
-            number
-          >;
-        const waiting = await episodes();
-        assert.equal(waiting.failed, 0);
-        assert.equal(waiting.ready, 0);
-        await Deno.remove(filler);
-        await eventually(async () => (await episodes()).ready === 1, "the episode to be ready");
-        assert.equal((await episodes()).failed, 0);
-      });
-    } finally {
-      await Deno.remove(gates, { recursive: true });
-    }
-  },
+  fn: () =>
+    withEpisodeWaiting(async ({ episodes, filler }) => {
+      const waiting = await episodes();
+      assert.equal(waiting.failed, 0);
+      assert.equal(waiting.ready, 0);
+      await Deno.remove(filler);
+      await eventually(async () => (await episodes()).ready === 1, "the episode to be ready");
+      assert.equal((await episodes()).failed, 0);
+    }),
+});
+
+Deno.test({
+  name: "a relay stopped while an episode waits for space neither fails it nor writes its audio",
+  ignore: NO_MOUNT !== undefined || !espeak,
+  fn: () =>
+    withEpisodeWaiting(async ({ dir, relay }) => {
+      assert.equal((await relay.stop()).code, 0);
+      const said = logOf(relay).filter((line) => /relay: podcast episode/.test(line));
+      assert.deepEqual(said, [], "the episode was neither failed nor finished");
+      // The part file an episode's audio goes to is made when it starts: it stays empty.
+      const audio = [...Deno.readDirSync(`${dir}/podcast`)]
+        .filter((entry) => /\.mp3(\.part)?$/.test(entry.name))
+        .map((entry) => [entry.name, Deno.statSync(`${dir}/podcast/${entry.name}`).size])
+        .filter(([, size]) => size !== 0);
+      assert.deepEqual(audio, []);
+    }),
 });

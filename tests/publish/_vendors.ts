@@ -47,7 +47,8 @@ export function startVendors(): Vendors {
   const notes = new Map<string, string>();
   const memos = new Map<string, Record<string, unknown>>();
   const episodes: Record<string, unknown>[] = [];
-  let counter = 0;
+  // One count per vendor: the relay calls them at once, in no fixed order.
+  const counters = { notes: 0, memos: 0, episodes: 0 };
   const json = (body: unknown, status = 200) => Response.json(body, { status });
   const state = {
     imaRateLimited: 0,
@@ -80,7 +81,7 @@ export function startVendors(): Vendors {
         return json({ code: 100009, msg: "content too large" });
       }
       if (path.endsWith("/import_doc")) {
-        const id = `note-${++counter}`;
+        const id = `note-${++counters.notes}`;
         notes.set(id, content);
         return json({ code: 0, msg: "", data: { note_id: id } });
       }
@@ -99,7 +100,7 @@ export function startVendors(): Vendors {
         state.memosRateLimited--;
         return json({ code: 8, message: "too many requests" }, 429);
       }
-      const uid = `m${++counter}`;
+      const uid = `m${++counters.memos}`;
       const memo = { name: `memos/${uid}`, uid, ...body };
       memos.set(memo.name, memo);
       return json(memo);
@@ -117,7 +118,7 @@ export function startVendors(): Vendors {
           },
         });
       }
-      const id = `ep-${++counter}`;
+      const id = `ep-${++counters.episodes}`;
       episodes.push({ id, ...body });
       return json({ ok: true, episode: { id } }, 201);
     }

@@ -114,14 +114,33 @@ test("the extension runs in Firefox: pairing, and the qa reader end to end", asy
         "the options page to open after the install",
         WAIT_MS,
       );
+      // A script that throws fails the test: one that ran on the tab's first, empty document
+      // would otherwise be lost without a word when the options page replaces it.
       const evaluate = async (expression: string) => {
         const answer = await bidi.send("script.evaluate", {
           expression,
           target: { context },
           awaitPromise: true,
         });
+        if (answer.type === "exception") {
+          throw new Error(`${expression} threw: ${JSON.stringify(answer.exceptionDetails)}`);
+        }
         return answer.result as { type: string; value?: unknown; sharedId?: string };
       };
+      // The tab may name the options page before its document has replaced the empty one.
+      await eventually(
+        async () => {
+          const answer = await bidi.send("script.evaluate", {
+            expression: `document.readyState === "complete" && ` +
+              `document.getElementById("pairing") !== null`,
+            target: { context },
+            awaitPromise: true,
+          });
+          return (answer.result as { value?: unknown } | undefined)?.value === true;
+        },
+        "the options page to load",
+        WAIT_MS,
+      );
       await evaluate(
         `document.getElementById("pairing").value = ${
           JSON.stringify(`${relay.url}/app/#key=${KEY}`)

@@ -119,13 +119,17 @@ const DESCRIPTORS_RETRY_AFTER_S = 5;
  * post, an episode or its audio): 507 for a full disk, 503 for a read-only or failing one,
  * each with `Retry-After` and the same details as the database's faults; 503 with
  * `Retry-After` for a process that has no file descriptor left (`EMFILE`, `ENFILE`), which
- * frees itself as downloads end. Routes call it before answering anything else with 500.
+ * frees itself as downloads end. A {@linkcode StorageError} (the database's, or a refusal in
+ * disk-full mode) is answered as {@linkcode storageProblem} does. Routes call it before
+ * answering anything else with 500.
  *
- * @param error What the file system threw.
+ * @param error What the file system or the store threw.
  * @param what What could not be done, e.g. `"save the note"`: the detail says `Cannot …`.
  * @returns `undefined` when `error` is none of these (a bug: the caller answers 500).
  */
 export function fileFaultProblem(error: unknown, what: string): Response | undefined {
+  // A fault the store has already named (its own, or a refusal in disk-full mode).
+  if (error instanceof StorageError) return storageProblem(error);
   const message = error instanceof Error ? error.message : String(error);
   if (/too many open files|os error 2[34]\b/i.test(message)) {
     return problemResponse(

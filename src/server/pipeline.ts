@@ -30,11 +30,11 @@
 
 import { WEBAPP_PATH } from "../constants.ts";
 import { HttpError, problemResponse, truncate } from "../errors.ts";
-import { StorageError, StoreBusyError } from "../store/store.ts";
+import { StoreBusyError } from "../store/store.ts";
 import type { Access, Authorize, Secrets } from "./auth.ts";
 import { targetRedactor } from "./auth.ts";
 import { granted, isPreflight, preflightResponse, varyOrigin } from "./cors.ts";
-import { fileFaultProblem, storageProblem } from "./faults.ts";
+import { fileFaultProblem } from "./faults.ts";
 import type { Logger } from "./log.ts";
 import type { RelayMetrics } from "./metrics.ts";
 import { cacheControlled, encoded, headLength, lacksHost } from "./representation.ts";
@@ -242,7 +242,6 @@ function errorResponder(logger: Logger): (error: unknown, doing: string) => Resp
     if (error instanceof StoreBusyError) {
       return problemResponse(503, `${error.message}: try again`, { "retry-after": "1" });
     }
-    if (error instanceof StorageError) return storageProblem(error);
     const fault = fileFaultProblem(error, doing);
     if (fault !== undefined) return fault;
     logger.error("relay: unexpected error", error);

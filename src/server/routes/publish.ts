@@ -7,10 +7,9 @@
  */
 
 import { errorMessage, HttpError } from "../../errors.ts";
-import { StorageError } from "../../store/store.ts";
 import { builtinTargets } from "../../builtin/publishing.ts";
 import type { BuiltinTargets } from "../../publish/target_kind.ts";
-import { fileFaultProblem, storageProblem, whileRoomLeft } from "../faults.ts";
+import { fileFaultProblem, whileRoomLeft } from "../faults.ts";
 import { MAX_FAILED_ENTRIES } from "../../publish/failed.ts";
 import {
   type Article,
@@ -48,9 +47,7 @@ function withFaultAnswers(targets: BuiltinTargets, relay: RouteContext): Builtin
     try {
       return await call();
     } catch (error) {
-      const fault = error instanceof StorageError
-        ? storageProblem(error)
-        : fileFaultProblem(error, `save to the built-in ${target}`);
+      const fault = fileFaultProblem(error, `save to the built-in ${target}`);
       if (fault === undefined) {
         relay.logger.error(`relay: built-in ${target}: unexpected error`, error);
         throw new Error("the relay logged the cause");

@@ -286,6 +286,20 @@ export class StoreHealth {
   }
 
   /**
+   * Enters disk-full mode when the disk lacks the room {@linkcode recheckFull} needs to leave
+   * it (twice the whole reserve): what the relay does at start when it could not set the
+   * reserve aside. Restarted on a full disk after its reserve was given up, the relay would
+   * otherwise let new content (a podcast's audio) take the last room until a commit failed.
+   * Without a path, or when free space cannot be read, nothing changes.
+   */
+  enterFullWithoutRoom(): void {
+    const free = this.#path === undefined ? undefined : diskSpace(this.#path)?.free;
+    if (free === undefined || free >= 2 * this.#reserveBytes) return;
+    this.#full = true;
+    this.#report();
+  }
+
+  /**
    * In disk-full mode, at most once a second: leaves it when there is room again to set the
    * reserve aside (the writer asks before it refuses a write, so the store recovers by
    * itself when space returns, whether or not anything polls `/health`).
@@ -373,7 +387,7 @@ export class StoreHealth {
  * Free space of the file system holding `path`, bytes: `free` for root, `available` for
  * other users (file systems keep some blocks for root); `undefined` when it cannot be read.
  */
-function diskSpace(path: string): { free: number; available: number } | undefined {
+export function diskSpace(path: string): { free: number; available: number } | undefined {
   try {
     const stats = statfsSync(path);
     return { free: stats.bfree * stats.bsize, available: stats.bavail * stats.bsize };

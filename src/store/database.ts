@@ -10,6 +10,7 @@ import { dirname, resolve } from "node:path";
 import { ConfigError } from "../config/config.ts";
 import { createPrivateFile, makePrivateDirectory, restrictFile } from "../util/files.ts";
 import { lockDatabase } from "./lock.ts";
+import { diskSpace, RESERVE_BYTES } from "./_health.ts";
 import { quickCheck } from "./_quick_check.ts";
 import { createStore, type Store } from "./store.ts";
 
@@ -103,7 +104,7 @@ export async function openLockedDatabase(db: string): Promise<LockedDatabase> {
     lock.release();
     if (error instanceof UnsafeDatabaseError) throw error;
     const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
-    throw new ConfigError(`cannot open the database "${path}": ${reason}`);
+    throw new ConfigError(`cannot open the database "${path}": ${reason}${fullDisk(path)}`);
   }
   return {
     path,
@@ -113,6 +114,17 @@ export async function openLockedDatabase(db: string): Promise<LockedDatabase> {
       lock.release();
     },
   };
+}
+
+/**
+ * What to add to a failure to open the database at `path` when the disk holding it is full:
+ * SQLite, which cannot then make the files it keeps beside the database, says only `disk
+ * I/O error`. Empty when there is a megabyte left, or free space cannot be read.
+ */
+function fullDisk(path: string): string {
+  const available = diskSpace(dirname(path))?.available;
+  if (available === undefined || available >= RESERVE_BYTES) return "";
+  return `: the disk holding it is full (${available} ${available === 1 ? "byte" : "bytes"} free)`;
 }
 
 /**

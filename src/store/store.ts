@@ -455,15 +455,17 @@ export async function restore(
 
 /**
  * Loads the committed state and, for a store with a path, sets the disk-full reserve aside
- * (best effort: on a disk without room there is no reserve). The relay calls it before it
- * listens, so that a database it cannot read stops it at once.
+ * (best effort: on a disk without room there is no reserve, and the store starts in
+ * disk-full mode, refusing new content until there is room for it). The relay calls it
+ * before it listens, so that a database it cannot read stops it at once.
  *
  * @throws {StorageError} when the state cannot be read because of a storage fault (a
  *   damaged file: kind `damaged`); other KV errors.
  */
 export async function prepare(store: Store): Promise<void> {
   await writerOf(store).read(() => true);
-  await internals(store).health.ensureReserve();
+  const { health } = internals(store);
+  if (!await health.ensureReserve()) health.enterFullWithoutRoom();
 }
 
 /**

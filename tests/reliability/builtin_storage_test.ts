@@ -152,14 +152,16 @@ async function withEpisodeWaiting(
     relay: RelayProcess;
     episodes: () => Promise<Record<string, number>>;
     filler: string;
+    args: string[];
   }) => Promise<void>,
 ): Promise<void> {
   const gates = await Deno.makeTempDir({ prefix: "relay-speech-gate-" });
   const gate = `${gates}/open`;
   const command = `sh -c 'while [ ! -e ${gate} ]; do sleep 0.05; done; ` +
     `exec espeak-ng --stdin --stdout -v "$0"' {lang}`;
+  const args = ["--speech-command", command];
   try {
-    await withNoteSaved(["--speech-command", command], async ({ disk, relay, call }) => {
+    await withNoteSaved(args, async ({ disk, relay, call }) => {
       const published = await call("/publish", {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -177,13 +179,16 @@ async function withEpisodeWaiting(
         () => logOf(relay).some((line) => line.includes("reading aloud waits for space")),
         "the episode to wait for space",
       );
-      const episodes = async () =>
-        (await (await call("/stats")).json()).publishing.podcast.episodes;
-      await job({ dir: disk.dir, relay, episodes, filler });
+      await job({ dir: disk.dir, relay, episodes: episodesOf(call), filler, args });
     });
   } finally {
     await Deno.remove(gates, { recursive: true });
   }
+}
+
+/** The podcast's episode counts from `/stats`: `ready`, `failed` and the others. */
+function episodesOf(call: ReturnType<typeof relayCall>): () => Promise<Record<string, number>> {
+  return async () => (await (await call("/stats")).json()).publishing.podcast.episodes;
 }
 
 /** Every line the relay has written so far. */
@@ -220,5 +225,31 @@ Deno.test({
         .map((entry) => [entry.name, Deno.statSync(`${dir}/podcast/${entry.name}`).size])
         .filter(([, size]) => size !== 0);
       assert.deepEqual(audio, []);
+    }),
+});
+
+Deno.test({
+  name:
+    "a relay restarted on a full disk while an episode waits refuses new content from the start: the episode waits, unfailed, and is finished once there is space",
+  ignore: NO_MOUNT !== undefined || !espeak,
+  fn: () =>
+    withEpisodeWaiting(async ({ dir, relay, filler, args }) => {
+      assert.equal((await relay.stop()).code, 0);
+      // The stop folded the database's log into it, which gave space back: filled again, but
+      // for room enough to open the database (SQLite cannot open it on a disk with none) and
+      // for the episode's audio. The room given up for pulls stays given up: the new relay
+      // finds no room to set it aside again, and must not speak into what is left.
+      assert.equal(await fillDisk(dir), filler);
+      await Deno.truncate(filler, Deno.statSync(filler).size - 256 * 1024);
+      await using again = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY }, args });
+      const episodes = episodesOf(relayCall(again.url));
+      await eventually(
+        () => logOf(again).some((line) => line.includes("reading aloud waits for space")),
+        "the resumed episode to wait for space",
+      );
+      assert.equal((await episodes()).failed, 0);
+      await Deno.remove(filler);
+      await eventually(async () => (await episodes()).ready === 1, "the episode to be ready");
+      assert.equal((await episodes()).failed, 0);
     }),
 });

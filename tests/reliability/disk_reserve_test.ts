@@ -113,3 +113,22 @@ Deno.test({
     assert.match(await pulled.text(), /kept/);
   },
 });
+
+Deno.test({
+  name: "a relay started on a disk without room to open its database stops with one line saying so",
+  ignore: NO_MOUNT !== undefined,
+  async fn() {
+    await using disk = await mountTmpfs("8m");
+    {
+      await using relay = await startRelayProcess(disk.dir, { env: { RELAY_API_KEY: KEY } });
+      assert.equal((await relay.stop()).code, 0);
+    }
+    // SQLite needs room for the files beside the database (its log and the log's index),
+    // which a clean stop removed.
+    await fillDisk(disk.dir);
+    await assert.rejects(
+      () => startRelayProcess(disk.dir, { env: { RELAY_API_KEY: KEY } }),
+      /relay exited with 2 before listening:\nrelay: cannot open the database "[^"]+": .+: the disk holding it is full \(\d+ bytes? free\)\n?$/,
+    );
+  },
+});

@@ -9,6 +9,11 @@
  * of articles, the oldest dropped first. A file that cannot be read as such a list is moved
  * aside (`.broken`) and the list starts empty, so a damaged file never stops the relay.
  *
+ * While the relay has no room for new content (a full disk: the store keeps what is left for
+ * pulls and acks), the list changes in memory only: the file, written whole, would take that
+ * room. The first change made once there is room again writes the whole list; a relay
+ * stopped before that loses what it kept meanwhile.
+ *
  * @module
  */
 
@@ -51,12 +56,14 @@ export type FailedSummary = Omit<FailedPublish, "article"> & { readonly title: s
 export class FailedPublishes {
   readonly #path: string;
   readonly #clock: () => number;
+  readonly #roomLeft: () => Promise<boolean>;
   #entries: FailedPublish[] = [];
   #writing: Promise<void> = Promise.resolve();
 
-  private constructor(path: string, clock: () => number) {
+  private constructor(path: string, clock: () => number, roomLeft: () => Promise<boolean>) {
     this.#path = path;
     this.#clock = clock;
+    this.#roomLeft = roomLeft;
   }
 
   /**
@@ -64,14 +71,17 @@ export class FailedPublishes {
    *
    * @param clock Milliseconds since the epoch.
    * @param warn Told when a damaged file was moved aside.
+   * @param roomLeft Whether the relay has room for new content (the store's `roomForContent`):
+   *   while it says no, changes are not written (module doc). Default: always room.
    * @throws the file system's errors other than a missing or damaged file.
    */
   static async open(
     path: string,
     clock: () => number = Date.now,
     warn: (line: string) => void = () => {},
+    roomLeft: () => Promise<boolean> = () => Promise.resolve(true),
   ): Promise<FailedPublishes> {
-    const list = new FailedPublishes(path, clock);
+    const list = new FailedPublishes(path, clock, roomLeft);
     const text = await readTextIfExists(path);
     if (text !== undefined) {
       try {
@@ -142,10 +152,15 @@ export class FailedPublishes {
     await this.#save();
   }
 
-  /** Writes the list, one write at a time, in order. */
+  /**
+   * Writes the list as it is then, one write at a time, in order; nothing while the relay has
+   * no room for new content.
+   */
   #save(): Promise<void> {
-    const text = JSON.stringify({ entries: this.#entries });
-    const write = this.#writing.catch(() => {}).then(() => writeAtomically(this.#path, text));
+    const write = this.#writing.catch(() => {}).then(async () => {
+      if (!await this.#roomLeft()) return;
+      await writeAtomically(this.#path, JSON.stringify({ entries: this.#entries }));
+    });
     this.#writing = write;
     return write;
   }

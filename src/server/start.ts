@@ -314,6 +314,7 @@ async function openLast(store: Store, builtin: BuiltinServices, dataDir: string,
     join(dataDir, "failed-publishes.json"),
     Date.now,
     logger.warn,
+    () => roomForContent(store),
   );
   return {
     failedPublishes,

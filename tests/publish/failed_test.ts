@@ -33,6 +33,20 @@ Deno.test("failed publishes: bounded, persistent, settled by retries", async () 
   assert.equal((await FailedPublishes.open(path)).get(last), undefined);
 });
 
+Deno.test("failed publishes: kept in memory while the relay has no room, written whole once it has", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "relay-failed-" });
+  const path = join(dir, "failed-publishes.json");
+  let room = false;
+  const list = await FailedPublishes.open(path, Date.now, () => {}, () => Promise.resolve(room));
+  const first = await list.add({ title: "on a full disk", content: "c" }, { blog: "full" });
+  assert.equal(list.get(first)!.article.title, "on a full disk");
+  await assert.rejects(() => Deno.stat(path), Deno.errors.NotFound);
+  room = true;
+  await list.add({ title: "with room", content: "c" }, { blog: "down" });
+  const titles = (await FailedPublishes.open(path)).list().map((e) => e.title);
+  assert.deepEqual(titles, ["on a full disk", "with room"]);
+});
+
 Deno.test("failed publishes: a damaged file is moved aside", async () => {
   const dir = await Deno.makeTempDir({ prefix: "relay-failed-" });
   const path = join(dir, "failed-publishes.json");

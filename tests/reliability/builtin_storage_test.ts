@@ -8,6 +8,7 @@
  */
 
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
 import {
   assertProblem,
   eventually,
@@ -129,6 +130,11 @@ Deno.test({
       const body = JSON.stringify(await published.json());
       assert.match(body, /HTTP 507: Cannot save the note: the relay's disk is full/, body);
       assert.match(body, /HTTP 507: Cannot publish the post: the relay's disk is full/, body);
+      // The failed publish is kept to be retried, in memory: its file, written whole, would
+      // take the room too.
+      const kept = await (await call("/publish/failed")).json();
+      assert.deepEqual(kept.entries.map((e: { title: string }) => e.title), ["Into the room"]);
+      assert.equal(existsSync(`${disk.dir}/failed-publishes.json`), false);
       // The room is still there for what it was given up for.
       const pulled = await call("/pull?queue=general");
       assert.equal(pulled.status, 200);

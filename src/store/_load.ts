@@ -59,16 +59,17 @@ export async function loadState(
     const found = await collectParts(
       kv.list<ItemHead | Uint8Array>({ prefix: queueItemsPrefix(queue) }),
     );
-    const items: ItemState[] = (meta?.items ?? []).map(([id, parts, leaseUntil], i) => {
-      const slot = found.get(id);
+    const items: ItemState[] = (meta?.items ?? []).map(([id, parts, leaseUntil, keyId], i) => {
+      const stored = found.get(keyId ?? id);
       // Older files keep the time in each item's head record.
-      const head = slot?.head as ItemHead | undefined;
+      const head = stored?.head as ItemHead | undefined;
       return {
         id,
         parts,
         created_at: meta?.created_at?.[i] ?? head?.created_at ?? 0,
-        content: parts === 1 && slot !== undefined ? decodeSlot(slot, 1) : undefined,
-        ...(leaseUntil === undefined ? {} : { lease_until: leaseUntil }),
+        content: parts === 1 && stored !== undefined ? decodeSlot(stored, 1) : undefined,
+        ...(leaseUntil === undefined || leaseUntil === null ? {} : { lease_until: leaseUntil }),
+        ...(keyId === undefined ? {} : { slot: keyId }),
       };
     });
     queues[queue] = {
@@ -88,12 +89,13 @@ export async function loadState(
   }
   const meta = metas[QUEUE_NAMES.length]!.value as ResultsMeta | null;
   const found = await collectParts(kv.list<ResultHead | Uint8Array>({ prefix: resultsPrefix() }));
-  const items: ResultState[] = (meta?.items ?? []).map(([t, parts]) => {
-    const slot = found.get(t);
+  const items: ResultState[] = (meta?.items ?? []).map(([t, parts, keyT]) => {
+    const stored = found.get(keyT ?? t);
     return {
       t,
       parts,
-      content: parts === 1 && slot !== undefined ? decodeSlot(slot, 1) : undefined,
+      content: parts === 1 && stored !== undefined ? decodeSlot(stored, 1) : undefined,
+      ...(keyT === undefined ? {} : { slot: keyT }),
     };
   });
   const feed: FeedState = {

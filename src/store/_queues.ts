@@ -24,6 +24,7 @@ import {
   deleteParts,
   type Draft,
   type ItemState,
+  keyIdOf,
   type State,
   totalParts,
   type WriteOp,
@@ -157,7 +158,7 @@ export function takeOp(
         return { queue, items: items.map((i) => ({ ...i, lease_until: until })) };
       }
       for (const item of picked.items) {
-        deleteParts(mutations, item.parts, (p) => itemPartKey(queue, item.id, p));
+        deleteParts(mutations, item.parts, (p) => itemPartKey(queue, keyIdOf(item), p));
       }
       q.items = q.items.filter((i) => !taken.has(i));
       q.counters.delivered += items.length;
@@ -186,7 +187,7 @@ export function ackOp(
           continue;
         }
         const q = draft.queues[ref.queue];
-        deleteParts(mutations, item.parts, (p) => itemPartKey(ref.queue, item.id, p));
+        deleteParts(mutations, item.parts, (p) => itemPartKey(ref.queue, keyIdOf(item), p));
         q.items = q.items.filter((i) => i !== item);
         q.counters.delivered++;
         mutations.touch(ref.queue);
@@ -222,7 +223,7 @@ export function clearQueue(queue: QueueName): Change {
     const q = draft.queues[queue];
     if (q.items.length === 0) return;
     for (const item of q.items) {
-      deleteParts(mutations, item.parts, (p) => itemPartKey(queue, item.id, p));
+      deleteParts(mutations, item.parts, (p) => itemPartKey(queue, keyIdOf(item), p));
     }
     q.counters.cleared += q.items.length;
     q.items = [];
@@ -259,7 +260,8 @@ export async function itemsWithContent(
 ): Promise<QueuedItem[] | undefined> {
   const out: QueuedItem[] = [];
   for (const item of items) {
-    const content = item.content ?? await readParts(kv, itemPrefix(queue, item.id), item.parts);
+    const content = item.content ??
+      await readParts(kv, itemPrefix(queue, keyIdOf(item)), item.parts);
     if (content === undefined) return undefined;
     const { id, created_at } = item;
     out.push(

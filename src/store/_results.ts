@@ -13,6 +13,7 @@ import {
   appendResultCost,
   type Change,
   deleteParts,
+  keyTOf,
   type State,
   type WriteOp,
 } from "./_state.ts";
@@ -74,7 +75,7 @@ export async function readPage(
   if (last === undefined) return { cursor: since, items: [], gap };
   const items: ResultItem[] = [];
   for (const r of wanted) {
-    const content = r.content ?? await readParts(kv, resultPrefix(r.t), r.parts);
+    const content = r.content ?? await readParts(kv, resultPrefix(keyTOf(r)), r.parts);
     if (content === undefined) return undefined;
     items.push({ t: r.t, content });
   }
@@ -85,7 +86,7 @@ export async function readPage(
 export const clearFeed: Change = (draft, mutations) => {
   const feed = draft.feed;
   if (feed.items.length === 0) return;
-  for (const r of feed.items) deleteParts(mutations, r.parts, (p) => resultPartKey(r.t, p));
+  for (const r of feed.items) deleteParts(mutations, r.parts, (p) => resultPartKey(keyTOf(r), p));
   feed.counters.cleared += feed.items.length;
   feed.items = [];
   mutations.touch("feed");

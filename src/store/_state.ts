@@ -58,6 +58,16 @@ export interface ItemState {
   readonly content: string | undefined;
   /** Set by a leased pull, epoch ms; kept after the lease ends until a pull or ack. */
   readonly lease_until?: number;
+  /**
+   * The id in the item's KV keys when it is not `id`: the key of the item it evicted, which
+   * it took over ({@linkcode appendItem}).
+   */
+  readonly slot?: number;
+}
+
+/** The id in the KV keys of `item`'s parts (`["items", queue, id, part]`). */
+export function keyIdOf(item: ItemState): number {
+  return item.slot ?? item.id;
 }
 
 /** A result in memory; `content` is kept for single-part results only. */
@@ -65,6 +75,13 @@ export interface ResultState {
   readonly t: number;
   readonly parts: number;
   readonly content: string | undefined;
+  /** The `t` in the result's KV keys when it is not `t`: that of the result it evicted. */
+  readonly slot?: number;
+}
+
+/** The `t` in the KV keys of `result`'s parts (`["results", t, part]`). */
+export function keyTOf(result: ResultState): number {
+  return result.slot ?? result.t;
 }
 
 /** One queue in memory: its next id, its items oldest first, its counters. */
@@ -395,6 +412,11 @@ export function deleteParts(
  * Adds a new item at the end of `q`: its parts, and the eviction (counted) of the oldest
  * items past {@linkcode QUEUE_CAPACITY}. Marks the queue's metadata as changed.
  *
+ * A single-part item that evicts a single-part item takes over its key: one mutation, where
+ * a set and a delete would be two (a submit into a full queue, the usual case, is bound by
+ * the commit's mutations). Only single-part items, whose content memory holds: no reader
+ * ever reads their key, whose content another item may have replaced.
+ *
  * @returns The new item's id.
  */
 export function appendItem(
@@ -406,13 +428,16 @@ export function appendItem(
   createdAt: number,
 ): number {
   const id = q.next_id;
-  setParts(mutations, parts, (part) => itemPartKey(queue, id, part));
-  q.items.push({ id, parts: parts.length, created_at: createdAt, content });
-  q.next_id = id + 1;
-  for (const old of q.items.splice(0, Math.max(0, q.items.length - QUEUE_CAPACITY))) {
-    deleteParts(mutations, old.parts, (part) => itemPartKey(queue, old.id, part));
+  let slot = id;
+  for (const old of q.items.splice(0, Math.max(0, q.items.length + 1 - QUEUE_CAPACITY))) {
+    if (slot === id && parts.length === 1 && old.parts === 1) slot = keyIdOf(old);
+    else deleteParts(mutations, old.parts, (part) => itemPartKey(queue, keyIdOf(old), part));
     q.counters.evicted++;
   }
+  setParts(mutations, parts, (part) => itemPartKey(queue, slot, part));
+  const item = { id, parts: parts.length, created_at: createdAt, content };
+  q.items.push(slot === id ? item : { ...item, slot });
+  q.next_id = id + 1;
   mutations.touch(queue);
   return id;
 }
@@ -420,9 +445,10 @@ export function appendItem(
 /**
  * Adds a result with time `t` at the end of the feed: its parts, the eviction (counted) of
  * the oldest results past {@linkcode RESULTS_CAPACITY}, and the high-water mark raised to
- * `t`. Marks the feed's metadata as changed.
+ * `t`. Marks the feed's metadata as changed. A result of one part that evicts one takes
+ * over its key, as {@linkcode appendItem} does.
  *
- * @param t Greater than every `t` in the feed.
+ * @param t Greater than every `t` in the feed, and so than every `t` in its keys.
  */
 export function appendResult(
   mutations: Mutations,
@@ -431,13 +457,16 @@ export function appendResult(
   content: string,
   t: number,
 ): void {
-  setParts(mutations, parts, (part) => resultPartKey(t, part));
-  feed.items.push({ t, parts: parts.length, content });
-  for (const old of feed.items.splice(0, Math.max(0, feed.items.length - RESULTS_CAPACITY))) {
-    deleteParts(mutations, old.parts, (part) => resultPartKey(old.t, part));
+  let slot = t;
+  for (const old of feed.items.splice(0, Math.max(0, feed.items.length + 1 - RESULTS_CAPACITY))) {
+    if (slot === t && parts.length === 1 && old.parts === 1) slot = keyTOf(old);
+    else deleteParts(mutations, old.parts, (part) => resultPartKey(keyTOf(old), part));
     feed.counters.evicted++;
     feed.evicted_t = Math.max(feed.evicted_t, old.t);
   }
+  setParts(mutations, parts, (part) => resultPartKey(slot, part));
+  const result = { t, parts: parts.length, content };
+  feed.items.push(slot === t ? result : { ...result, slot });
   feed.hwm = Math.max(feed.hwm, t);
   mutations.touch("feed");
 }
@@ -464,7 +493,11 @@ function queueMeta(q: QueueState): QueueMeta {
   return {
     next_id: q.next_id,
     items: q.items.map((i) =>
-      i.lease_until === undefined ? [i.id, i.parts] : [i.id, i.parts, i.lease_until]
+      i.slot !== undefined
+        ? [i.id, i.parts, i.lease_until ?? null, i.slot]
+        : i.lease_until === undefined
+        ? [i.id, i.parts]
+        : [i.id, i.parts, i.lease_until]
     ),
     created_at: q.items.map((i) => i.created_at),
     counters: q.counters,
@@ -475,7 +508,7 @@ function feedMeta(feed: FeedState): ResultsMeta {
   return {
     hwm: feed.hwm,
     evicted_t: feed.evicted_t,
-    items: feed.items.map((r) => [r.t, r.parts]),
+    items: feed.items.map((r) => r.slot === undefined ? [r.t, r.parts] : [r.t, r.parts, r.slot]),
     counters: feed.counters,
   };
 }

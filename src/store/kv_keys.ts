@@ -7,17 +7,17 @@
  * | key | value | what |
  * |---|---|---|
  * | `["queues", queue]` | {@linkcode QueueMeta} | a queue's order, parts and next id: every queue commit checks it |
- * | `["items", queue, id, 0]` | `Uint8Array` | a queued item's first ≤ 60,000 bytes (older files: an {@linkcode ItemHead}) |
+ * | `["items", queue, id, 0]` | `Uint8Array` | a queued item's first ≤ 60,000 bytes (older files: an {@linkcode ItemHead}); `id` is the item's, or that of the item whose key it took over (its key id in {@linkcode QueueMeta}) |
  * | `["items", queue, id, n]` | `Uint8Array` | part `n` (1 …) of a long item's UTF-8 bytes |
  * | `["results_meta"]` | {@linkcode ResultsMeta} | the feed's order and the `t` high-water mark |
- * | `["results", t, 0]` | `Uint8Array` | a result's first ≤ 60,000 bytes (older files: a {@linkcode ResultHead}) |
+ * | `["results", t, 0]` | `Uint8Array` | a result's first ≤ 60,000 bytes (older files: a {@linkcode ResultHead}); `t` is the result's, or that of the result whose key it took over (its key t in {@linkcode ResultsMeta}) |
  * | `["results", t, n]` | `Uint8Array` | part `n` of a long result |
  * | `["accepted", n, at]` | `Uint8Array` | the duplicate records of one commit: the SHA-256 (hex, ASCII) of each content it accepted at `at` |
  * | `["submissions", sha256]` | {@linkcode SubmissionRecord} | last accepted time of one content: written when memory has no room for it, and for every content by format 1 |
  * | `["format"]` | `number` | the version of this layout the file holds: {@linkcode STORE_FORMAT}; absent before version 2 |
  * | `["health_probe"]` | `number` | when `/health` last had to commit to learn whether the store can (epoch ms) |
  *
- * The parts of one item sit next to each other, so one `list()` reads whole items in order.
+ * The parts of one item sit next to each other, so one `list()` reads whole items.
  *
  * @module
  */
@@ -55,15 +55,18 @@ export interface ResultCounters {
 
 /** Order and bookkeeping of one input queue. `items` is oldest first: `[id, parts]`. */
 export interface QueueMeta {
-  /** The id the next submitted item gets; ids only grow, so key order is submission order. */
+  /** The id the next submitted item gets; ids only grow. */
   next_id: number;
   /**
    * The queued items, oldest first, as `[id, number of parts]`, or
    * `[id, number of parts, lease_until]` for an item a leased pull handed out
-   * (`lease_until` in epoch ms; kept after the lease ends, until the item is acknowledged or pulled). At most
-   * 50.
+   * (`lease_until` in epoch ms; kept after the lease ends, until the item is acknowledged or pulled), or
+   * `[id, number of parts, lease_until or null, key id]` for an item stored under the key of
+   * the item it evicted (format 3). At most 50.
    */
-  items: Array<[number, number] | [number, number, number]>;
+  items: Array<
+    [number, number] | [number, number, number] | [number, number, number | null, number]
+  >;
   /**
    * Each item's submission time, epoch ms, in the order of `items`. Absent in files written
    * before it existed, whose part 0 of each item is an {@linkcode ItemHead} holding it.
@@ -79,8 +82,12 @@ export interface ResultsMeta {
   hwm: number;
   /** The largest `t` the overflow evicted (the `gap` flag); absent in older files. */
   evicted_t?: number;
-  /** The results in the feed, oldest first, as `[t, number of parts]`. At most 50. */
-  items: Array<[number, number]>;
+  /**
+   * The results in the feed, oldest first, as `[t, number of parts]`, or `[t, number of
+   * parts, key t]` for a result stored under the key of the result it evicted (format 3). At
+   * most 50.
+   */
+  items: Array<[number, number] | [number, number, number]>;
   /** Durable counters; absent in files written before they existed. */
   counters?: ResultCounters;
 }
@@ -187,9 +194,11 @@ export function submissionKey(sha256hex: string): Deno.KvKey {
  * The version of the layout above that this code writes. 1 (no `["format"]` entry): head
  * records as part 0, one `["submissions", hash]` record per content. 2: part 0 is bytes,
  * the queue's metadata holds `created_at`, and a commit's duplicate records share one
- * `["accepted", n, at]` entry. This code reads both; it refuses a file of a later version.
+ * `["accepted", n, at]` entry. 3: an item or a result may be stored under the key of the
+ * one it evicted, its metadata naming that key (a relay of format 2 would read the wrong
+ * keys). This code reads all three; it refuses a file of a later version.
  */
-export const STORE_FORMAT = 2;
+export const STORE_FORMAT = 3;
 
 /** `["format"]`: the {@linkcode STORE_FORMAT} of the file, written by the first commit. */
 export function formatKey(): Deno.KvKey {

@@ -470,24 +470,24 @@ Deno.test("a database a later relay wrote (a later data format): the relay refus
     }
     {
       const kv = await Deno.openKv(db);
-      assert.equal((await kv.get(["format"])).value, 2, "this relay's format, written");
-      await kv.set(["format"], 3);
+      assert.equal((await kv.get(["format"])).value, 3, "this relay's format, written");
+      await kv.set(["format"], 4);
       kv.close();
     }
     const line = await refusalLine(dir);
     assert.match(
       line,
-      /^relay: the database was written by a later relay \(its data format is 3; this relay reads up to 2\): run that relay again, or move ".*relay\.kv"/,
+      /^relay: the database was written by a later relay \(its data format is 4; this relay reads up to 3\): run that relay again, or move ".*relay\.kv"/,
     );
     // Nor does a backup read it: exit 2, one line.
     const exported = await runCli(["export", "--db", db, "--out", `${dir}/backup.json`]);
     assert.equal(exported.code, 2);
     assert.match(
       exported.stderr,
-      /^relay: cannot export: the database was written by a later relay \(its data format is 3; this relay reads up to 2\)\n/,
+      /^relay: cannot export: the database was written by a later relay \(its data format is 4; this relay reads up to 3\)\n/,
     );
     const kv = await Deno.openKv(db);
-    assert.equal((await kv.get(["format"])).value, 3);
+    assert.equal((await kv.get(["format"])).value, 4);
     kv.close();
   });
 });

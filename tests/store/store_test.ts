@@ -292,6 +292,81 @@ Deno.test("submit() and push() round-trip large multi-byte content byte for byte
   assert.equal((await readResults(t.store, { since: 0, limit: 1 })).items[0]?.content, big);
 });
 
+Deno.test("an item that evicts an item of one part takes over its key; after a reopen every item reads back", async () => {
+  await using t = await makeStore();
+  const big = (i: number) => `${i}`.padEnd(150_000, "x");
+  // Items 1 … 50; 51, of three parts, evicts 1 (not taking its key); 52 … 100, of one part,
+  // evict 2 … 50 and take their keys; 101 evicts 51, whose three keys it does not take.
+  for (let i = 1; i <= QUEUE_CAPACITY; i++) await submit(t.store, `item ${i}`, "qa");
+  await submit(t.store, big(51), "qa");
+  for (let i = 52; i <= 2 * QUEUE_CAPACITY; i++) await submit(t.store, `item ${i}`, "qa");
+  await submit(t.store, "item 101", "qa");
+  const keys = [];
+  for await (const entry of t.temp.kv.list({ prefix: ["items", "qa"] })) keys.push(entry.key);
+  assert.equal(keys.length, QUEUE_CAPACITY, "one entry an item: every item is of one part");
+  assert.deepEqual(
+    (await t.temp.kv.get(["items", "qa", 2, 0])).value,
+    new TextEncoder().encode("item 52"),
+    "item 52 is stored under the key of item 2, which it evicted",
+  );
+  const reopened = createStore(t.temp.kv, { clock: t.clock.read });
+  const expected = [
+    "item 52",
+    ...Array.from({ length: QUEUE_CAPACITY - 2 }, (_, i) => `item ${i + 53}`),
+    "item 101",
+  ];
+  const items = (await peek(reopened)).get("qa")!;
+  assert.deepEqual(items.map((i) => i.content), expected);
+  assert.deepEqual(items.slice(0, 2).map((i) => i.id), [52, 53]);
+  // A lease, an ack and a pull remove the right keys.
+  const leased = await lease(reopened, ["qa"], { leaseMs: 60_000, limit: 1 });
+  assert.deepEqual(leased?.items.map((i) => i.content), ["item 52"]);
+  assert.deepEqual((await ack(reopened, [{ queue: "qa", id: 52 }])).acked.length, 1);
+  assert.equal((await t.temp.kv.get(["items", "qa", 2, 0])).value, null);
+  assert.deepEqual(
+    (await pull(createStore(t.temp.kv), "qa")).map((i) => i.content),
+    expected.slice(1),
+  );
+  let left = 0;
+  for await (const _ of t.temp.kv.list({ prefix: ["items"] })) left++;
+  assert.equal(left, 0);
+});
+
+Deno.test("a result that evicts a result of one part takes over its key; after a reopen every result reads back", async () => {
+  await using t = await makeStore();
+  const big = (i: number) => `${i}`.padEnd(150_000, "x");
+  // As for items: 51, of three parts, does not take over a key, 52 … 100 do, 101 does not.
+  const pushed: number[] = [];
+  const pushAt = async (content: string) => {
+    t.clock.advance(1);
+    pushed.push(t.clock.now);
+    await push(t.store, content);
+  };
+  for (let i = 1; i <= RESULTS_CAPACITY; i++) await pushAt(`result ${i}`);
+  await pushAt(big(51));
+  for (let i = 52; i <= 2 * RESULTS_CAPACITY; i++) await pushAt(`result ${i}`);
+  await pushAt("result 101");
+  let entries = 0;
+  for await (const _ of t.temp.kv.list({ prefix: ["results"] })) entries++;
+  assert.equal(entries, RESULTS_CAPACITY);
+  assert.deepEqual(
+    (await t.temp.kv.get(["results", pushed[1]!, 0])).value,
+    new TextEncoder().encode("result 52"),
+    "result 52 is stored under the key of result 2, which it evicted",
+  );
+  const page = await readResults(createStore(t.temp.kv), { since: 0, limit: 50 });
+  assert.deepEqual(page.items.map((r) => r.content), [
+    "result 52",
+    ...Array.from({ length: RESULTS_CAPACITY - 2 }, (_, i) => `result ${i + 53}`),
+    "result 101",
+  ]);
+  assert.deepEqual(page.items.map((r) => r.t), pushed.slice(51));
+  await clear(createStore(t.temp.kv));
+  entries = 0;
+  for await (const _ of t.temp.kv.list({ prefix: ["results"] })) entries++;
+  assert.equal(entries, 0);
+});
+
 Deno.test("submit() evicts large items whole, all parts", async () => {
   await using t = await makeStore();
   const big = (i: number) => `${i}`.padEnd(150_000, "x");

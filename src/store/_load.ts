@@ -87,23 +87,7 @@ export async function loadState(
       },
     };
   }
-  const meta = metas[QUEUE_NAMES.length]!.value as ResultsMeta | null;
-  const found = await collectParts(kv.list<ResultHead | Uint8Array>({ prefix: resultsPrefix() }));
-  const items: ResultState[] = (meta?.items ?? []).map(([t, parts, keyT]) => {
-    const stored = found.get(keyT ?? t);
-    return {
-      t,
-      parts,
-      content: parts === 1 && stored !== undefined ? decodeSlot(stored, 1) : undefined,
-      ...(keyT === undefined ? {} : { slot: keyT }),
-    };
-  });
-  const feed: FeedState = {
-    hwm: meta?.hwm ?? 0,
-    evicted_t: meta?.evicted_t ?? 0,
-    items,
-    counters: meta?.counters ?? { pushed: items.length, evicted: 0, cleared: 0 },
-  };
+  const feed = await loadFeed(kv, metas[QUEUE_NAMES.length]!.value as ResultsMeta | null);
   const { seen, batches, nextBatch, singles, incompleteUntil } = await readSeen(
     kv,
     Math.floor(clock()),
@@ -121,5 +105,25 @@ export async function loadState(
     format,
     seenIncompleteUntil: incompleteUntil,
     stamps,
+  };
+}
+
+/** The results feed of `meta` (its entry's value, `null` when absent), with its content. */
+async function loadFeed(kv: Deno.Kv, meta: ResultsMeta | null): Promise<FeedState> {
+  const found = await collectParts(kv.list<ResultHead | Uint8Array>({ prefix: resultsPrefix() }));
+  const items: ResultState[] = (meta?.items ?? []).map(([t, parts, keyT]) => {
+    const stored = found.get(keyT ?? t);
+    return {
+      t,
+      parts,
+      content: parts === 1 && stored !== undefined ? decodeSlot(stored, 1) : undefined,
+      ...(keyT === undefined ? {} : { slot: keyT }),
+    };
+  });
+  return {
+    hwm: meta?.hwm ?? 0,
+    evicted_t: meta?.evicted_t ?? 0,
+    items,
+    counters: meta?.counters ?? { pushed: items.length, evicted: 0, cleared: 0 },
   };
 }

@@ -11,8 +11,12 @@
 import { sleep } from "../util/backoff.ts";
 import type { TtsEngine } from "./tts.ts";
 
-/** How often a waiting chunk asks again whether there is room, ms. */
-export const ROOM_RECHECK_MS = 5_000;
+/**
+ * How often a waiting chunk asks again whether there is room, ms. Asking costs a look at the
+ * free space (the store looks at most once a second), so the episode goes on about a second
+ * after space is freed.
+ */
+export const ROOM_RECHECK_MS = 1_000;
 
 /**
  * A spoken chunk let go without room for its audio because the relay is stopping: the episode

@@ -38,9 +38,33 @@ import {
  *
  * @param clock Read once, for the duplicate records' window.
  * @param dedupeWindowMs The duplicate window, ms.
- * @throws {StoreFormatError} when a later relay wrote the file; KV errors.
+ * @throws {StoreFormatError} when a later relay wrote the file; an `Error` when another
+ *   process kept committing while it read; KV errors.
  */
 export async function loadState(
+  kv: Deno.Kv,
+  clock: Clock,
+  dedupeWindowMs: number,
+  seenInMemory: number,
+): Promise<State> {
+  for (let attempt = 0; attempt < MAX_LOAD_ATTEMPTS; attempt++) {
+    const state = await loadOnce(kv, clock, dedupeWindowMs, seenInMemory);
+    // The metadata and the entries are separate reads, not one snapshot: a commit of another
+    // process between them could pair an item with the content of the item that took over
+    // its key. The same versionstamps after the entries were read mean none came between.
+    const after = await kv.getMany(COLLECTIONS.map(metaKey));
+    if (COLLECTIONS.every((c, i) => after[i]!.versionstamp === state.stamps[c])) return state;
+  }
+  throw new Error(
+    `Cannot read the store: another process changed it during ${MAX_LOAD_ATTEMPTS} reads in a row`,
+  );
+}
+
+/** Reads of the whole state made at most while another process keeps committing. */
+const MAX_LOAD_ATTEMPTS = 20;
+
+/** One read of the whole state, as {@linkcode loadState} describes it. */
+async function loadOnce(
   kv: Deno.Kv,
   clock: Clock,
   dedupeWindowMs: number,

@@ -147,3 +147,35 @@ Deno.test("a file whose items and results have head records (as older versions w
     { id: 3, content: "new", queue: "general", created_at: 10_000 },
   ]);
 });
+
+Deno.test("a store loading while another process commits never pairs an item with the content of the one that took over its key", async () => {
+  await using t = await makeStore();
+  const writer = t.store;
+  for (let i = 1; i <= QUEUE_CAPACITY; i++) await submit(writer, `item ${i}`, "qa");
+  // The other process commits once, between the load's read of the queues' metadata and its
+  // read of their entries: item 51 takes over item 1's key.
+  let armed = true;
+  const kv = new Proxy(t.temp.kv, {
+    get(target, name) {
+      const value = Reflect.get(target, name, target);
+      if (name !== "getMany") return typeof value === "function" ? value.bind(target) : value;
+      return async (...args: unknown[]) => {
+        const read = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        if (armed) {
+          armed = false;
+          await submit(writer, "item 51", "qa");
+        }
+        return read;
+      };
+    },
+  });
+  const items = (await peek(createStore(kv))).get("qa")!;
+  assert.equal(armed, false, "the other process committed during the load");
+  assert.deepEqual(items[0], {
+    id: 2,
+    content: "item 2",
+    queue: "qa",
+    created_at: items[0]!.created_at,
+  });
+  assert.deepEqual(items.at(-1)?.content, "item 51");
+});

@@ -410,12 +410,9 @@ export function deleteParts(
 
 /**
  * Adds a new item at the end of `q`: its parts, and the eviction (counted) of the oldest
- * items past {@linkcode QUEUE_CAPACITY}. Marks the queue's metadata as changed.
- *
- * A single-part item that evicts a single-part item takes over its key: one mutation, where
- * a set and a delete would be two (a submit into a full queue, the usual case, is bound by
- * the commit's mutations). Only single-part items, whose content memory holds: no reader
- * ever reads their key, whose content another item may have replaced.
+ * items past {@linkcode QUEUE_CAPACITY}. Marks the queue's metadata as changed. A single-part
+ * item that evicts a single-part item takes over its key ({@linkcode evict}): a submit into a
+ * full queue, the usual case, is bound by the commit's mutations.
  *
  * @returns The new item's id.
  */
@@ -428,12 +425,16 @@ export function appendItem(
   createdAt: number,
 ): number {
   const id = q.next_id;
-  let slot = id;
-  for (const old of q.items.splice(0, Math.max(0, q.items.length + 1 - QUEUE_CAPACITY))) {
-    if (slot === id && parts.length === 1 && old.parts === 1) slot = keyIdOf(old);
-    else deleteParts(mutations, old.parts, (part) => itemPartKey(queue, keyIdOf(old), part));
-    q.counters.evicted++;
-  }
+  const evicted = q.items.splice(0, Math.max(0, q.items.length + 1 - QUEUE_CAPACITY));
+  q.counters.evicted += evicted.length;
+  const slot = evict(
+    mutations,
+    evicted,
+    keyIdOf,
+    parts.length,
+    id,
+    (k, p) => itemPartKey(queue, k, p),
+  );
   setParts(mutations, parts, (part) => itemPartKey(queue, slot, part));
   const item = { id, parts: parts.length, created_at: createdAt, content };
   q.items.push(slot === id ? item : { ...item, slot });
@@ -446,7 +447,7 @@ export function appendItem(
  * Adds a result with time `t` at the end of the feed: its parts, the eviction (counted) of
  * the oldest results past {@linkcode RESULTS_CAPACITY}, and the high-water mark raised to
  * `t`. Marks the feed's metadata as changed. A result of one part that evicts one takes
- * over its key, as {@linkcode appendItem} does.
+ * over its key ({@linkcode evict}).
  *
  * @param t Greater than every `t` in the feed, and so than every `t` in its keys.
  */
@@ -457,18 +458,42 @@ export function appendResult(
   content: string,
   t: number,
 ): void {
-  let slot = t;
-  for (const old of feed.items.splice(0, Math.max(0, feed.items.length + 1 - RESULTS_CAPACITY))) {
-    if (slot === t && parts.length === 1 && old.parts === 1) slot = keyTOf(old);
-    else deleteParts(mutations, old.parts, (part) => resultPartKey(keyTOf(old), part));
-    feed.counters.evicted++;
-    feed.evicted_t = Math.max(feed.evicted_t, old.t);
-  }
+  const evicted = feed.items.splice(0, Math.max(0, feed.items.length + 1 - RESULTS_CAPACITY));
+  feed.counters.evicted += evicted.length;
+  for (const old of evicted) feed.evicted_t = Math.max(feed.evicted_t, old.t);
+  const slot = evict(mutations, evicted, keyTOf, parts.length, t, resultPartKey);
   setParts(mutations, parts, (part) => resultPartKey(slot, part));
   const result = { t, parts: parts.length, content };
   feed.items.push(slot === t ? result : { ...result, slot });
   feed.hwm = Math.max(feed.hwm, t);
   mutations.touch("feed");
+}
+
+/**
+ * Removes the `evicted` entries' parts for a new entry of `parts` parts whose own key id is
+ * `own`, and says which key id the new entry is stored under: the first evicted entry of one
+ * part gives a new entry of one part its key (one mutation, where a set and a delete would be
+ * two); every other evicted entry's parts are deleted. Only entries of one part, whose content
+ * memory holds: no reader ever reads their key, whose content another entry may have replaced.
+ *
+ * @param keyOf The key id of an entry's parts ({@linkcode keyIdOf}, {@linkcode keyTOf}).
+ * @param partKey The KV key of part `part` under key id `keyId`.
+ * @returns `own`, or the key id taken over.
+ */
+function evict<T extends { readonly parts: number }>(
+  mutations: Mutations,
+  evicted: readonly T[],
+  keyOf: (entry: T) => number,
+  parts: number,
+  own: number,
+  partKey: (keyId: number, part: number) => Deno.KvKey,
+): number {
+  let slot = own;
+  for (const old of evicted) {
+    if (slot === own && parts === 1 && old.parts === 1) slot = keyOf(old);
+    else deleteParts(mutations, old.parts, (part) => partKey(keyOf(old), part));
+  }
+  return slot;
 }
 
 /** Writes each part as raw bytes (`_parts.ts`). */

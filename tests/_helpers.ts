@@ -167,6 +167,11 @@ export interface RelayProcess extends AsyncDisposable {
   stop(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
 }
 
+/** Every line `relay` has printed so far, to stderr then to stdout. */
+export function printedLines(relay: RelayProcess): string[] {
+  return relay.stderr.concat(relay.stdout);
+}
+
 /**
  * A directory that does not exist: where spawned commands look for the client config file
  * and (through the test entry script, tests/_relay.ts) the system data directory unless a

@@ -9,6 +9,7 @@
 
 import assert from "node:assert/strict";
 import { statfsSync } from "node:fs";
+import type { relayCall } from "../_helpers.ts";
 
 /** Runs a command; returns its exit code and output. */
 export async function sh(program: string, ...args: string[]) {
@@ -144,4 +145,27 @@ export async function fillDisk(dir: string): Promise<string> {
   }
   filler.close();
   return path;
+}
+
+/**
+ * Fills the disk of `dir` until the relay refuses a submit (507): the store has then given up
+ * its room for pulls and acks. Filled again after each accepted submit, since a write cut off
+ * by the full disk (a backup, the search index) gives back the room it had taken.
+ *
+ * @param call The relay's API (`relayCall`).
+ * @returns The filler's path: remove it to give the space back.
+ */
+export async function fillUntilRefused(
+  dir: string,
+  call: ReturnType<typeof relayCall>,
+): Promise<string> {
+  for (;;) {
+    const filler = await fillDisk(dir);
+    const submit = await call("/submit?queue=general", { method: "POST", body: "one more" });
+    await submit.body?.cancel();
+    if (submit.status !== 200) {
+      assert.equal(submit.status, 507);
+      return filler;
+    }
+  }
 }

@@ -13,11 +13,12 @@ import {
   assertProblem,
   eventually,
   KEY,
+  printedLines,
   relayCall,
   type RelayProcess,
   startRelayProcess,
 } from "../_helpers.ts";
-import { fillDisk, mountTmpfs, NO_MOUNT } from "./_mounts.ts";
+import { fillDisk, fillUntilRefused, mountTmpfs, NO_MOUNT } from "./_mounts.ts";
 
 /**
  * Starts a relay on a tmpfs of 8 MiB and gives `job` a way to save a note; saves the note
@@ -57,22 +58,6 @@ async function indexed(call: ReturnType<typeof relayCall>, word: string): Promis
     if (res.status !== 200) await res.body?.cancel();
     return found;
   }, `${word} in the search index`);
-}
-
-/** Fills the disk until a submit is refused: the store has given up its room for pulls. */
-async function fillUntilRefused(
-  dir: string,
-  call: ReturnType<typeof relayCall>,
-): Promise<string> {
-  for (;;) {
-    const filler = await fillDisk(dir);
-    const submit = await call("/submit?queue=general", { method: "POST", body: "one more" });
-    await submit.body?.cancel();
-    if (submit.status !== 200) {
-      assert.equal(submit.status, 507);
-      return filler;
-    }
-  }
 }
 
 Deno.test({
@@ -182,7 +167,7 @@ async function withEpisodeWaiting(
       const filler = await fillUntilRefused(disk.dir, call);
       await Deno.writeTextFile(gate, "");
       await eventually(
-        () => logOf(relay).some((line) => line.includes("reading aloud waits for space")),
+        () => printedLines(relay).some((line) => line.includes("reading aloud waits for space")),
         "the episode to wait for space",
       );
       await job({ dir: disk.dir, relay, episodes: episodesOf(call), filler, args });
@@ -195,11 +180,6 @@ async function withEpisodeWaiting(
 /** The podcast's episode counts from `/stats`: `ready`, `failed` and the others. */
 function episodesOf(call: ReturnType<typeof relayCall>): () => Promise<Record<string, number>> {
   return async () => (await (await call("/stats")).json()).publishing.podcast.episodes;
-}
-
-/** Every line the relay has written so far. */
-function logOf(relay: RelayProcess): string[] {
-  return relay.stderr.concat(relay.stdout);
 }
 
 Deno.test({
@@ -223,7 +203,7 @@ Deno.test({
   fn: () =>
     withEpisodeWaiting(async ({ dir, relay }) => {
       assert.equal((await relay.stop()).code, 0);
-      const said = logOf(relay).filter((line) => /relay: podcast episode/.test(line));
+      const said = printedLines(relay).filter((line) => /relay: podcast episode/.test(line));
       assert.deepEqual(said, [], "the episode was neither failed nor finished");
       // The part file an episode's audio goes to is made when it starts: it stays empty.
       const audio = [...Deno.readDirSync(`${dir}/podcast`)]
@@ -250,7 +230,7 @@ Deno.test({
       await using again = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY }, args });
       const episodes = episodesOf(relayCall(again.url));
       await eventually(
-        () => logOf(again).some((line) => line.includes("reading aloud waits for space")),
+        () => printedLines(again).some((line) => line.includes("reading aloud waits for space")),
         "the resumed episode to wait for space",
       );
       assert.equal((await episodes()).failed, 0);

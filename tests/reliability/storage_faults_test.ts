@@ -14,6 +14,7 @@ import {
   assertProblem,
   eventually,
   KEY,
+  printedLines,
   relayCall,
   type RelayProcess,
   runCli,
@@ -427,7 +428,7 @@ Deno.test("a backup that cannot be written is logged and the relay keeps serving
       args: ["--backup-every", "1s"],
     });
     await eventually(
-      () => relay.stderr.concat(relay.stdout).some((l) => l.includes("automatic backup failed")),
+      () => printedLines(relay).some((l) => l.includes("automatic backup failed")),
       "the failed backup to be logged",
     );
     assert.equal(

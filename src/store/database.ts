@@ -103,8 +103,10 @@ export async function openLockedDatabase(db: string): Promise<LockedDatabase> {
   } catch (error) {
     lock.release();
     if (error instanceof UnsafeDatabaseError) throw error;
-    const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
-    throw new ConfigError(`cannot open the database "${path}": ${reason}${fullDisk(path)}`);
+    const reason = error instanceof Error ? error.message.split("\n")[0]! : String(error);
+    throw new ConfigError(
+      `cannot open the database "${path}": ${reason}${fullDisk(path, reason)}`,
+    );
   }
   return {
     path,
@@ -119,9 +121,12 @@ export async function openLockedDatabase(db: string): Promise<LockedDatabase> {
 /**
  * What to add to a failure to open the database at `path` when the disk holding it is full:
  * SQLite, which cannot then make the files it keeps beside the database, says only `disk
- * I/O error`. Empty when there is a megabyte left, or free space cannot be read.
+ * I/O error`. Empty when there is a megabyte left, when free space cannot be read, and when
+ * `reason` is not a failure to write (a directory in the file's place fails the same on a
+ * full disk, and the disk is not why).
  */
-function fullDisk(path: string): string {
+function fullDisk(path: string, reason: string): string {
+  if (!/disk I\/O error|disk is full|no space left/i.test(reason)) return "";
   const available = diskSpace(dirname(path))?.available;
   if (available === undefined || available >= RESERVE_BYTES) return "";
   return `: the disk holding it is full (${available} ${available === 1 ? "byte" : "bytes"} free)`;
@@ -152,18 +157,26 @@ export async function withStore<T>(
 }
 
 /**
- * Refuses a database file with more than one name (see {@linkcode openLockedDatabase}).
+ * Refuses a database file with more than one name (see {@linkcode openLockedDatabase}), and
+ * anything but a file in its place: SQLite says `disk I/O error` of a directory, which reads
+ * as a failing disk.
  *
+ * @throws {ConfigError} when the path names a directory or another kind of file.
  * @throws {UnsafeDatabaseError} naming the count and how to find the other names.
  */
 function refuseHardLinks(path: string): void {
-  let links: number | null;
+  let info: Deno.FileInfo;
   try {
-    links = Deno.statSync(path).nlink;
+    info = Deno.statSync(path);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return; // created when it is opened
     throw error;
   }
+  if (!info.isFile) {
+    const kind = info.isDirectory ? "a directory" : "not a regular file";
+    throw new ConfigError(`cannot open the database "${path}": it is ${kind}, not a database file`);
+  }
+  const links = info.nlink;
   if (links === null || links <= 1) return;
   throw new UnsafeDatabaseError(
     `the database "${path}" has ${links} names (hard links), and each name gets its own ` +

@@ -299,6 +299,18 @@ Deno.test("a hard link to the database: a second relay on the other name refuses
   });
 });
 
+Deno.test("a directory where the database should be: one line saying so (exit 2), not a hard link or a failing disk", async () => {
+  await withTempDir(async (dir) => {
+    // SQLite calls opening a directory a `disk I/O error`, and a directory has two links.
+    await Deno.mkdir(`${dir}/relay.kv`);
+    const line = await refusalLine(dir);
+    assert.match(
+      line,
+      /^relay: cannot open the database ".*relay\.kv": it is a directory, not a database file$/,
+    );
+  });
+});
+
 Deno.test("a database emptied to zero bytes: the relay refuses to start (exit 2, one line), and relay import of a backup brings it back", async () => {
   await withTempDir(async (dir) => {
     const db = `${dir}/relay.kv`;

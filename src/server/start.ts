@@ -43,18 +43,14 @@ import type { PodcastStep } from "../builtin/podcast.ts";
 import { openSearch, type RelaySearch } from "./searching.ts";
 import { IdleMemory } from "./idle_memory.ts";
 import { writePrivateFile } from "../util/files.ts";
+import { Drain } from "./drain.ts";
+
+export { SHUTDOWN_GRACE_MS } from "./drain.ts";
 
 /** `bytes` in MiB with one decimal. */
 function mib(bytes: number): string {
   return (bytes / 1024 / 1024).toFixed(1);
 }
-
-/**
- * How long in-flight requests may take to finish after SIGINT/SIGTERM before the relay
- * exits anyway, ms. Long enough for a 768 KiB body on a slow phone link; short enough
- * that systemd's default 90 s stop timeout never has to SIGKILL.
- */
-export const SHUTDOWN_GRACE_MS = 10_000;
 
 /**
  * Longest wait for the log's last lines when the relay stops, ms: an output nobody reads
@@ -373,67 +369,6 @@ export function startupLines(
     ]
     : [];
   return { info, warn };
-}
-
-/**
- * The handler the listener calls, and the drain of a stop. Deno's server.shutdown() cuts
- * off request bodies still being read (measured: the handler's read fails with
- * BadResource), so the relay drains its own handlers first: it counts requests in its
- * handler, answers new ones 503 while draining, and has the server shut down only once the
- * count reaches zero.
- */
-class Drain {
-  #inFlight = 0;
-  #draining = false;
-  readonly #idle = Promise.withResolvers<void>();
-  readonly #done = () => {
-    if (--this.#inFlight === 0 && this.#draining) this.#idle.resolve();
-  };
-
-  /**
-   * Makes the handler: `app` answers unless the relay is draining.
-   *
-   * @param app The relay's app.
-   * @param idleMemory Told of every request, so that it collects only when idle.
-   */
-  handler(app: RelayApp, idleMemory: IdleMemory): ConnectionHandler {
-    return (request, info) => {
-      idleMemory.request();
-      if (this.#draining) {
-        return problemResponse(503, "Cannot serve: the relay is shutting down; try again", {
-          "connection": "close",
-          "retry-after": "5",
-        }, "shutting-down");
-      }
-      const answer = app.fetch(request, info); // a rejection still reaches onError
-      // A cached read is answered at once (a `Response`): nothing of it is left to wait for.
-      if (answer instanceof Promise) {
-        this.#inFlight++;
-        answer.then(this.#done, this.#done);
-      }
-      return answer;
-    };
-  }
-
-  /**
-   * Answers new requests 503, waits up to {@linkcode SHUTDOWN_GRACE_MS} for those in
-   * flight, then shuts `server` down.
-   *
-   * @returns `true` when every request finished in time.
-   */
-  async drain(server: ServedConnections): Promise<boolean> {
-    this.#draining = true;
-    if (this.#inFlight === 0) this.#idle.resolve();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const drained = await Promise.race([
-      this.#idle.promise.then(() => server.shutdown()).then(() => true),
-      new Promise<boolean>((done) => {
-        timer = setTimeout(() => done(false), SHUTDOWN_GRACE_MS);
-      }),
-    ]);
-    clearTimeout(timer);
-    return drained;
-  }
 }
 
 /** Memory given back once the relay is idle, its collections logged at level debug. */

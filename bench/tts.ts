@@ -265,7 +265,7 @@ if (Deno.args.includes("engines")) {
   );
   console.log("|---|---|---|---|---|---|---|---|");
   console.log(await engineRow("built in (eSpeak NG, WebAssembly)", new EspeakWorker()));
-  const command = new CommandEngine(
+  const command = await CommandEngine.fromLine(
     `/usr/bin/time -a -o ${log} -f %M espeak-ng --stdin --stdout -v {lang}`,
   );
   console.log(await engineRow("speech command: espeak-ng program", command, log));

@@ -25,6 +25,8 @@ const LOADED_WHEN_NEEDED: Record<string, string> = {
   "turndown": "relay work --extract, with its first link",
   "turndown-plugin-gfm": "relay work --extract, with its first link",
   "chardet": "relay work --extract, with its first link",
+  "shell-quote": "the speech command, when one is set",
+  "range-parser": "the first Range header",
 };
 
 /**

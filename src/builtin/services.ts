@@ -12,7 +12,7 @@ import { SiteOrigin } from "./site.ts";
 import { NotesStore } from "./notes.ts";
 import { Podcast, type PodcastStats, type PodcastStep, type Retention } from "./podcast.ts";
 import { EspeakWorker, type TtsEngine } from "./tts.ts";
-import { CommandEngine } from "./speech_command.ts";
+import type { CommandEngine } from "./speech_command.ts";
 import { RoomGate } from "./room_gate.ts";
 
 /** Options of {@linkcode createBuiltinServices}. */
@@ -25,8 +25,11 @@ export interface BuiltinOptions {
   readonly log?: (line: string) => void;
   /** The speech engine; default {@linkcode EspeakWorker}, or `speechCommand` when given. */
   readonly engine?: TtsEngine;
-  /** The household's speech command (`--speech-command`); see {@linkcode CommandEngine}. */
-  readonly speechCommand?: string | undefined;
+  /**
+   * The household's speech command (`--speech-command`), made with
+   * {@linkcode CommandEngine.fromLine}.
+   */
+  readonly speechCommand?: CommandEngine | undefined;
   /** Podcast retention limits. */
   readonly retention?: Retention;
   /** For crash tests only: the step where the podcast's worker stops for good. */
@@ -101,7 +104,7 @@ export function createBuiltinServices(options: BuiltinOptions): BuiltinServices 
   const gate = new RoomGate(options.roomForContent ?? (() => Promise.resolve(true)), log);
   const engine = gate.gated(
     options.engine ??
-      (options.speechCommand ? new CommandEngine(options.speechCommand) : new EspeakWorker()),
+      (options.speechCommand ?? new EspeakWorker()),
   );
   const podcast = new Podcast({
     dataDir: options.dataDir,

@@ -66,18 +66,37 @@ export class CommandEngine {
   readonly #limits: CommandLimits;
 
   /**
+   * @param words The program and its arguments, at least one word (as
+   *   {@linkcode CommandEngine.fromLine} splits a command line).
+   * @param limits Bounds of one run; default {@linkcode DEFAULT_COMMAND_LIMITS}.
+   */
+  constructor(
+    words: readonly [string, ...string[]],
+    limits: CommandLimits = DEFAULT_COMMAND_LIMITS,
+  ) {
+    this.#words = words;
+    this.name = `${words[0]} (speech command)`;
+    this.#limits = limits;
+  }
+
+  /**
+   * The engine of a command line, split into its words (`util/command_words.ts`).
+   *
    * @param command The command line, e.g. `espeak-ng --stdin --stdout -v {lang}`.
    * @param limits Bounds of one run; default {@linkcode DEFAULT_COMMAND_LIMITS}.
    * @throws {Error} with one sentence when the command is empty or holds shell syntax.
    */
-  constructor(command: string, limits: CommandLimits = DEFAULT_COMMAND_LIMITS) {
+  static async fromLine(
+    command: string,
+    limits: CommandLimits = DEFAULT_COMMAND_LIMITS,
+  ): Promise<CommandEngine> {
+    let words: string[];
     try {
-      this.#words = commandWords(command);
+      words = await commandWords(command);
     } catch (error) {
       throw new Error(`the speech command ${error instanceof Error ? error.message : error}`);
     }
-    this.name = `${this.#words[0]} (speech command)`;
-    this.#limits = limits;
+    return new CommandEngine(words as [string, ...string[]], limits);
   }
 
   /** Every language: the program gets `{lang}` and picks its voice. */

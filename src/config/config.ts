@@ -265,16 +265,8 @@ const configSchema = z.object({
     .optional(),
   "private-blog": yesNo,
   "private-podcast": yesNo,
-  "speech-command": z.string().trim().min(1, { error: "must not be empty" })
-    .check((ctx) => {
-      try {
-        commandWords(ctx.value);
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        ctx.issues.push({ code: "custom", input: ctx.value, message });
-      }
-    })
-    .optional(),
+  // Its words are checked by loadServeConfig, which has the parser loaded for them.
+  "speech-command": z.string().trim().min(1, { error: "must not be empty" }).optional(),
   "podcast-keep": z
     .string()
     .regex(/^\d+$/, { error: "must be a whole number from 1" })
@@ -414,6 +406,36 @@ function rawOptions(
     }
   }
   return { raw, origin };
+}
+
+/**
+ * The configuration of `relay serve`: {@linkcode loadConfig}, and the speech command split
+ * into its words as the relay will run it (`util/command_words.ts`, whose parser loads only
+ * when there is a command to split, so a relay without one never loads it).
+ *
+ * @param flags Flag values by flag name, as for {@linkcode loadConfig}.
+ * @param env Reads an environment variable, as for {@linkcode loadConfig}.
+ * @returns The validated configuration.
+ * @throws {ConfigError} naming the first bad option, its value and where it came from; for
+ *   the speech command, also when it is empty of words or holds shell syntax.
+ */
+export async function loadServeConfig(
+  flags: Readonly<Record<string, string | undefined>>,
+  env: (name: string) => string | undefined,
+): Promise<Config> {
+  const config = loadConfig(flags, env);
+  if (config.speechCommand !== undefined) {
+    try {
+      await commandWords(config.speechCommand);
+    } catch (error) {
+      const { raw, origin } = rawOptions(flags, (name) => readEnv(env, name));
+      const message = error instanceof Error ? error.message : String(error);
+      throw new ConfigError(
+        `invalid ${origin["speech-command"]} "${raw["speech-command"]}": ${message}`,
+      );
+    }
+  }
+  return config;
 }
 
 /**

@@ -77,7 +77,7 @@ export async function serveFile(
       );
     }
     if (notModified(request, validators)) return notModifiedResponse(new Headers(headers));
-    const range = byteRange(request, size, validators);
+    const range = await byteRange(request, size, validators);
     if (range === "unsatisfiable") {
       return problemResponse(416, `Cannot serve that range: the file has ${size} bytes`, {
         "content-range": `bytes */${size}`,

@@ -44,6 +44,7 @@ import { openSearch, type RelaySearch } from "./searching.ts";
 import { IdleMemory } from "./idle_memory.ts";
 import { writePrivateFile } from "../util/files.ts";
 import { Drain } from "./drain.ts";
+import { CommandEngine } from "../builtin/speech_command.ts";
 
 export { SHUTDOWN_GRACE_MS } from "./drain.ts";
 
@@ -248,15 +249,7 @@ async function buildRelay(
   const appId = await resolveAppId(config.secrets.appId, dataDir).catch((error) => {
     throw new ConfigError(`cannot set up the app id: ${errorMessage(error)}`);
   });
-  const builtin = createBuiltinServices({
-    dataDir,
-    log: logger.info,
-    roomForContent: () => roomForContent(store),
-    speechCommand: config.speechCommand,
-    retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
-    publicUrl: config.publicUrl,
-    podcastPauseAt,
-  });
+  const builtin = await builtinOf(config, dataDir, logger, store, podcastPauseAt);
   const closing = new AbortController();
   const { failedPublishes, search } = await openLast(store, builtin, dataDir, logger);
   const app = createApp({
@@ -299,6 +292,33 @@ async function buildRelay(
     closing,
     failed,
   };
+}
+
+/**
+ * The built-in notes store, blog and podcast in `dataDir` (docs/publishing-builtin.md),
+ * reading aloud with the household's speech command when one is set.
+ *
+ * @throws {Error} when the speech command cannot be split into words (`relay serve` has
+ *   checked it already, with its configuration).
+ */
+async function builtinOf(
+  config: Config,
+  dataDir: string,
+  logger: Logger,
+  store: Store,
+  podcastPauseAt: PodcastStep | undefined,
+): Promise<BuiltinServices> {
+  return createBuiltinServices({
+    dataDir,
+    log: logger.info,
+    roomForContent: () => roomForContent(store),
+    speechCommand: config.speechCommand === undefined
+      ? undefined
+      : await CommandEngine.fromLine(config.speechCommand),
+    retention: { keep: config.podcastKeep, maxDiskBytes: config.podcastMaxDiskBytes },
+    publicUrl: config.publicUrl,
+    podcastPauseAt,
+  });
 }
 
 /**

@@ -15,7 +15,6 @@
  */
 
 import { createHash } from "node:crypto";
-import parseRanges from "range-parser";
 import { compressedFor, isStreamed, varied } from "./representation.ts";
 import { sizeOf } from "./responses.ts";
 
@@ -147,11 +146,16 @@ function rangeApplies(request: Request, validators: Validators): boolean {
     seconds(date) === seconds(validators.lastModified);
 }
 
+/** `range-parser`, once loaded. */
+let parseRanges: typeof import("range-parser") | undefined;
+
 /**
  * The byte range a `GET` asks of a representation of `size` bytes (RFC 9110, "Range"), as
  * `range-parser` reads the `Range` header, when it may be served ({@linkcode rangeApplies}).
  * Several ranges are joined when they touch; a request still for several gets the whole
- * file (the relay does not send multipart answers).
+ * file (the relay does not send multipart answers). `range-parser` is loaded with the first
+ * `Range` header, not with the relay: it is a CommonJS package, and the first of those
+ * brings Node's module loader (docs/benchmarks.md, "Idle memory").
  *
  * @param request The request with its `Range` and `If-Range` headers.
  * @param size The representation's size, bytes.
@@ -160,15 +164,16 @@ function rangeApplies(request: Request, validators: Validators): boolean {
  *   the end; `undefined` to send the whole (no `Range`, a malformed one, several ranges,
  *   or an `If-Range` of another version).
  */
-export function byteRange(
+export async function byteRange(
   request: Request,
   size: number,
   validators: Validators,
-): { start: number; end: number } | "unsatisfiable" | undefined {
+): Promise<{ start: number; end: number } | "unsatisfiable" | undefined> {
   const header = request.headers.get("range");
   if (header === null || request.method !== "GET" || !rangeApplies(request, validators)) {
     return undefined;
   }
+  parseRanges ??= (await import("range-parser")).default;
   const ranges = parseRanges(size, header, { combine: true });
   if (ranges === -1) return "unsatisfiable";
   if (ranges === -2 || ranges.type !== "bytes" || ranges.length !== 1) return undefined;

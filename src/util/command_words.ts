@@ -3,12 +3,17 @@
  * package `shell-quote` reads `'…'` and `"…"` quotes and `\` escapes; `$NAME` stays as it is
  * (no variables), and shell syntax (`|`, `>`, `;`, `&&`, `*` patterns, `#` comments) is refused,
  * since no shell would carry it out. The household's speech command (`--speech-command`) is read
- * so, when the relay starts and each time it runs.
+ * so, once, when the relay starts.
+ *
+ * `shell-quote` is loaded with the first line read, not with the relay: it is a CommonJS
+ * package, and the first of those brings Node's module loader, which a relay without a speech
+ * command never needs (docs/benchmarks.md, "Idle memory").
  *
  * @module
  */
 
-import { parse } from "shell-quote";
+/** `shell-quote`'s `parse`, once loaded. */
+let parse: typeof import("shell-quote").parse | undefined;
 
 /**
  * The words of `command`.
@@ -16,7 +21,8 @@ import { parse } from "shell-quote";
  * @returns The program and its arguments, at least one word.
  * @throws {Error} with one sentence when the line is empty or holds shell syntax.
  */
-export function commandWords(command: string): string[] {
+export async function commandWords(command: string): Promise<string[]> {
+  parse ??= (await import("shell-quote")).parse;
   const words: string[] = [];
   for (const entry of parse(command, (name: string) => `$${name}`)) {
     if (typeof entry === "string") {

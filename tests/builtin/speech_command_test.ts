@@ -25,7 +25,7 @@ const ffmpeg = await new Deno.Command("ffmpeg", { args: ["-version"], stdout: "n
 Deno.test("Debian's espeak-ng as the speech command speaks each language it is given", {
   ignore: !espeak,
 }, async () => {
-  const engine = new CommandEngine("espeak-ng --stdin --stdout -v {lang}");
+  const engine = await CommandEngine.fromLine("espeak-ng --stdin --stdout -v {lang}");
   assert.equal(engine.name, "espeak-ng (speech command)");
   for (
     const [text, lang] of [["Hello from the relay.", "en"], ["你好，这是一个测试。", "zh"]] as const
@@ -41,7 +41,7 @@ Deno.test("a WAVE file at another rate and with two channels is mixed down and r
   ignore: !ffmpeg,
 }, async () => {
   // ffmpeg writes one second of a tone at 16 kHz in stereo to a pipe (its data size unknown).
-  const engine = new CommandEngine(
+  const engine = await CommandEngine.fromLine(
     "ffmpeg -nostdin -v error -f lavfi -i sine=frequency=440:duration=1 -ar 16000 -ac 2 -f wav -",
   );
   const pcm = await engine.synthesize("ignored", "en");
@@ -58,7 +58,10 @@ Deno.test(
   async (t) => {
     await t.step("hangs, with a child of its own: both are killed", async () => {
       const marker = `${60 + Math.floor(Math.random() * 1000)}.5`;
-      const engine = new CommandEngine(`sh -c "sleep ${marker} & sleep ${marker}"`, FAST);
+      const engine = await CommandEngine.fromLine(
+        `sh -c "sleep ${marker} & sleep ${marker}"`,
+        FAST,
+      );
       await assert.rejects(
         () => engine.synthesize("words", "en"),
         (error: Error) => error.message === "sh took longer than 2 s",
@@ -67,14 +70,17 @@ Deno.test(
       assert.ok(!new TextDecoder().decode(ps.stdout).includes(`sleep ${marker}`), "none left");
     });
     await t.step("exits 1: the first line of its error output", async () => {
-      const engine = new CommandEngine(`sh -c "echo 'no voice for {lang}' >&2; exit 1"`, FAST);
+      const engine = await CommandEngine.fromLine(
+        `sh -c "echo 'no voice for {lang}' >&2; exit 1"`,
+        FAST,
+      );
       await assert.rejects(
         () => engine.synthesize("words", "ja"),
         (error: Error) => error.message === "sh failed (exit 1): no voice for ja",
       );
     });
     await t.step("floods its output", async () => {
-      const engine = new CommandEngine("cat /dev/zero", FAST);
+      const engine = await CommandEngine.fromLine("cat /dev/zero", FAST);
       await assert.rejects(
         () => engine.synthesize("words", "en"),
         (error: Error) => error.message === "cat wrote more than 1 MiB of audio for one chunk",
@@ -83,7 +89,7 @@ Deno.test(
     await t.step(
       "floods its error output, then writes WAVE: the error output is dropped",
       async () => {
-        const engine = new CommandEngine(
+        const engine = await CommandEngine.fromLine(
           `sh -c "head -c 3000000 /dev/zero >&2; exec espeak-ng --stdin --stdout -v {lang}"`,
           { timeoutMs: 20_000, maxBytes: 1 << 20 },
         );
@@ -92,29 +98,34 @@ Deno.test(
     );
     await t.step("writes something else than WAVE", async () => {
       await assert.rejects(
-        () => new CommandEngine("echo not a wave", FAST).synthesize("words", "en"),
+        async () =>
+          (await CommandEngine.fromLine("echo not a wave", FAST)).synthesize("words", "en"),
         (error: Error) => error.message === "echo: the engine's output is not a WAVE file",
       );
     });
     await t.step("cannot start", async () => {
       await assert.rejects(
-        () => new CommandEngine("/no/such/program {lang}", FAST).synthesize("words", "en"),
+        async () =>
+          (await CommandEngine.fromLine("/no/such/program {lang}", FAST)).synthesize("words", "en"),
         /^Error: cannot run \/no\/such\/program/,
       );
     });
   },
 );
 
-Deno.test("the speech command is split into words without a shell; shell syntax is refused", () => {
+Deno.test("the speech command is split into words without a shell; shell syntax is refused", async () => {
   assert.deepEqual(
-    commandWords(`piper --model '/opt/voices/en US.onnx' -x "a \\"b\\"" $HOME {lang}`),
+    await commandWords(`piper --model '/opt/voices/en US.onnx' -x "a \\"b\\"" $HOME {lang}`),
     ["piper", "--model", "/opt/voices/en US.onnx", "-x", 'a "b"', "$HOME", "{lang}"],
   );
-  assert.throws(() => commandWords("piper | aplay"), /shell syntax \(\|\)/);
-  assert.throws(() => commandWords("piper > out.wav"), /shell syntax \(>\)/);
-  assert.throws(() => commandWords("piper # a comment"), /shell syntax \(#\)/);
-  assert.throws(() => commandWords("   "), /is empty/);
-  assert.throws(() => new CommandEngine("a && b"), /^Error: the speech command holds shell syntax/);
+  await assert.rejects(() => commandWords("piper | aplay"), /shell syntax \(\|\)/);
+  await assert.rejects(() => commandWords("piper > out.wav"), /shell syntax \(>\)/);
+  await assert.rejects(() => commandWords("piper # a comment"), /shell syntax \(#\)/);
+  await assert.rejects(() => commandWords("   "), /is empty/);
+  await assert.rejects(
+    () => CommandEngine.fromLine("a && b"),
+    /^Error: the speech command holds shell syntax/,
+  );
 });
 
 Deno.test(
@@ -127,7 +138,9 @@ Deno.test(
     const log = join(dir, "langs.log");
     // A wrapper as a household would write one: note the language, then speak with espeak-ng.
     const command = `sh -c 'echo "$0" >> ${log}; exec espeak-ng --stdin --stdout -v "$0"' {lang}`;
-    await using relay = await serveServices({ speechCommand: command });
+    await using relay = await serveServices({
+      speechCommand: await CommandEngine.fromLine(command),
+    });
     const episode = await readAloud(
       relay,
       "Mixed",
@@ -141,7 +154,9 @@ Deno.test(
 );
 
 Deno.test("a speech command's failure is the episode's failure, with its one sentence", async () => {
-  await using relay = await serveServices({ speechCommand: `sh -c "echo 'no model' >&2; exit 1"` });
+  await using relay = await serveServices({
+    speechCommand: await CommandEngine.fromLine(`sh -c "echo 'no model' >&2; exit 1"`),
+  });
   const episode = await readAloud(relay, "Fails", "Nothing will be heard.", "failed");
   assert.equal(episode.error, "sh failed (exit 1): no model");
 });
@@ -154,7 +169,9 @@ Deno.test(
   async () => {
     const command =
       `sh -c 'case "$0" in ko|ja) exit 3;; esac; exec espeak-ng --stdin --stdout -v "$0"' {lang}`;
-    await using relay = await serveServices({ speechCommand: command });
+    await using relay = await serveServices({
+      speechCommand: await CommandEngine.fromLine(command),
+    });
     const english = "Tomatoes want sun. Most of this article is in English, so the relay " +
       "speaks its own sentences in English, whatever else it holds.";
     const episode = await readAloud(

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { loadConfig, parseSize } from "../../src/config/config.ts";
+import { loadConfig, loadServeConfig, parseSize } from "../../src/config/config.ts";
 
 const none = () => undefined;
 
@@ -34,7 +34,7 @@ Deno.test("the built-in services' options: defaults, flags and environment", () 
   assert.equal(parseSize("2GiB"), 2 * 1024 ** 3);
 });
 
-Deno.test("the built-in services' options refuse bad values, naming the option", () => {
+Deno.test("the built-in services' options refuse bad values, naming the option", async () => {
   const cases: Array<[Record<string, string>, RegExp]> = [
     [{ "public-url": "relay.local" }, /invalid --public-url "relay.local": must be an http/],
     [{ "public-url": "ftp://x" }, /--public-url/],
@@ -42,7 +42,6 @@ Deno.test("the built-in services' options refuse bad values, naming the option",
     [{ "private-blog": "maybe" }, /invalid --private-blog "maybe": must be yes or no/],
     [{ "private-podcast": "" }, /--private-podcast/],
     [{ "speech-command": "  " }, /--speech-command/],
-    [{ "speech-command": "piper | aplay" }, /--speech-command.*shell syntax/],
     [{ "podcast-keep": "0" }, /--podcast-keep "0"/],
     [{ "podcast-keep": "-3" }, /--podcast-keep/],
     [
@@ -58,4 +57,15 @@ Deno.test("the built-in services' options refuse bad values, naming the option",
     () => loadConfig({}, (name) => (name === "RELAY_PODCAST_KEEP" ? "x" : undefined)),
     /invalid RELAY_PODCAST_KEEP "x"/,
   );
+  // The speech command's words are read when the relay starts, with their parser.
+  await assert.rejects(
+    () => loadServeConfig({ "speech-command": "piper | aplay" }, none),
+    /^ConfigError: invalid --speech-command "piper \| aplay": holds shell syntax \(\|\)/,
+  );
+  await assert.rejects(
+    () => loadServeConfig({}, (name) => (name === "RELAY_SPEECH_COMMAND" ? "a && b" : undefined)),
+    /^ConfigError: invalid RELAY_SPEECH_COMMAND "a && b": holds shell syntax/,
+  );
+  const spoken = await loadServeConfig({ "speech-command": "piper -m '/opt/en US' {lang}" }, none);
+  assert.equal(spoken.speechCommand, "piper -m '/opt/en US' {lang}");
 });

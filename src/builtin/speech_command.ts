@@ -96,6 +96,7 @@ export class CommandEngine {
     } catch (error) {
       throw new Error(`the speech command ${error instanceof Error ? error.message : error}`);
     }
+    // commandWords gives at least one word, or throws.
     return new CommandEngine(words as [string, ...string[]], limits);
   }
 

@@ -73,7 +73,8 @@ export interface Config {
   readonly privatePodcast: boolean;
   /**
    * The household's speech engine, run per chunk instead of the built-in one: a command line
-   * (`{lang}` in it becomes the chunk's language), split into words without a shell.
+   * (`{lang}` in it becomes the chunk's language), split into words without a shell; its
+   * words are checked by {@linkcode loadServeConfig}, not by {@linkcode loadConfig}.
    */
   readonly speechCommand: string | undefined;
   /** Podcast episodes kept, ≥ 1. */

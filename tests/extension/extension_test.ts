@@ -13,6 +13,10 @@
  * Q&A site, which the reader does not take for a loopback address: each test lists the page
  * server's `127.0.0.1:<port>` in the options, as a user lists a host of their own network.
  *
+ * One Chromium, with the extension installed once, serves the file's tests (a start costs
+ * seconds of CPU); each test has its own relay and page server, and first sets the extension
+ * back to what a new install has: nothing stored, no badge, no cookies, only the options page.
+ *
  * @module
  */
 
@@ -53,55 +57,106 @@ interface Session {
   context: BrowserContext;
   worker: Worker;
   extensionId: string;
+  /** The options page, open in a tab of its own on a blank setup. */
+  options: Page;
   call: (path: string, init?: RequestInit) => Promise<Response>;
 }
 
-/** Runs `job` with a relay (qa hosts: 127.0.0.1), a page server and Chromium with the extension. */
+/** The file's Chromium with the extension installed, and the temp directory of both. */
+interface Install {
+  dir: string;
+  context: BrowserContext;
+  extensionId: string;
+}
+
+/** Set by the file's `beforeAll` hook, when Chromium is there to run the tests. */
+let install: Install | undefined;
+
+/**
+ * Builds the extension and starts Chromium with it in a fresh profile, once for the file: a
+ * start costs seconds of CPU, and each test sets up the extension from blank anyway (see
+ * {@linkcode withExtension}). A new install opens its options page by itself, since nothing is
+ * set up yet: that is checked here, where the install happens.
+ */
+async function installExtension(): Promise<Install> {
+  const dir = await Deno.makeTempDir({ prefix: "relay-extension-" });
+  const extension = `${dir}/extension`;
+  await buildExtension(extension, "chromium", {
+    grantHosts: ["*://127.0.0.1/*", "*://localhost/*"],
+  });
+  const context = await chromium.launchPersistentContext(`${dir}/profile`, {
+    executablePath: CHROMIUM,
+    headless: false,
+    args: [
+      "--headless=new",
+      ...CHROMIUM_ARGS,
+      `--disable-extensions-except=${extension}`,
+      `--load-extension=${extension}`,
+    ],
+  });
+  context.setDefaultTimeout(WAIT_MS);
+  const worker = context.serviceWorkers()[0] ?? await context.waitForEvent("serviceworker");
+  const extensionId = new URL(worker.url()).host;
+  const url = `chrome-extension://${extensionId}/options.html`;
+  await eventually(
+    () => context.pages().some((open) => open.url() === url),
+    "the options page to open after the install",
+  );
+  return { dir, context, extensionId };
+}
+
+// Only when the group runs: without Chromium, testGroup registers one ignored test instead.
+if (test === Deno.test) {
+  Deno.test.beforeAll(async () => {
+    install = await installExtension();
+  });
+  Deno.test.afterAll(async () => {
+    await install?.context.close();
+    if (install) await Deno.remove(install.dir, { recursive: true });
+  });
+}
+
+/**
+ * Puts the installed extension back as a new install has it: nothing stored (settings,
+ * results, the reader's state), no badge, no cookies, no tab but a fresh options page. The
+ * reader stops when its settings go and starts again when a test saves new ones.
+ */
+async function blankSetup(
+  { context, extensionId }: Install,
+): Promise<{ worker: Worker; options: Page }> {
+  const worker = context.serviceWorkers()[0] ?? await context.waitForEvent("serviceworker");
+  await worker.evaluate(async () => {
+    await chrome.storage.local.clear();
+    await chrome.action.setBadgeText({ text: "" });
+    await chrome.action.setTitle({ title: chrome.runtime.getManifest().action.default_title });
+  });
+  await context.clearCookies();
+  const options = await context.newPage();
+  for (const page of context.pages()) if (page !== options) await page.close();
+  await options.goto(`chrome-extension://${extensionId}/options.html`);
+  return { worker, options };
+}
+
+/**
+ * Runs `job` with a relay of its own (qa hosts: 127.0.0.1), a page server of its own and the
+ * file's Chromium, whose extension is set back to blank first.
+ */
 async function withExtension(
   job: (session: Session) => Promise<void>,
   options: { relayArgs?: string[] } = {},
 ): Promise<void> {
+  if (install === undefined) throw new Error("the extension is not installed (beforeAll)");
+  const { context, extensionId } = install;
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(dir, {
       env: { RELAY_API_KEY: KEY },
       args: ["--qa-hosts", "127.0.0.1", ...options.relayArgs ?? []],
     });
     await using pages = startPages();
-    const extension = `${dir}/extension`;
-    await buildExtension(extension, "chromium", {
-      grantHosts: ["*://127.0.0.1/*", "*://localhost/*"],
-    });
-    const context = await chromium.launchPersistentContext(`${dir}/profile`, {
-      executablePath: CHROMIUM,
-      headless: false,
-      args: [
-        "--headless=new",
-        ...CHROMIUM_ARGS,
-        `--disable-extensions-except=${extension}`,
-        `--load-extension=${extension}`,
-      ],
-    });
-    try {
-      context.setDefaultTimeout(WAIT_MS);
-      const worker = context.serviceWorkers()[0] ?? await context.waitForEvent("serviceworker");
-      const extensionId = new URL(worker.url()).host;
-      await job({ relay, pages, context, worker, extensionId, call: relayCall(relay.url) });
-    } finally {
-      await context.close();
-    }
+    const { worker, options: page } = await blankSetup(install!);
+    const call = relayCall(relay.url);
+    await job({ relay, pages, context, worker, extensionId, options: page, call });
   });
-}
-
-/** The options page, which a new install opens by itself (nothing is set up yet). */
-async function optionsPage(session: Session): Promise<Page> {
-  const url = `chrome-extension://${session.extensionId}/options.html`;
-  let page: Page | undefined;
-  await eventually(() => {
-    page = session.context.pages().find((open) => open.url() === url);
-    return page !== undefined;
-  }, "the options page to open after the install");
-  await page!.waitForLoadState();
-  return page!;
 }
 
 /**
@@ -113,7 +168,7 @@ async function pair(
   link: string,
   allow = new URL(session.pages.url).host,
 ): Promise<Page> {
-  const page = await optionsPage(session);
+  const page = session.options;
   await page.fill("#allow-hosts", allow);
   await page.fill("#pairing", link);
   await page.click("#pair-form button");
@@ -310,11 +365,13 @@ test("the extension's popup shows the queue and last results, and pauses the rea
 
     // A listed host the browser has not let the extension read: the reader pauses and asks,
     // the link stays.
+    // (Submitted before the options are saved, which starts the reader again at once: after,
+    // it would wait for the reader's next look at qa.)
     const elsewhere = pages.url.replace("127.0.0.1", "127.0.0.2") + "/article";
+    await call("/submit?queue=qa", { method: "POST", body: elsewhere });
     await options.fill("#allow-hosts", `${new URL(pages.url).host}, ${new URL(elsewhere).host}`);
     await options.click("#pair-form button");
     await textOf(options, "#notice", /Connected/);
-    await call("/submit?queue=qa", { method: "POST", body: elsewhere });
     await textOf(
       popup,
       "#reader",
@@ -383,7 +440,13 @@ test("the extension refuses what would send its key elsewhere", async () => {
 test("the extension's reader gives up on pages that never finish loading, and goes on", async () => {
   await withExtension(async (session) => {
     const { call, pages, relay } = session;
-    const options = await optionsPage(session);
+    // A script that never ends, on a site of its own (localhost): it stalls its renderer.
+    // The links are queued before the reader is set up, which starts it at once on them.
+    const spin = pages.url.replace("127.0.0.1", "localhost") + "/spin";
+    for (const content of [spin, `${pages.url}/drip`, `${pages.url}/article`]) {
+      await call("/submit?queue=qa", { method: "POST", body: content });
+    }
+    const options = session.options;
     await options.fill("#relay", relay.url);
     await options.fill("#key", KEY);
     await options.fill("#timeout", "2");
@@ -391,11 +454,6 @@ test("the extension's reader gives up on pages that never finish loading, and go
     await options.fill("#allow-hosts", `127.0.0.1:${port} localhost:${port}`);
     await options.click("#form button");
     await textOf(options, "#notice", /Connected/);
-    // A script that never ends, on a site of its own (localhost): it stalls its renderer.
-    const spin = pages.url.replace("127.0.0.1", "localhost") + "/spin";
-    for (const content of [spin, `${pages.url}/drip`, `${pages.url}/article`]) {
-      await call("/submit?queue=qa", { method: "POST", body: content });
-    }
     for (const url of [spin, `${pages.url}/drip`]) {
       assert.equal(
         await resultStarting(call, `Could not read ${url}`),
@@ -409,8 +467,9 @@ test("the extension's reader gives up on pages that never finish loading, and go
 test("the extension reports an article larger than the relay takes, once", async () => {
   await withExtension(async (session) => {
     const { call, pages, relay } = session;
-    await textOf(await pair(session, `${relay.url}/app/#key=${KEY}`), "#notice", /Connected/);
+    // Queued before the reader is set up, which starts it at once on the link.
     await call("/submit?queue=qa", { method: "POST", body: `${pages.url}/long` });
+    await textOf(await pair(session, `${relay.url}/app/#key=${KEY}`), "#notice", /Connected/);
     const failure = await resultStarting(call, `Could not read ${pages.url}/long`);
     assert.match(failure, /: the result is larger than the relay takes \(.*2048/);
     await eventually(async () => {
@@ -428,7 +487,6 @@ test("the reader opens only Q&A sites and listed hosts, and leaves other links f
     // its link to qa (it names 127.0.0.1 a Q&A site), but the options list another port.
     await using router = startPages();
     await context.addCookies([{ ...ROUTER_COOKIE, url: router.url }]);
-    await textOf(await pair(session, `${relay.url}/app/#key=${KEY}`), "#notice", /Connected/);
     const secret = `${router.url}/router`;
     // A listed page that redirects to a host not listed: loaded, but not read.
     const away = `${pages.url}/away?to=${
@@ -440,6 +498,8 @@ test("the reader opens only Q&A sites and listed hosts, and leaves other links f
         "OK (qa)",
       );
     }
+    // Set up after the links are queued, so that the reader starts at once on them.
+    await textOf(await pair(session, `${relay.url}/app/#key=${KEY}`), "#notice", /Connected/);
     await resultStarting(call, "# Why WAL needs fsync");
     assert.match(
       await resultStarting(call, `Could not read ${away}`),

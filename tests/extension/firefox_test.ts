@@ -150,6 +150,13 @@ test("the extension runs in Firefox: pairing, and the qa reader end to end", asy
       await evaluate(
         `document.getElementById("allow-hosts").value = ${JSON.stringify(new URL(pages).host)}`,
       );
+      // The links are queued before the options are saved, which starts the reader at once on
+      // them (after, it would wait up to 3 s for its next look at qa).
+      const call = relayCall(relay.url);
+      for (const content of [`${pages}/article`, `${pages}/gbk`, `${pages}/missing`]) {
+        const res = await call("/submit?queue=qa", { method: "POST", body: content });
+        assert.equal(await res.text(), "OK (qa)");
+      }
       const button = await evaluate(`document.querySelector("#pair-form button")`);
       await bidi.send("input.performActions", {
         context,
@@ -176,11 +183,6 @@ test("the extension runs in Firefox: pairing, and the qa reader end to end", asy
         throw new Error(`${error.message}; the options say ${JSON.stringify(notice)}`);
       });
 
-      const call = relayCall(relay.url);
-      for (const content of [`${pages}/article`, `${pages}/gbk`, `${pages}/missing`]) {
-        const res = await call("/submit?queue=qa", { method: "POST", body: content });
-        assert.equal(await res.text(), "OK (qa)");
-      }
       let items: string[] = [];
       await eventually(
         async () => {

@@ -14,6 +14,13 @@ import { PROGRAMS, testGroup } from "../_optional.ts";
 
 const chromiumGroup = testGroup("web app in Chromium", PROGRAMS.chromium);
 
+/**
+ * A LAN name the file's Chromium resolves to 127.0.0.1, for a relay reached over plain http
+ * (not a secure context, unlike 127.0.0.1 and localhost). It names no other host, so it
+ * changes nothing for the tests that do not use it, and they need no Chromium of their own.
+ */
+export const LAN_NAME = "relay.lan";
+
 /** The tests registered by {@linkcode browserTest} in this file, and their Chromium while they run. */
 const browserSteps: { name: string; fn: () => Promise<void> }[] = [];
 let fileBrowser: Browser | undefined;
@@ -28,7 +35,10 @@ let fileBrowser: Browser | undefined;
 export function browserTest(name: string, fn: () => Promise<void>): void {
   if (browserSteps.length === 0) {
     chromiumGroup("web app in Chromium", async (t) => {
-      fileBrowser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+      fileBrowser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [...CHROMIUM_ARGS, `--host-resolver-rules=MAP ${LAN_NAME} 127.0.0.1`],
+      });
       try {
         for (const step of browserSteps) await t.step(step.name, step.fn);
       } finally {
@@ -87,25 +97,20 @@ export interface Session {
 
 /**
  * Runs `job` with a relay (key {@linkcode KEY}) in a temp directory and a fresh context of the
- * file's Chromium at phone size; fails if the page throws an uncaught error. With `args`
- * (Chromium flags) it launches a Chromium of its own with them; with `profile`, one with a
- * profile on disk in the temp directory, which a test of installability needs (Chromium
- * answers `in-incognito` to it in a context without one). Throws outside a
- * {@linkcode browserTest}.
+ * file's Chromium at phone size; fails if the page throws an uncaught error. With `profile`,
+ * it launches a Chromium of its own with a profile on disk in the temp directory, which a test
+ * of installability needs (Chromium answers `in-incognito` to it in a context without one).
+ * Throws outside a {@linkcode browserTest}.
  */
 export async function withApp(
-  options: { env?: Record<string, string>; args?: string[]; profile?: boolean },
+  options: { env?: Record<string, string>; profile?: boolean },
   job: (session: Session) => Promise<void>,
 ): Promise<void> {
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(dir, {
       env: { RELAY_API_KEY: KEY, ...options.env },
     });
-    const own = options.args === undefined ? undefined : await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [...CHROMIUM_ARGS, ...options.args],
-    });
-    const browser = own ?? fileBrowser;
+    const browser = fileBrowser;
     if (browser === undefined) throw new Error("withApp runs inside a browserTest");
     const contextOptions = {
       viewport: PHONE,
@@ -130,7 +135,6 @@ export async function withApp(
       assert.deepEqual(errors, [], "the page threw");
     } finally {
       await context?.close();
-      await own?.close();
     }
   });
 }

@@ -10,6 +10,7 @@ import { eventually, KEY, relayCall, startRelayProcess } from "../_helpers.ts";
 import { PHONE } from "../_chromium.ts";
 import {
   browserTest,
+  LAN_NAME,
   openApp,
   type PageDocument,
   type PageNavigator,
@@ -196,9 +197,8 @@ browserTest(
   "web app: on plain http (not localhost) the app works as an ordinary page",
   async () => {
     // A LAN name for 127.0.0.1: not a secure context, so no service worker.
-    await withApp({ args: ["--host-resolver-rules=MAP relay.lan 127.0.0.1"] }, async (session) => {
-      const { relay, page, call } = session;
-      const lan = relay.url.replace("127.0.0.1", "relay.lan");
+    await withApp({}, async ({ relay, page, call }) => {
+      const lan = relay.url.replace("127.0.0.1", LAN_NAME);
       await page.goto(`${lan}/app/#key=${encodeURIComponent(KEY)}`);
       await textOf(page, "#notice", /^Key saved from the pairing link/);
       assert.equal(await page.evaluate(() => navigator.serviceWorker === undefined), true);

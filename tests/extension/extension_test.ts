@@ -145,15 +145,16 @@ async function withExtension(
   job: (session: Session) => Promise<void>,
   options: { relayArgs?: string[] } = {},
 ): Promise<void> {
-  if (install === undefined) throw new Error("the extension is not installed (beforeAll)");
-  const { context, extensionId } = install;
+  const installed = install;
+  if (installed === undefined) throw new Error("the extension is not installed (beforeAll)");
+  const { context, extensionId } = installed;
   await withTempDir(async (dir) => {
     await using relay = await startRelayProcess(dir, {
       env: { RELAY_API_KEY: KEY },
       args: ["--qa-hosts", "127.0.0.1", ...options.relayArgs ?? []],
     });
     await using pages = startPages();
-    const { worker, options: page } = await blankSetup(install!);
+    const { worker, options: page } = await blankSetup(installed);
     const call = relayCall(relay.url);
     await job({ relay, pages, context, worker, extensionId, options: page, call });
   });

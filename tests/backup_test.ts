@@ -302,3 +302,17 @@ Deno.test("parseBackup() refuses a queue this relay does not have and reads a mi
   const { article: _, ...older } = backup.queues;
   assert.deepEqual(parseBackup(JSON.stringify({ ...backup, queues: older })).queues.article, []);
 });
+
+Deno.test("relay export and relay import refuse a speech command the relay would refuse, in one line with exit 2", async () => {
+  await withTempDir(async (dir) => {
+    const env = { RELAY_SPEECH_COMMAND: "piper | aplay" };
+    for (const args of [["export"], ["import", `${dir}/none.json`]]) {
+      const run = await runCli([...args, "--db", `${dir}/relay.kv`], { env });
+      assert.equal(run.code, 2, run.stderr);
+      assert.match(
+        run.stderr,
+        /^relay: invalid RELAY_SPEECH_COMMAND "piper \| aplay": holds shell syntax \(\|\)/,
+      );
+    }
+  });
+});

@@ -7,7 +7,7 @@
  */
 
 import { type Backup, exportRelay, ImportError, importRelay, parseBackup } from "../backup.ts";
-import { commandDbPath, type Config, loadConfig } from "../config/config.ts";
+import { commandDbPath, type Config, loadCheckedConfig } from "../config/config.ts";
 import { writePrivateFile } from "../util/files.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
 import { UnsafeDatabaseError } from "../store/database.ts";
@@ -31,8 +31,9 @@ function describeBackup(backup: Backup): string {
 }
 
 /** The relay's files as the server would find them, for the database the command means. */
-function relayConfig(args: Args, io: CommandIo): Config {
-  return loadConfig({ db: commandDbPath(args.string("db"), io.env, io.systemDataDir) }, io.env);
+function relayConfig(args: Args, io: CommandIo): Promise<Config> {
+  const db = commandDbPath(args.string("db"), io.env, io.systemDataDir);
+  return loadCheckedConfig({ db }, io.env);
 }
 
 /**
@@ -65,7 +66,7 @@ async function refusing<T>(command: string, job: () => Promise<T>): Promise<T> {
  * @throws {UsageError} for a database unsafe to open; {@linkcode CommandFailure} for one in use.
  */
 export async function runExport(args: Args, io: CommandIo): Promise<number> {
-  const config = relayConfig(args, io);
+  const config = await relayConfig(args, io);
   const includeSecrets = args.flag("include-secrets");
   const backup = await refusing("export", () => exportRelay(config, { includeSecrets }));
   const text = JSON.stringify(backup, null, 2) + "\n";
@@ -87,7 +88,7 @@ export async function runExport(args: Args, io: CommandIo): Promise<number> {
  */
 export async function runImport(args: Args, io: CommandIo): Promise<number> {
   if (args.positionals.length !== 1) throw args.needs("exactly one backup file");
-  const config = relayConfig(args, io);
+  const config = await relayConfig(args, io);
   const force = args.flag("force");
   await refusing("import", async () => {
     const backup = parseBackup(await readInput(args.positionals[0]!, io, args));

@@ -6,7 +6,7 @@
  */
 
 import { failedPublishes, publishArticle } from "../client/client.ts";
-import { loadConfig } from "../config/config.ts";
+import { loadCheckedConfig } from "../config/config.ts";
 import { deleteBlogPost } from "../publish/fan_out.ts";
 import { targetNamed, TARGETS } from "../publish/registry.ts";
 import { publishConfig } from "../publish/fan_out.ts";
@@ -182,7 +182,7 @@ const blogDelete: Command = {
     if (id === undefined || id === "" || extra.length > 0) {
       throw args.needs("exactly one post id");
     }
-    const config = loadConfig({
+    const config = await loadCheckedConfig({
       "publish-url": args.string("publish-url"),
       "blog-url": args.string("blog-url"),
       "publish-timeout": args.string("publish-timeout"),

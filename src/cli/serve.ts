@@ -5,7 +5,7 @@
  * @module
  */
 
-import { ConfigError, loadServeConfig, SECRET_ENV, SERVER_OPTIONS } from "../config/config.ts";
+import { ConfigError, loadCheckedConfig, SECRET_ENV, SERVER_OPTIONS } from "../config/config.ts";
 import { errorMessage } from "../errors.ts";
 import { DatabaseInUseError } from "../store/lock.ts";
 import type { Store } from "../store/store.ts";
@@ -54,7 +54,7 @@ async function serve(
   version: string,
   extra: Pick<StartOptions, "podcastPauseAt">,
 ) {
-  const config = await loadServeConfig(flags, io.env);
+  const config = await loadCheckedConfig(flags, io.env);
   // The server's and the store's modules load here, not with the command line, so that the
   // other commands (a `relay submit` from a shell or a script) start without them.
   const [{ startRelay }, { UnsafeDatabaseError }] = await Promise.all([

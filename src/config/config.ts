@@ -74,7 +74,7 @@ export interface Config {
   /**
    * The household's speech engine, run per chunk instead of the built-in one: a command line
    * (`{lang}` in it becomes the chunk's language), split into words without a shell; its
-   * words are checked by {@linkcode loadServeConfig}, not by {@linkcode loadConfig}.
+   * words are checked by {@linkcode loadCheckedConfig}, not by {@linkcode loadConfig}.
    */
   readonly speechCommand: string | undefined;
   /** Podcast episodes kept, ≥ 1. */
@@ -266,7 +266,7 @@ const configSchema = z.object({
     .optional(),
   "private-blog": yesNo,
   "private-podcast": yesNo,
-  // Its words are checked by loadServeConfig, which has the parser loaded for them.
+  // Its words are checked by loadCheckedConfig, which has the parser loaded for them.
   "speech-command": z.string().trim().min(1, { error: "must not be empty" }).optional(),
   "podcast-keep": z
     .string()
@@ -410,9 +410,10 @@ function rawOptions(
 }
 
 /**
- * The configuration of `relay serve`: {@linkcode loadConfig}, and the speech command split
- * into its words as the relay will run it (`util/command_words.ts`, whose parser loads only
- * when there is a command to split, so a relay without one never loads it).
+ * The configuration as the relay's commands read it: {@linkcode loadConfig}, and then the
+ * speech command split into its words as the relay will run it (`util/command_words.ts`,
+ * whose parser loads only when there is a command to split, so a relay without one never
+ * loads it). The speech command is therefore checked after every other option.
  *
  * @param flags Flag values by flag name, as for {@linkcode loadConfig}.
  * @param env Reads an environment variable, as for {@linkcode loadConfig}.
@@ -420,7 +421,7 @@ function rawOptions(
  * @throws {ConfigError} naming the first bad option, its value and where it came from; for
  *   the speech command, also when it is empty of words or holds shell syntax.
  */
-export async function loadServeConfig(
+export async function loadCheckedConfig(
   flags: Readonly<Record<string, string | undefined>>,
   env: (name: string) => string | undefined,
 ): Promise<Config> {

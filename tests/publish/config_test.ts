@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { loadConfig, loadServeConfig, parseSize } from "../../src/config/config.ts";
+import { loadCheckedConfig, loadConfig, parseSize } from "../../src/config/config.ts";
 
 const none = () => undefined;
 
@@ -59,13 +59,16 @@ Deno.test("the built-in services' options refuse bad values, naming the option",
   );
   // The speech command's words are read when the relay starts, with their parser.
   await assert.rejects(
-    () => loadServeConfig({ "speech-command": "piper | aplay" }, none),
+    () => loadCheckedConfig({ "speech-command": "piper | aplay" }, none),
     /^ConfigError: invalid --speech-command "piper \| aplay": holds shell syntax \(\|\)/,
   );
   await assert.rejects(
-    () => loadServeConfig({}, (name) => (name === "RELAY_SPEECH_COMMAND" ? "a && b" : undefined)),
+    () => loadCheckedConfig({}, (name) => (name === "RELAY_SPEECH_COMMAND" ? "a && b" : undefined)),
     /^ConfigError: invalid RELAY_SPEECH_COMMAND "a && b": holds shell syntax/,
   );
-  const spoken = await loadServeConfig({ "speech-command": "piper -m '/opt/en US' {lang}" }, none);
+  const spoken = await loadCheckedConfig(
+    { "speech-command": "piper -m '/opt/en US' {lang}" },
+    none,
+  );
   assert.equal(spoken.speechCommand, "piper -m '/opt/en US' {lang}");
 });

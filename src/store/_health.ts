@@ -287,10 +287,10 @@ export class StoreHealth {
 
   /**
    * Enters disk-full mode when the disk lacks the room {@linkcode recheckFull} needs to leave
-   * it (twice the whole reserve, available to the relay): what the relay does at start when it could not set the
-   * reserve aside. Restarted on a full disk after its reserve was given up, the relay would
-   * otherwise let new content (a podcast's audio) take the last room until a commit failed.
-   * Without a path, or when free space cannot be read, nothing changes.
+   * it (twice the whole reserve, available to the relay): what the relay does at start when it
+   * could not set the reserve aside. Restarted on a full disk after its reserve was given up,
+   * the relay would otherwise let new content (a podcast's audio) take the last room until a
+   * commit failed. Without a path, or when free space cannot be read, nothing changes.
    */
   enterFullWithoutRoom(): void {
     // What the relay may use: a relay that is not root cannot write into the blocks a file

@@ -85,7 +85,7 @@ export async function openLockedDatabase(db: string): Promise<LockedDatabase> {
   }
   const lock = await lockDatabase(path);
   try {
-    refuseHardLinks(path);
+    checkDatabaseFile(path);
   } catch (error) {
     lock.release();
     throw error;
@@ -122,8 +122,7 @@ export async function openLockedDatabase(db: string): Promise<LockedDatabase> {
  * What to add to a failure to open the database at `path` when the disk holding it is full:
  * SQLite, which cannot then make the files it keeps beside the database, says only `disk
  * I/O error`. Empty when there is a megabyte left, when free space cannot be read, and when
- * `reason` is not a failure to write (a directory in the file's place fails the same on a
- * full disk, and the disk is not why).
+ * `reason` is not one a full disk gives (a refused permission, say: the disk is not why).
  */
 function fullDisk(path: string, reason: string): string {
   if (!/disk I\/O error|disk is full|no space left/i.test(reason)) return "";
@@ -164,7 +163,7 @@ export async function withStore<T>(
  * @throws {ConfigError} when the path names a directory or another kind of file.
  * @throws {UnsafeDatabaseError} naming the count and how to find the other names.
  */
-function refuseHardLinks(path: string): void {
+function checkDatabaseFile(path: string): void {
   let info: Deno.FileInfo;
   try {
     info = Deno.statSync(path);

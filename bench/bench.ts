@@ -24,6 +24,8 @@
  * for the idle-write figure (default 60; 0 skips it), `--connections <n>` (default 64),
  * `--only <a,b>` (figures: peek, results, submit, push, health, pull), `--keep` (no
  * `/clear` between rounds: the duplicate records and the database grow round by round),
+ * `--floor-headers` (the floor answers with the relay's response headers: what HTTP's
+ * exactness costs on Deno's server, bench/floor.ts),
  * `--profile <figure>` (only that figure, with the relay under V8's CPU profiler; prints
  * where its JavaScript thread's time went, from bench/profile.ts), `--doc` (also writes the
  * report into docs/benchmarks.md, between the markers of its section "The latest run", and
@@ -63,6 +65,7 @@ const USAGE: Usage = {
   --only <a,b>        figures: peek, results, submit, push, health, pull (default all)
   --idle <s>          seconds of the idle-write check; 0 skips it (default 60)
   --keep              no /clear between rounds
+  --floor-headers     the floor answers with the relay's response headers
   --profile <figure>  that figure alone, with the relay under V8's CPU profiler
   --doc               also write the report into docs/benchmarks.md
   --help              this text`,
@@ -77,6 +80,7 @@ const { values } = parseOrExit(USAGE, () =>
       connections: { type: "string", default: "64" },
       only: { type: "string", default: "peek,results,submit,push,health,pull" },
       keep: { type: "boolean", default: false },
+      "floor-headers": { type: "boolean", default: false },
       profile: { type: "string" },
       doc: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
@@ -93,6 +97,11 @@ const DURATION = wholeNumber(USAGE, "--duration", values.duration, 1);
 const IDLE = wholeNumber(USAGE, "--idle", values.idle, 0);
 const CONNECTIONS = wholeNumber(USAGE, "--connections", values.connections, 1);
 const WRK = { connections: CONNECTIONS, duration: DURATION };
+
+// The latest run in docs/benchmarks.md is measured against the floor as it is.
+if (values.doc && values["floor-headers"]) {
+  usageError(USAGE, "--doc writes the run against the floor as it is: leave out --floor-headers");
+}
 
 for (const id of ONLY) {
   if (!(id in FIGURES)) {
@@ -139,7 +148,13 @@ async function measure(servers: Server[], dirs: string[]): Promise<void> {
   const floorDir = await Deno.makeTempDir({ prefix: "relay-bench-floor-" });
   dirs.push(floorDir);
   const floor = await startServer(
-    ["run", "-A", "bench/floor.ts", `${floorDir}/floor.kv`],
+    [
+      "run",
+      "-A",
+      "bench/floor.ts",
+      `${floorDir}/floor.kv`,
+      ...(values["floor-headers"] ? ["--headers"] : []),
+    ],
     /^listening (\d+)$/,
   );
   servers.push(floor);
@@ -282,6 +297,7 @@ async function measure(servers: Server[], dirs: string[]): Promise<void> {
     restedRss,
     floorRestedRss,
     firstHealth,
+    floorHeaders: values["floor-headers"],
     delivery,
     dataBytes,
     idleWrites,

@@ -16,6 +16,13 @@
  * - `GET /pull`: answers only after a grouped commit that deletes one key (a pull takes an
  *   item: a write, as in the relay).
  *
+ * With `--headers` as its second argument it answers with the response headers the relay
+ * sends: its `Content-Type`, `Cache-Control: private` on a keyed answer and `Vary: Origin`
+ * (`GET /` without a body set stands for the open `GET /health`: no `Cache-Control`).
+ * Deno's server sends one header through a fast call and several through a slower one, so
+ * the relay's exact headers cost more than the floor's one (`deno task bench
+ * --floor-headers`; docs/benchmarks.md, "Reads").
+ *
  * At start it opens a Deno KV file (the first argument), loads Hono and zod, the stack's
  * libraries that the relay loads at start, and starts a timer, as every relay must, so its
  * idle RSS is the stack's own memory (with the relay's small log module,
@@ -85,6 +92,19 @@ async function commit(): Promise<void> {
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
+/** Whether to answer with the relay's headers (`--headers`): module comment. */
+const EXACT = Deno.args[1] === "--headers";
+/** A write's answer with the relay's headers. */
+const TEXT_HEADERS = {
+  "content-type": "text/plain; charset=utf-8",
+  "cache-control": "private",
+  vary: "Origin",
+};
+/** A read's answer with the relay's headers. */
+const JSON_HEADERS = { "content-type": JSON_TYPE, "cache-control": "private", vary: "Origin" };
+/** `GET /` with no body set is the health figure's: the relay's health headers. */
+const HEALTH_HEADERS = { "content-type": JSON_TYPE, vary: "Origin" };
+
 Deno.serve({
   hostname: "127.0.0.1",
   port: 0,
@@ -109,11 +129,13 @@ Deno.serve({
       waiting.push({ content, done, failed });
       void commit();
     });
-    res = new Response("OK");
+    res = EXACT ? new Response("OK", { headers: TEXT_HEADERS }) : new Response("OK");
   } else {
     const body = bodies.get(path);
     res = body === undefined
-      ? new Response("OK")
+      ? (EXACT ? new Response("OK", { headers: HEALTH_HEADERS }) : new Response("OK"))
+      : EXACT
+      ? new Response(body, { headers: JSON_HEADERS })
       : new Response(body, { headers: { "content-type": JSON_TYPE } });
   }
   accessLog.line(

@@ -111,6 +111,8 @@ export interface Results {
   floorRestedRss: number;
   /** Start of the relay's process to its first `GET /health` 200, ms. */
   firstHealth: number;
+  /** Whether the floor answered with the relay's response headers (`--floor-headers`). */
+  floorHeaders: boolean;
   /** Push-to-delivery latencies per reader, ms (empty under a profile). */
   delivery: { longPoll: number[]; stream: number[] };
   /** The relay's data files' size after the run, bytes. */
@@ -209,7 +211,9 @@ export function report(r: Results): string {
   out.push(
     `machine: ${cpus} cores, ${mem.toFixed(0)} GiB; deno ${Deno.version.deno}; ${
       new Date().toISOString().slice(0, 10)
-    }; wrk -t1 -c${r.connections} -d${r.duration}s, ${r.rounds} interleaved rounds`,
+    }; wrk -t1 -c${r.connections} -d${r.duration}s, ${r.rounds} interleaved rounds${
+      r.floorHeaders ? "; the floor with the relay's response headers" : ""
+    }`,
   );
   out.push("");
   out.push(

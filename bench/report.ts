@@ -28,6 +28,8 @@ export interface Figure {
   cpuTarget?: number;
   /** Most p99 latency as a multiple of the floor's p99 (medians of the rounds). */
   p99Target?: number;
+  /** A p99 latency that meets the target whatever the floor's, ms. */
+  p99EnoughMs?: number;
 }
 
 export const FIGURES: Record<string, Figure> = {
@@ -52,6 +54,7 @@ export const FIGURES: Record<string, Figure> = {
     script: SCRIPTS.submit!,
     cpuTarget: 1.5,
     p99Target: 1.2,
+    p99EnoughMs: 10,
   },
   push: {
     name: 'POST /push vs "OK"',
@@ -248,13 +251,14 @@ function figureRow(id: string, runs: Round[], size: number | undefined, misses: 
     }
   }
   if (figure.p99Target !== undefined) {
-    goals.push(`p99 ≤ ${figure.p99Target}× the floor's`);
-    if (p99 > figure.p99Target * floorP99) {
+    const enough = figure.p99EnoughMs;
+    goals.push(`p99 ≤ ${figure.p99Target}× the floor's${enough ? ` or ≤ ${enough} ms` : ""}`);
+    if (p99 > figure.p99Target * floorP99 && !(enough !== undefined && p99 <= enough)) {
       ok = false;
       misses.push(
         `${figure.name}: p99 ${p99.toFixed(1)} ms > ${figure.p99Target}× the floor's ${
           floorP99.toFixed(1)
-        } ms`,
+        } ms${enough ? ` and > ${enough} ms` : ""}`,
       );
     }
   }

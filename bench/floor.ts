@@ -17,10 +17,10 @@
  *   item: a write, as in the relay).
  *
  * With `--headers` as its second argument it answers with the response headers the relay
- * sends: its `Content-Type`, `Cache-Control: private` on a keyed answer and `Vary: Origin`
- * (`GET /` without a body set stands for the open `GET /health`: no `Cache-Control`).
- * Deno's server sends one header through a fast call and several through a slower one, so
- * the relay's exact headers cost more than the floor's one (`deno task bench
+ * sends: its `Content-Type`, `Cache-Control` on a keyed answer (`private`, `no-store` for a
+ * pull) and `Vary: Origin` (`GET /` without a body set stands for the open `GET /health`: no
+ * `Cache-Control`). Deno's server sends one header through a fast call and several through a
+ * slower one, so the relay's exact headers cost more than the floor's one (`deno task bench
  * --floor-headers`; docs/benchmarks.md, "Reads").
  *
  * At start it opens a Deno KV file (the first argument), loads Hono and zod, the stack's
@@ -100,6 +100,8 @@ const TEXT_HEADERS = {
   "cache-control": "private",
   vary: "Origin",
 };
+/** A pull's answer with the relay's headers: nothing of it may be kept. */
+const PULL_HEADERS = { "content-type": JSON_TYPE, "cache-control": "no-store", vary: "Origin" };
 /** A read's answer with the relay's headers. */
 const JSON_HEADERS = { "content-type": JSON_TYPE, "cache-control": "private", vary: "Origin" };
 /** `GET /` with no body set is the health figure's: the relay's health headers. */
@@ -129,7 +131,9 @@ Deno.serve({
       waiting.push({ content, done, failed });
       void commit();
     });
-    res = EXACT ? new Response("OK", { headers: TEXT_HEADERS }) : new Response("OK");
+    res = EXACT
+      ? new Response("OK", { headers: req.method === "POST" ? TEXT_HEADERS : PULL_HEADERS })
+      : new Response("OK");
   } else {
     const body = bodies.get(path);
     res = body === undefined

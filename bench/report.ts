@@ -252,13 +252,15 @@ function figureRow(id: string, runs: Round[], size: number | undefined, misses: 
   }
   if (figure.p99Target !== undefined) {
     const enough = figure.p99EnoughMs;
-    goals.push(`p99 ≤ ${figure.p99Target}× the floor's${enough ? ` or ≤ ${enough} ms` : ""}`);
+    goals.push(
+      `p99 ≤ ${figure.p99Target}× the floor's${enough !== undefined ? ` or ≤ ${enough} ms` : ""}`,
+    );
     if (p99 > figure.p99Target * floorP99 && !(enough !== undefined && p99 <= enough)) {
       ok = false;
       misses.push(
         `${figure.name}: p99 ${p99.toFixed(1)} ms > ${figure.p99Target}× the floor's ${
           floorP99.toFixed(1)
-        } ms${enough ? ` and > ${enough} ms` : ""}`,
+        } ms${enough !== undefined ? ` and > ${enough} ms` : ""}`,
       );
     }
   }

@@ -95,7 +95,10 @@ async function serve(
     if (error instanceof DatabaseInUseError) {
       io.err(`relay: ${error.message}`);
     } else if (error instanceof Deno.errors.AddrInUse) {
-      io.err(`relay: cannot listen on ${config.hostname}:${config.port}: address in use`);
+      io.err(
+        `relay: cannot listen on ${config.hostname}:${config.port}: address in use (another ` +
+          "program holds the port: stop it, or choose another with --port or RELAY_PORT)",
+      );
     } else {
       io.err(`relay: cannot start: ${errorMessage(error)}`);
     }

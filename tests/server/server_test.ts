@@ -443,7 +443,11 @@ Deno.test("relay serve that cannot listen still prints what it logged before it 
           { env: { RELAY_API_KEY: "short-key" } },
         );
         assert.equal(out.code, 1, out.stderr);
-        assert.match(out.stderr, /address in use/);
+        // One line that says what to do: a newcomer starting a second relay meets it first.
+        assert.match(
+          out.stderr,
+          /^relay: cannot listen on 127\.0\.0\.1:\d+: address in use \(another program holds the port: stop it, or choose another with --port or RELAY_PORT\)$/m,
+        );
         assert.match(out.stdout, /relay: API key from RELAY_API_KEY/);
         assert.match(out.stdout, /warning: the API key is 9 characters long/);
       }

@@ -92,20 +92,25 @@ async function commit(): Promise<void> {
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
-/** Whether to answer with the relay's headers (`--headers`): module comment. */
-const EXACT = Deno.args[1] === "--headers";
-/** A write's answer with the relay's headers. */
-const TEXT_HEADERS = {
-  "content-type": "text/plain; charset=utf-8",
-  "cache-control": "private",
-  vary: "Origin",
-};
-/** A pull's answer with the relay's headers: nothing of it may be kept. */
-const PULL_HEADERS = { "content-type": JSON_TYPE, "cache-control": "no-store", vary: "Origin" };
-/** A read's answer with the relay's headers. */
-const JSON_HEADERS = { "content-type": JSON_TYPE, "cache-control": "private", vary: "Origin" };
-/** `GET /` with no body set is the health figure's: the relay's health headers. */
-const HEALTH_HEADERS = { "content-type": JSON_TYPE, vary: "Origin" };
+/**
+ * With `--headers`, each answer's init with the relay's headers (module comment): a write's,
+ * a pull's (nothing of it may be kept), a read's, and health's (`GET /` with no body set).
+ * Without it, `undefined`: the floor's own answers.
+ */
+const EXACT = Deno.args[1] === "--headers"
+  ? {
+    write: {
+      headers: {
+        "content-type": "text/plain; charset=utf-8",
+        "cache-control": "private",
+        vary: "Origin",
+      },
+    },
+    pull: { headers: { "content-type": JSON_TYPE, "cache-control": "no-store", vary: "Origin" } },
+    read: { headers: { "content-type": JSON_TYPE, "cache-control": "private", vary: "Origin" } },
+    health: { headers: { "content-type": JSON_TYPE, vary: "Origin" } },
+  }
+  : undefined;
 
 Deno.serve({
   hostname: "127.0.0.1",
@@ -131,16 +136,12 @@ Deno.serve({
       waiting.push({ content, done, failed });
       void commit();
     });
-    res = EXACT
-      ? new Response("OK", { headers: req.method === "POST" ? TEXT_HEADERS : PULL_HEADERS })
-      : new Response("OK");
+    res = new Response("OK", req.method === "POST" ? EXACT?.write : EXACT?.pull);
   } else {
     const body = bodies.get(path);
     res = body === undefined
-      ? (EXACT ? new Response("OK", { headers: HEALTH_HEADERS }) : new Response("OK"))
-      : EXACT
-      ? new Response(body, { headers: JSON_HEADERS })
-      : new Response(body, { headers: { "content-type": JSON_TYPE } });
+      ? new Response("OK", EXACT?.health)
+      : new Response(body, EXACT?.read ?? { headers: { "content-type": JSON_TYPE } });
   }
   accessLog.line(
     `${isoTime(Date.now())} INFO 127.0.0.1 ${req.method} ${path} ${res.status} ${

@@ -46,8 +46,6 @@ import { writePrivateFile } from "../util/files.ts";
 import { Drain } from "./drain.ts";
 import { CommandEngine } from "../builtin/speech_command.ts";
 
-export { SHUTDOWN_GRACE_MS } from "./drain.ts";
-
 /** `bytes` in MiB with one decimal. */
 function mib(bytes: number): string {
   return (bytes / 1024 / 1024).toFixed(1);
@@ -103,8 +101,8 @@ export interface RunningRelay {
   /** The relay's log, in the configured format and level, for the caller's own messages. */
   readonly logger: Logger;
   /**
-   * Stops accepting, waits up to {@linkcode SHUTDOWN_GRACE_MS} for in-flight requests,
-   * closes KV and releases the lock.
+   * Stops accepting, waits up to the drain's grace (`SHUTDOWN_GRACE_MS` in drain.ts) for
+   * in-flight requests, closes KV and releases the lock.
    *
    * @returns `true` when every request finished in time.
    */

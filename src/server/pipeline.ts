@@ -3,8 +3,9 @@
  *
  * 1. **Route lookup** ({@linkcode RouteTable}): the path (dot segments resolved as the URL
  *    parser resolves them, then percent-decoded, so `/%73ubmit` is `/submit`) to one route
- *    of the tables in `routes/`. A URL that cannot be read, or a request from the network
- *    without a host, is answered 400; a path no route serves, 404.
+ *    of the tables in `routes/`. A URL that cannot be read, a path with a malformed
+ *    percent-encoding, or a request from the network without a host, is answered 400; a
+ *    path no route serves, 404.
  * 2. **Method and access**: a method the route does not answer gets 405 with `Allow` (or,
  *    from an origin let in, a CORS preflight's answer); then the one authorisation path
  *    (`auth.ts`) with the access the route declares (`route.ts`, `accessOf`): `Origin`, app
@@ -211,6 +212,22 @@ function unreadable(badHost: boolean): Response {
   );
 }
 
+/** A `%` not followed by two hexadecimal digits: not a percent-encoding (RFC 3986). */
+const MALFORMED_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
+
+/**
+ * The 400 of a path that is not a valid URI path because a `%` in it starts no
+ * percent-encoding, as nginx and Apache answer it. (A well-formed encoding of bytes that
+ * are not UTF-8 names no route: 404.)
+ */
+function malformedPath(): Response {
+  return problemResponse(
+    400,
+    'Cannot read the request: its path has a "%" that is not followed by two hexadecimal ' +
+      'digits (write a literal "%" as "%25")',
+  );
+}
+
 /** Paths of the built-in services, listed once each in a 404's message. */
 const BUILTIN_PREFIXES = ["/notes", "/blog", "/podcast", "/downstream"];
 
@@ -320,6 +337,7 @@ function lookupStep(
     if (url === null || (network && lacksHost(request, url))) return unreadable(url === null);
     hosts.remember(url, text);
     const path = decodedPath(url.pathname);
+    if (path === undefined && MALFORMED_ESCAPE.test(url.pathname)) return malformedPath();
     const found = path === undefined ? undefined : table.find(path);
     if (found === undefined) return noRoute(url.pathname);
     return { entry: found.entry, search: url.search, url, param: decodedParam(found.param) };

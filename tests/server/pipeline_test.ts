@@ -168,8 +168,14 @@ Deno.test("percent-encoded paths, unknown methods and HTTP/1.0 take the same ste
     body: "https://example.com/encoded",
   });
   assert.equal(await accepted.text(), "OK (general)");
-  // A malformed percent-encoding names no route.
-  assert.equal((await refused("/pe%zzk")).status, 404);
+  // A malformed percent-encoding is a malformed request (as nginx answers it), with or
+  // without the key; a well-formed one of bytes that are not UTF-8 names no route.
+  const malformed = await refused("/pe%zzk");
+  assert.equal(malformed.status, 400);
+  assert.equal(malformed.type, "application/problem+json");
+  assert.match(malformed.detail, /"%" that is not followed by two hexadecimal digits/);
+  assert.equal((await refused("/submit%", { method: "POST", body: "x" })).status, 400);
+  assert.equal((await refused("/pe%ffk")).status, 404);
   // An unknown method: 405 with Allow, before the key is asked for, as a problem.
   const unknown = await refused("/results", { method: "PURGE" });
   assert.equal(unknown.status, 405);

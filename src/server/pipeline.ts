@@ -199,6 +199,13 @@ function decodedParam(value: string | undefined): string | undefined {
 }
 
 /**
+ * A `Host` header's value as RFC 9112 allows it: `uri-host [ ":" port ]` (RFC 3986), an IP
+ * literal in brackets or a name of unreserved characters, percent-encodings and sub-delims;
+ * empty is left to {@linkcode lacksHost}.
+ */
+const HOST_SYNTAX = /^(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]*)(?::[0-9]*)?$/;
+
+/**
  * The 400 of a request that names no usable host: Deno builds the URL from the `Host`
  * header, so a malformed one makes it unparsable (`badHost`), and HTTP/1.1 requires one.
  */
@@ -206,7 +213,8 @@ function unreadable(badHost: boolean): Response {
   return problemResponse(
     400,
     badHost
-      ? "Cannot read the request: its Host header does not make a valid URL"
+      ? "Cannot read the request: its Host header is not a host name or address with an " +
+        "optional port"
       : "Cannot read the request: it has no Host header (HTTP/1.1 requires one): send " +
         "Host: with the relay's address, as every HTTP client does",
   );
@@ -320,7 +328,17 @@ function lookupStep(
 ): (request: Request, network: boolean) => Target | Response {
   const noRoute = notFound(table, builtin);
   const hosts = hostChecker();
+  // The last `Host` value that passed HOST_SYNTAX: the same one again is not tested again.
+  let goodHost = "";
   return (request, network) => {
+    // Deno writes the URL as scheme, `://`, the Host header's value, then the path: a value
+    // holding `/`, `?`, `#`, `\` or `user@` would move where the path starts, so that
+    // `Host: relay.lan/stats?` with `GET /health` reads as `/stats`. It is refused first.
+    const host = request.headers.get("host");
+    if (host !== null && host !== goodHost) {
+      if (!HOST_SYNTAX.test(host)) return unreadable(true);
+      goodHost = host;
+    }
     // The path as received names a route on a known host: no URL is parsed.
     const text = request.url;
     const hostEnd = text.indexOf("/", text.indexOf("//") + 2);

@@ -159,6 +159,33 @@ Deno.test("relay serve answers 400 to a malformed Host header and never logs the
   await Deno.remove(dir, { recursive: true });
 });
 
+Deno.test("a Host header holding a path, query, fragment or user is refused, never routed", async () => {
+  const dir = await tempDir();
+  await using relay = await startRelayProcess(dir, { env: { RELAY_API_KEY: KEY } });
+  const port = Number(new URL(relay.url).port);
+  const at = `127.0.0.1:${port}`;
+  // Each would make Deno's URL name another path than the request line's /health.
+  for (const host of [`${at}/stats?`, `${at}/openapi.json#`, `${at}?`, `user@${at}`, `${at}\\x`]) {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    const request = `GET /health HTTP/1.1\r\nHost: ${host}\r\nX-Auth-Key: ${KEY}\r\n` +
+      "Connection: close\r\n\r\n";
+    await conn.write(new TextEncoder().encode(request));
+    const answer = new TextDecoder().decode(await readAll(conn));
+    assert.match(answer, /^HTTP\/1\.1 400 /, host);
+    assert.match(answer, /content-type: application\/problem\+json/i, host);
+    assert.match(answer, /its Host header is not a host name or address/, host);
+  }
+  // Valid forms still answer: a name, an IP literal, a port.
+  for (const host of ["relay.lan", "[::1]:80", at]) {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    const request = `GET /health HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`;
+    await conn.write(new TextEncoder().encode(request));
+    assert.match(new TextDecoder().decode(await readAll(conn)), /^HTTP\/1\.1 200 /, host);
+  }
+  await relay.stop();
+  await Deno.remove(dir, { recursive: true });
+});
+
 async function readAll(conn: Deno.Conn): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   const buffer = new Uint8Array(4096);

@@ -41,7 +41,7 @@ import type { RelayMetrics } from "./metrics.ts";
 import { cacheControlled, encoded, headLength, lacksHost } from "./representation.ts";
 import { sizeOf } from "./responses.ts";
 import { accessOf, type HandlerContext, type Route, type Routes } from "./route.ts";
-import { validated } from "./validators.ts";
+import { preconditionFailedResponse, untaggedPreconditionFailed, validated } from "./validators.ts";
 
 /** The connection a request came on, as the relay's server passes it. */
 export interface RequestInfo {
@@ -400,7 +400,13 @@ function runStep(
         entry.access,
         entry.path,
       );
-      if (entry.route.cached !== undefined && (method === "GET" || method === "HEAD")) {
+      const reading = method === "GET" || method === "HEAD";
+      // A write, or a read that takes (a pull), is not carried out when `If-Match` fails:
+      // nothing the API answers has a tag to match. Safe reads are checked with their answer.
+      if ((!reading || !entry.safe) && untaggedPreconditionFailed(request)) {
+        return preconditionFailedResponse();
+      }
+      if (entry.route.cached !== undefined && reading) {
         const hit = entry.route.cached(target.search);
         if (hit !== undefined) return hit;
       }

@@ -15,6 +15,7 @@
  */
 
 import { createHash } from "node:crypto";
+import { problemResponse } from "../errors.ts";
 import { compressedFor, isStreamed, varied } from "./representation.ts";
 import { sizeOf } from "./responses.ts";
 
@@ -56,6 +57,52 @@ function listedTags(header: string): string[] {
   return [...header.matchAll(/\*|(?:W\/)?("[^"]*")/g)].map((match) => match[1] ?? "*");
 }
 
+const DAY = "(Mon|Tue|Wed|Thu|Fri|Sat|Sun)";
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const MONTH = `(${MONTHS.join("|")})`;
+const TIME = "(\\d{2}):(\\d{2}):(\\d{2})";
+/** `Sun, 06 Nov 1994 08:49:37 GMT`: day, month, year, hour, minute, second. */
+const IMF_FIXDATE = new RegExp(`^${DAY}, (\\d{2}) ${MONTH} (\\d{4}) ${TIME} GMT$`);
+/** `Sunday, 06-Nov-94 08:49:37 GMT` (obsolete): day, month, two-digit year, time. */
+const RFC_850 = new RegExp(`^${DAY}[a-z]{3,6}, (\\d{2})-${MONTH}-(\\d{2}) ${TIME} GMT$`);
+/** `Sun Nov  6 08:49:37 1994` (obsolete, C's asctime): month, day, time, year. */
+const ASCTIME = new RegExp(`^${DAY} ${MONTH} ([ \\d]\\d) ${TIME} (\\d{4})$`);
+
+/**
+ * An HTTP date (RFC 9110, "Date/Time Formats": the IMF-fixdate and the two obsolete forms a
+ * recipient must also read) as epoch ms, or `undefined` for anything else. Conditional
+ * headers holding something that is not such a date are ignored, as RFC 9110 requires;
+ * `Date.parse` would read `2026` or `Nov 1` as dates.
+ *
+ * @param value The header's value, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
+ */
+export function httpDate(value: string): number | undefined {
+  const trimmed = value.trim();
+  let parts: [string, string, string, string, string, string] | undefined;
+  let match = IMF_FIXDATE.exec(trimmed);
+  if (match !== null) parts = [match[4]!, match[3]!, match[2]!, match[5]!, match[6]!, match[7]!];
+  else if ((match = RFC_850.exec(trimmed)) !== null) {
+    // A two-digit year more than 50 years ahead is the last such year past (RFC 9110).
+    const thisYear = new Date().getUTCFullYear();
+    let year = Math.floor(thisYear / 100) * 100 + Number(match[4]);
+    if (year > thisYear + 50) year -= 100;
+    parts = [String(year), match[3]!, match[2]!, match[5]!, match[6]!, match[7]!];
+  } else if ((match = ASCTIME.exec(trimmed)) !== null) {
+    parts = [match[7]!, match[2]!, match[3]!.trim(), match[4]!, match[5]!, match[6]!];
+  }
+  if (parts === undefined) return undefined;
+  const [year, month, day, hour, minute, second] = parts.map((part, i) =>
+    i === 1 ? MONTHS.indexOf(part) : Number(part)
+  ) as [number, number, number, number, number, number];
+  const ms = Date.UTC(year, month, day, hour, minute, second);
+  // 31 Feb or 25:00 roll over into another date: not a date that was sent.
+  const back = new Date(ms);
+  return back.getUTCDate() === day && back.getUTCHours() === hour &&
+      back.getUTCMinutes() === minute && back.getUTCSeconds() === second
+    ? ms
+    : undefined;
+}
+
 /** The whole seconds of an epoch ms time, as an HTTP date holds it. */
 function seconds(ms: number): number {
   return Math.floor(ms / 1000);
@@ -80,8 +127,8 @@ export function notModified(request: Request, validators: Validators): boolean {
   }
   const since = request.headers.get("if-modified-since");
   if (since === null || validators.lastModified === undefined) return false;
-  const date = Date.parse(since);
-  return !Number.isNaN(date) && seconds(validators.lastModified) <= seconds(date);
+  const date = httpDate(since);
+  return date !== undefined && seconds(validators.lastModified) <= seconds(date);
 }
 
 /**
@@ -106,12 +153,50 @@ export function preconditionFailed(request: Request, validators: Validators): bo
   }
   const since = request.headers.get("if-unmodified-since");
   if (since === null || validators.lastModified === undefined) return false;
-  const date = Date.parse(since);
-  return !Number.isNaN(date) && seconds(validators.lastModified) > seconds(date);
+  const date = httpDate(since);
+  return date !== undefined && seconds(validators.lastModified) > seconds(date);
 }
 
-/** The headers a 304 keeps of the 200 it stands for (RFC 9110, "304 Not Modified"). */
-const KEPT_BY_304 = ["etag", "last-modified", "cache-control", "vary", "expires", "date"];
+/**
+ * Whether a request to a representation that has no entity tag must be refused with `412
+ * Precondition Failed` (RFC 9110, "If-Match"): its `If-Match` names tags, and none can
+ * match a representation without one (`*` passes: the resource exists). The API's own
+ * answers and writes carry no tags; a write is checked before it is carried out.
+ *
+ * @param request The request, with or without `If-Match`.
+ */
+export function untaggedPreconditionFailed(request: Request): boolean {
+  const ifMatch = request.headers.get("if-match");
+  return ifMatch !== null && !listedTags(ifMatch).includes("*");
+}
+
+/**
+ * The 412 of a request whose `If-Match` or `If-Unmodified-Since` names another state of
+ * the resource: a problem document, with the resource's validators when it has them.
+ */
+export function preconditionFailedResponse(headers: Record<string, string> = {}): Response {
+  return problemResponse(
+    412,
+    "The resource is not in the state the request names (If-Match, If-Unmodified-Since): " +
+      "fetch it again without them",
+    headers,
+  );
+}
+
+/**
+ * The headers a 304 keeps of the 200 it stands for (RFC 9110, "304 Not Modified"), and the
+ * `Access-Control-Allow-Origin: *` of a public feed: a cache updates its stored headers
+ * from a 304 (RFC 9111, "Freshening Stored Responses"), and would otherwise lose it.
+ */
+const KEPT_BY_304 = [
+  "etag",
+  "last-modified",
+  "cache-control",
+  "vary",
+  "expires",
+  "date",
+  "access-control-allow-origin",
+];
 
 /**
  * The `304 Not Modified` answer that stands for `full`: no body, its validators and
@@ -141,8 +226,8 @@ function rangeApplies(request: Request, validators: Validators): boolean {
     return validators.etag !== undefined && !validators.etag.startsWith("W/") &&
       ifRange === validators.etag;
   }
-  const date = Date.parse(ifRange);
-  return !Number.isNaN(date) && validators.lastModified !== undefined &&
+  const date = httpDate(ifRange);
+  return date !== undefined && validators.lastModified !== undefined &&
     seconds(date) === seconds(validators.lastModified);
 }
 
@@ -211,7 +296,10 @@ export function validated(
   }
   // The API's own answers first, before their headers are read (that costs a few µs) or
   // their body is (which turns a body in memory into a stream, sent chunked).
-  if (sizeOf(response) !== undefined || response.body === null) return response;
+  if (sizeOf(response) !== undefined) {
+    return untaggedPreconditionFailed(request) ? preconditionFailedResponse() : response;
+  }
+  if (response.body === null) return response;
   const headers = response.headers;
   if (headers.has("etag") || headers.has("content-encoding")) return response;
   if (isStreamed(headers.get("content-type"))) return response;
@@ -227,11 +315,17 @@ async function tagged(request: Request, response: Response): Promise<Response> {
   const headers = new Headers(response.headers);
   headers.set("etag", contentTag(body));
   headers.set("content-length", String(body.byteLength));
-  const lastModified = Date.parse(headers.get("last-modified") ?? "");
   const validators = {
     etag: headers.get("etag")!,
-    lastModified: Number.isNaN(lastModified) ? undefined : lastModified,
+    lastModified: httpDate(headers.get("last-modified") ?? ""),
   };
+  if (preconditionFailed(request, validators)) {
+    const lastModified = headers.get("last-modified");
+    return preconditionFailedResponse({
+      etag: validators.etag,
+      ...(validators.lastModified === undefined ? {} : { "last-modified": lastModified! }),
+    });
+  }
   if (!notModified(request, validators)) {
     return new Response(body, { status: 200, statusText: response.statusText, headers });
   }

@@ -139,6 +139,13 @@ Deno.test("MP3s answer 412 when If-Match or If-Unmodified-Since fails", async ()
     [{ "if-unmodified-since": later }, 200],
     [{ "if-unmodified-since": earlier }, 412],
     [{ "if-unmodified-since": "not a date" }, 200],
+    // Not HTTP dates, though Date.parse reads them: ignored (RFC 9110).
+    [{ "if-unmodified-since": "2026" }, 200],
+    [{ "if-unmodified-since": earlier.replace(" GMT", "") }, 200],
+    [{ "if-modified-since": "2099" }, 200],
+    // The obsolete forms are read: RFC 850's and asctime's.
+    [{ "if-unmodified-since": rfc850(earlier) }, 412],
+    [{ "if-unmodified-since": asctime(earlier) }, 412],
     [{ "if-match": etag, "if-unmodified-since": earlier }, 200], // If-Match decides
     [{ "if-match": '"other"', range: "bytes=0-9" }, 412],
   ];
@@ -157,6 +164,52 @@ Deno.test("MP3s answer 412 when If-Match or If-Unmodified-Since fails", async ()
   const part = await fetch(url, { headers: { "if-match": etag, range: "bytes=0-9" } });
   assert.equal(part.status, 206);
   assert.equal((await part.arrayBuffer()).byteLength, 10);
+});
+
+Deno.test("an If-Match that cannot match is refused with 412 before anything is done; * passes", async () => {
+  await using relay = await serveServices({ engine: new ToneEngine(0.05) });
+  const key = { "x-auth-key": MAIN_KEY };
+  const send = async (path: string, init: RequestInit = {}) => {
+    const res = await fetch(`${relay.url}${path}`, init);
+    return { status: res.status, type: res.headers.get("content-type"), body: await res.text() };
+  };
+  const queued = async () => (await send("/peek?queue=general", { headers: key })).body;
+  // A write: refused, and nothing is queued.
+  const before = await queued();
+  const refused = await send("/submit?queue=general", {
+    method: "POST",
+    headers: { ...key, "if-match": '"zzz"' },
+    body: "https://example.com/if-match",
+  });
+  assert.equal(refused.status, 412);
+  assert.equal(refused.type, "application/problem+json");
+  assert.deepEqual(await queued(), before);
+  const star = await send("/submit?queue=general", {
+    method: "POST",
+    headers: { ...key, "if-match": "*" },
+    body: "https://example.com/if-match",
+  });
+  assert.equal(star.status, 200, star.body);
+  // A pull that would take the item: refused, the item stays.
+  const pulled = await send("/pull?queue=general", { headers: { ...key, "if-match": '"a"' } });
+  assert.equal(pulled.status, 412);
+  assert.notDeepEqual(await queued(), before, "the item is still queued");
+  // Reads: the API's (no tag) and a tagged document (its weak tag never matches strongly).
+  for (const path of ["/peek?queue=general", "/results", "/openapi.json", "/blog/feed.xml"]) {
+    assert.equal(
+      (await send(path, { headers: { ...key, "if-match": '"zzz"' } })).status,
+      412,
+      path,
+    );
+    assert.equal((await send(path, { headers: { ...key, "if-match": "*" } })).status, 200, path);
+  }
+  const etag = (await fetch(`${relay.url}/openapi.json`).then(async (r) => {
+    await r.body?.cancel();
+    return r.headers.get("etag");
+  }))!;
+  assert.equal((await send("/openapi.json", { headers: { "if-match": etag } })).status, 412);
+  // The key is asked for first.
+  assert.equal((await send("/peek", { headers: { "if-match": '"zzz"' } })).status, 401);
 });
 
 Deno.test("a public podcast's feed, transcripts and audio and a public blog's feed are readable from any site; keyed answers never", async (t) => {
@@ -180,7 +233,21 @@ Deno.test("a public podcast's feed, transcripts and audio and a public blog's fe
         assert.equal(res.headers.get("access-control-allow-origin"), "*", `${path} ${origin}`);
       }
     }
-    // A 304 and a range of the audio too: a player asks for both.
+    // A 304 keeps it (a cache freshens its stored headers from the 304), and a range of
+    // the audio has it: a player asks for both.
+    for (const path of paths(id)) {
+      const etag = (await fetch(`${relay.url}${path}`).then(async (r) => {
+        await r.body?.cancel();
+        return r.headers.get("etag");
+      }))!;
+      for (const origin of [undefined, "chrome-extension://abcdef"]) {
+        const res = await fetch(`${relay.url}${path}`, {
+          headers: { "if-none-match": etag, ...(origin === undefined ? {} : { origin }) },
+        });
+        assert.equal(res.status, 304, path);
+        assert.equal(res.headers.get("access-control-allow-origin"), "*", `304 ${path} ${origin}`);
+      }
+    }
     const mp3 = `${relay.url}/podcast/${id}.mp3`;
     const part = await fetch(mp3, { headers: { range: "bytes=0-9" } });
     await part.body?.cancel();
@@ -213,3 +280,18 @@ Deno.test("a public podcast's feed, transcripts and audio and a public blog's fe
     }
   });
 });
+
+/** An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) in RFC 850's form. */
+function rfc850(date: string): string {
+  const [day, dd, mon, yyyy, time] = date.split(/,? /);
+  const days = { Mon: "Monday", Tue: "Tuesday", Wed: "Wednesday", Thu: "Thursday" } as const;
+  const rest = { Fri: "Friday", Sat: "Saturday", Sun: "Sunday" } as const;
+  const name = { ...days, ...rest }[day as keyof typeof days | keyof typeof rest];
+  return `${name}, ${dd}-${mon}-${yyyy!.slice(2)} ${time} GMT`;
+}
+
+/** An IMF-fixdate in C's asctime form (`Sun Nov  6 08:49:37 1994`). */
+function asctime(date: string): string {
+  const [day, dd, mon, yyyy, time] = date.split(/,? /);
+  return `${day} ${mon} ${String(Number(dd)).padStart(2, " ")} ${time} ${yyyy}`;
+}

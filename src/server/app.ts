@@ -82,6 +82,11 @@ export interface AppOptions {
    * the graceful shutdown is not held up by them.
    */
   closing?: AbortSignal;
+  /**
+   * Aborted when the relay stops taking requests: each new one is answered 503 while
+   * those in flight finish. `relay serve` passes its closing signal here too.
+   */
+  stopping?: AbortSignal;
   /** Interval of keep-alive comments on an idle results stream, ms; default 30 s. */
   keepAliveMs?: number;
   /** The built-in notes store, blog and podcast; without it the relay serves none. */
@@ -254,6 +259,7 @@ export function createApp(options: AppOptions): RelayApp {
       feedKeys: [...feedKeysOf(options.apiKey).values()],
     },
     builtin: options.builtin !== undefined,
+    ...(options.stopping === undefined ? {} : { stopping: options.stopping }),
   });
   return {
     // A request from the network must name its host; one made in-process (`request()`, or

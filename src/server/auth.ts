@@ -396,19 +396,29 @@ export const PODCAST_FEED_KEY_ID = "podcast-feed";
 /** The {@linkcode KEY_ID} of a request let through by its feed's key (`feed_keys.ts`). */
 export const FEED_KEY_ID = "feed";
 
+/**
+ * The challenge every 401 carries, as RFC 9110 requires of one ("401 Unauthorized"): its
+ * scheme names the header the key goes in. No browser knows it, so none opens a password
+ * dialog; the problem document says what to send.
+ */
+export const KEY_CHALLENGE = 'X-Auth-Key realm="relay"';
+
 /** The 401 for a missing or wrong key (and app id, where one is taken). */
 function unauthorized(given: string | undefined, access: Access): HttpError {
   const appId = access.appId ? " (or the relay's app id in the X-App-ID header)" : "";
+  const challenge = { "www-authenticate": KEY_CHALLENGE };
   if (given === undefined) {
     return new HttpError(
       401,
       `Missing API key${appId}: send it in the X-Auth-Key header or the key query parameter`,
+      challenge,
     );
   }
   return new HttpError(
     401,
     "Wrong API key: send the relay's main key (its api-key file, or RELAY_API_KEY) or a " +
       `named key${appId}`,
+    challenge,
   );
 }
 

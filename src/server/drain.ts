@@ -6,7 +6,6 @@
  * @module
  */
 
-import { problemResponse } from "../errors.ts";
 import type { RelayApp } from "./app.ts";
 import type { ConnectionHandler, ServedConnections } from "./connections.ts";
 import type { IdleMemory } from "./idle_memory.ts";
@@ -22,8 +21,8 @@ export const SHUTDOWN_GRACE_MS = 10_000;
  * The handler the listener calls, and the drain of a stop. Deno's server.shutdown() cuts
  * off request bodies still being read (measured: the handler's read fails with
  * BadResource), so the relay drains its own handlers first: it counts requests in its
- * handler, answers new ones 503 while draining, and has the server shut down only once the
- * count reaches zero.
+ * handler, lets the app answer new ones 503 while draining (its stopping signal is aborted
+ * first), and has the server shut down only once the count reaches zero.
  */
 export class Drain {
   #inFlight = 0;
@@ -34,7 +33,7 @@ export class Drain {
   };
 
   /**
-   * Makes the handler: `app` answers unless the relay is draining.
+   * Makes the handler: `app` answers every request, with 503 once the relay is stopping.
    *
    * @param app The relay's app.
    * @param idleMemory Told of every request, so that it collects only when idle.
@@ -42,12 +41,8 @@ export class Drain {
   handler(app: RelayApp, idleMemory: IdleMemory): ConnectionHandler {
     return (request, info) => {
       idleMemory.request();
-      if (this.#draining) {
-        return problemResponse(503, "Cannot serve: the relay is shutting down; try again", {
-          "connection": "close",
-          "retry-after": "5",
-        }, "shutting-down");
-      }
+      // While draining, the app answers 503 itself (the relay's stopping signal has been
+      // aborted first), through the same steps as any answer.
       const answer = app.fetch(request, info); // a rejection still reaches onError
       // A cached read is answered at once (a `Response`): nothing of it is left to wait for.
       if (answer instanceof Promise) {
@@ -59,8 +54,9 @@ export class Drain {
   }
 
   /**
-   * Answers new requests 503, waits up to {@linkcode SHUTDOWN_GRACE_MS} for those in
-   * flight, then shuts `server` down.
+   * Waits up to {@linkcode SHUTDOWN_GRACE_MS} for the requests in flight (new ones are
+   * answered 503 by the app, whose stopping signal the caller aborts first), then shuts
+   * `server` down.
    *
    * @returns `true` when every request finished in time.
    */

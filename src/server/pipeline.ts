@@ -65,6 +65,8 @@ export interface PipelineParts {
   readonly secrets: Secrets;
   /** Whether the relay serves the built-in services (their entries in a 404's list). */
   readonly builtin: boolean;
+  /** Aborted when the relay is stopping: from then on every request is answered 503. */
+  readonly stopping?: AbortSignal;
 }
 
 /**
@@ -219,6 +221,14 @@ function unreadable(badHost: boolean): Response {
         "Host: with the relay's address, as every HTTP client does",
   );
 }
+
+/** The refusal of a request that arrives while the relay is stopping. */
+const SHUTTING_DOWN = new HttpError(
+  503,
+  "Cannot serve: the relay is shutting down; try again",
+  { "connection": "close", "retry-after": "5" },
+  "shutting-down",
+);
 
 /** A `%` not followed by two hexadecimal digits: not a percent-encoding (RFC 3986). */
 const MALFORMED_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
@@ -375,12 +385,15 @@ function runStep(
   request: Request,
   info: RequestInfo | undefined,
 ) => Response | Promise<Response> {
-  const { authorize, cors } = parts;
+  const { authorize, cors, stopping } = parts;
   return (target, request, info) => {
     const { entry } = target;
     const method = request.method;
     const failed = (error: unknown) => errorResponse(error, `${method} ${pathOf(target)}`);
     try {
+      // While the relay drains what is in flight, a new request gets 503 (with the route's
+      // Cache-Control, CORS and its log line, as any answer), and its connection is closed.
+      if (stopping?.aborted) throw SHUTTING_DOWN;
       if (!entry.route.methods.includes(method)) {
         const origin = isPreflight(request) ? cors(request.headers) : undefined;
         if (origin !== undefined) return preflightResponse(origin, entry.route.methods);

@@ -260,6 +260,7 @@ async function buildRelay(
     logger,
     metrics,
     closing: closing.signal,
+    stopping: closing.signal,
     builtin: {
       services: builtin,
       search,

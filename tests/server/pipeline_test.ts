@@ -153,6 +153,7 @@ Deno.test("percent-encoded paths, unknown methods and HTTP/1.0 take the same ste
       type: res.headers.get("content-type"),
       control: res.headers.get("cache-control"),
       allow: res.headers.get("allow"),
+      challenge: res.headers.get("www-authenticate"),
       detail: ((await res.json()) as { detail: string }).detail,
     };
   };
@@ -160,6 +161,8 @@ Deno.test("percent-encoded paths, unknown methods and HTTP/1.0 take the same ste
   const plain = await refused("/submit", { method: "POST", body: "x" });
   assert.equal(plain.status, 401);
   assert.equal(plain.type, "application/problem+json");
+  // Every 401 names its scheme (RFC 9110 requires a challenge), one no browser answers.
+  assert.equal(plain.challenge, 'X-Auth-Key realm="relay"');
   assert.deepEqual(await refused("/%73ubmit", { method: "POST", body: "x" }), plain);
   assert.deepEqual(await refused("/%73ubmit?x=1", { method: "POST", body: "x" }), plain);
   const accepted = await fetch(`${relay.url}/%73ubmit?queue=general`, {

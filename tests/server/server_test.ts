@@ -52,6 +52,21 @@ Deno.test("relay serve finishes an in-flight request before exiting on SIGTERM",
   while (!answer.includes("\r\n\r\n")) answer += (await replies.read()).value ?? "";
   assert.match(answer, /^HTTP\/1\.1 100 Continue\r\n\r\n$/);
   const stopped = relay.stop("SIGTERM");
+  // While it drains (the request above holds it open), a new request is refused 503 through
+  // the same steps as any answer: the keyed route's Cache-Control, Vary, a problem document.
+  let refused = "";
+  while (!refused.startsWith("HTTP/1.1 503")) {
+    const other = await Deno.connect({ hostname, port: Number(port) });
+    await other.write(encoder.encode(
+      `GET /peek HTTP/1.1\r\nHost: relay\r\nX-Auth-Key: ${KEY}\r\nConnection: close\r\n\r\n`,
+    ));
+    refused = new TextDecoder().decode(await readAll(other));
+  }
+  assert.match(refused, /\r\ncache-control: private\r\n/i);
+  assert.match(refused, /\r\nvary: Origin\r\n/i);
+  assert.match(refused, /\r\nretry-after: 5\r\n/i);
+  assert.match(refused, /\r\ncontent-type: application\/problem\+json\r\n/i);
+  assert.match(refused, /shutting down/);
   await conn.write(encoder.encode(body));
   answer = "";
   for (let chunk = await replies.read(); !chunk.done; chunk = await replies.read()) {

@@ -166,6 +166,16 @@ export class RouteTable {
     return this.#patterns.find((pattern) => pattern.entry === entry)?.name;
   }
 
+  /** Every method some route answers, as an `Allow` value, e.g. `GET, HEAD, POST, OPTIONS`. */
+  methods(): string {
+    const all = new Set<string>();
+    for (const entry of [...this.#exact.values(), ...this.#patterns.map((p) => p.entry)]) {
+      for (const method of entry.route.methods) all.add(method);
+    }
+    all.add("OPTIONS");
+    return [...all].join(", ");
+  }
+
   /** Every route's path, in the order declared. */
   paths(): string[] {
     return [...this.#exact.keys(), ...this.#patterns.map(({ entry }) => entry.path)];
@@ -337,6 +347,7 @@ function lookupStep(
   builtin: boolean,
 ): (request: Request, network: boolean) => Target | Response {
   const noRoute = notFound(table, builtin);
+  const serverMethods = table.methods();
   const hosts = hostChecker();
   // The last `Host` value that passed HOST_SYNTAX: the same one again is not tested again.
   let goodHost = "";
@@ -367,7 +378,14 @@ function lookupStep(
     const path = decodedPath(url.pathname);
     if (path === undefined && MALFORMED_ESCAPE.test(url.pathname)) return malformedPath();
     const found = path === undefined ? undefined : table.find(path);
-    if (found === undefined) return noRoute(url.pathname);
+    if (found === undefined) {
+      // `OPTIONS *` asks about the server as a whole (RFC 9110, "OPTIONS"); Deno gives its
+      // path as `/*`, which no route has.
+      if (request.method === "OPTIONS" && url.pathname === "/*") {
+        return new Response(null, { status: 204, headers: { allow: serverMethods } });
+      }
+      return noRoute(url.pathname);
+    }
     return { entry: found.entry, search: url.search, url, param: decodedParam(found.param) };
   };
 }

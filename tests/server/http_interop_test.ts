@@ -116,6 +116,21 @@ Deno.test("HTTP/1.0 health checks without Host are answered; HTTP/1.1 without Ho
     assert.equal(res.status, 204);
     assert.equal(res.headers.get("allow"), "POST");
   });
+  await t.step("OPTIONS * says what the server allows", async () => {
+    const { hostname, port, host } = new URL(relay.url);
+    for (const version of ["1.1", "1.0"]) {
+      const conn = await Deno.connect({ hostname, port: Number(port) });
+      await conn.write(new TextEncoder().encode(
+        `OPTIONS * HTTP/${version}\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+      ));
+      const answer = await new Response(conn.readable).text();
+      assert.match(answer, /^HTTP\/1\.[01] 204 /, answer);
+      const allow = /\r\nallow: ([^\r]*)\r\n/i.exec(answer)?.[1] ?? "";
+      for (const method of ["GET", "HEAD", "POST", "OPTIONS"]) {
+        assert.ok(allow.includes(method), allow);
+      }
+    }
+  });
 });
 
 Deno.test("MP3s answer 412 when If-Match or If-Unmodified-Since fails", async () => {

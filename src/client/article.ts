@@ -98,15 +98,13 @@ export function extractArticle(
   removeWidgets(copy as unknown as TidyElement);
   const found = new Readability(copy as never).parse();
   if (!found?.content) return null;
-  const { title, markdown: body } = htmlToMarkdown(copy, found.content, {
+  const { title, markdown: body, text } = htmlToMarkdown(copy, found.content, {
     found: withoutSite(found.title ?? "", [site, found.siteName ?? ""]),
     h1,
     url,
   });
   if (!body) return null;
   const article: Article = { title, url, markdown: body };
-  // The DOM's text keeps the source's line breaks, which fall mid-sentence: one line of text.
-  const text = found.textContent ? oneLine(found.textContent) : "";
   if (text) article.text = text;
   const byline = found.byline?.trim();
   if (byline) article.byline = byline;
@@ -214,7 +212,7 @@ function htmlToMarkdown(
   owner: PageDocument,
   html: string,
   names: { found: string; h1: string; url: string },
-): { title: string; markdown: string } {
+): { title: string; markdown: string; text: string } {
   const container = owner.createElement("div");
   container.innerHTML = html;
   tidyTables(container as unknown as TidyElement, (tag) => owner.createElement(tag) as never);
@@ -228,7 +226,109 @@ function htmlToMarkdown(
   // Turndown gets the HTML as text and parses it with its own parser (domino in Deno, the
   // browser's DOMParser in the extension): linkedom's elements lack `table.rows`, which the GFM
   // table rule reads.
-  return { title, markdown: turndown().turndown(container.innerHTML).trim() };
+  const text = blockText(container as unknown as TextNode);
+  return { title, markdown: turndown().turndown(container.innerHTML).trim(), text };
+}
+
+/** What {@linkcode blockText} reads of a DOM node (linkedom's or a browser's). */
+interface TextNode {
+  readonly nodeType: number;
+  readonly nodeName: string;
+  readonly nodeValue: string | null;
+  readonly textContent: string | null;
+  readonly childNodes: ArrayLike<TextNode>;
+}
+
+/** Elements whose text stands apart from what is around it: a paragraph each. */
+const BLOCKS = new Set([
+  "ADDRESS",
+  "ARTICLE",
+  "ASIDE",
+  "BLOCKQUOTE",
+  "BR",
+  "CAPTION",
+  "DD",
+  "DETAILS",
+  "DIV",
+  "DL",
+  "DT",
+  "FIGCAPTION",
+  "FIGURE",
+  "FOOTER",
+  "H1",
+  "H2",
+  "H3",
+  "H4",
+  "H5",
+  "H6",
+  "HEADER",
+  "HR",
+  "LI",
+  "MAIN",
+  "NAV",
+  "OL",
+  "P",
+  "PRE",
+  "SECTION",
+  "SUMMARY",
+  "TABLE",
+  "TR",
+  "UL",
+]);
+
+/** Elements whose text is not the article's: code the page runs, and footnote marks. */
+function skipped(node: TextNode): boolean {
+  const name = node.nodeName.toUpperCase();
+  if (name === "SCRIPT" || name === "STYLE" || name === "NOSCRIPT" || name === "TEMPLATE") {
+    return true;
+  }
+  // `[4]`, `[a]`, `[citation needed]`: read aloud or summarised, they break sentences apart.
+  return name === "SUP" && /^\s*\[[^\]]{1,30}\]\s*$/.test(node.textContent ?? "");
+}
+
+/**
+ * The article's text as paragraphs: each block element's text on one line (the source's line
+ * breaks fall mid-sentence), blocks apart by a blank line. Readability's `textContent` joins
+ * blocks with nothing between them, so a paragraph's last sentence ran into the next heading
+ * (`…precisely zero.Five things we learned`), which summaries and speech then read as one.
+ * Wikipedia's `[edit]` links beside its headings are left out as well. The walk keeps its own
+ * stack: a page's nesting depth cannot exhaust the call stack.
+ *
+ * @param root The article's container element.
+ * @returns Paragraphs joined by `\n\n`; `""` when there is no text.
+ */
+export function blockText(root: TextNode): string {
+  const paragraphs: string[] = [];
+  let line = "";
+  const end = () => {
+    const text = oneLine(line.replace(/\[edit\]/g, " "));
+    if (text) paragraphs.push(text);
+    line = "";
+  };
+  // A node to read, or `null` for the end of a block element.
+  const stack: (TextNode | null)[] = [root];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (node === null) {
+      end();
+      continue;
+    }
+    if (node.nodeType === 3) {
+      line += node.nodeValue ?? "";
+      continue;
+    }
+    if (node.nodeType !== 1 || skipped(node)) continue;
+    const block = BLOCKS.has(node.nodeName.toUpperCase());
+    if (block) {
+      end();
+      stack.push(null);
+    }
+    // Table cells side by side: a space between them.
+    if (node.nodeName.toUpperCase() === "TD" || node.nodeName.toUpperCase() === "TH") line += " ";
+    for (let i = node.childNodes.length - 1; i >= 0; i--) stack.push(node.childNodes[i]!);
+  }
+  end();
+  return paragraphs.join("\n\n");
 }
 
 function oneLine(text: string): string {

@@ -80,10 +80,18 @@ function shared(a: Set<string>, b: Set<string>): number {
   return count;
 }
 
-/** A sentence worth putting in a summary: not a fragment, not a wall of text. */
+/** How a sentence ends: a full stop of any script, then perhaps a quote or a bracket. */
+const SENTENCE_END = /[.!?。！？．…‼⁉؟।॥][\p{Pe}\p{Pf}"'」』]*$/u;
+
+/**
+ * A sentence worth putting in a summary: not a fragment, not a wall of text, and not a
+ * heading (a short line that ends in no full stop: the article's text has its headings as
+ * paragraphs of their own).
+ */
 function usable(sentence: string): boolean {
   const letters = sentence.match(/\p{L}|\p{N}/gu)?.length ?? 0;
-  return letters >= 8 && sentence.length <= 600;
+  if (letters < 8 || sentence.length > 600) return false;
+  return SENTENCE_END.test(sentence) || sentence.length >= 100;
 }
 
 /**
@@ -195,7 +203,7 @@ async function modelSummary(
       { role: "user", content: `${title}\n\n${text.slice(0, MODEL_INPUT_CHARS)}` },
     ],
   }, { signal }).catch((error) => {
-    throw new Error(failure.reason ?? errorMessage(error));
+    throw new Error(failure.reason ?? failureReason(error, signal, settings));
   });
   const content = completion?.choices?.[0]?.message?.content;
   if (typeof content !== "string") throw new Error("the answer held no summary");
@@ -230,6 +238,29 @@ export async function summarize(
     }
   }
   return { summary: extractiveSummary(article.text) };
+}
+
+/**
+ * Why the model gave no summary, in words a user can act on: the `openai` client says
+ * `Request was aborted.` when the time limit passes and `Connection error.` whatever kept it
+ * from the endpoint, so the limit is named, and the endpoint and the cause are added.
+ */
+function failureReason(
+  error: unknown,
+  signal: AbortSignal,
+  settings: { url: string; timeoutMs: number },
+): string {
+  if (signal.aborted) return `no answer within ${settings.timeoutMs / 1000} s`;
+  const said = errorMessage(error);
+  if (!/connection/i.test(said)) return said;
+  // The first cause is fetch's "fetch failed"; the last one says what happened, after the
+  // request's URL and the layers it went through.
+  let cause: unknown = error;
+  for (let next = error; typeof next === "object" && next !== null && "cause" in next;) {
+    cause = next = next.cause;
+  }
+  const what = cause === error ? "" : `: ${errorMessage(cause).split(": ").at(-1)}`;
+  return `${said} ${settings.url}${what}`;
 }
 
 function oneLine(text: string): string {

@@ -150,3 +150,25 @@ previous one, and ? for this help.</p></div>`;
   );
   assert.doesNotMatch(short!.markdown, /cookies/);
 });
+
+Deno.test("article: its plain text keeps paragraphs and headings apart, without footnote marks", () => {
+  const found = article(`<!doctype html><html><head><title>Gun laws</title></head><body>
+<article><h1>Gun laws</h1>
+<p>The speech persuaded precisely zero. This paragraph is long enough to count as the article's
+content for Readability, which needs a few hundred characters of text before it believes a block
+is the article and not a sidebar or a teaser.</p><h2>Five things we learned</h2><p>It was first
+sold as Navigator.<sup><a href="#cite-4">[4]</a></sup> The project was then
+named Mozilla.</p><h2>History<span>[edit]</span></h2><ul><li>One item</li><li>Two items</li></ul>
+<table><thead><tr><th>Variety</th><th>Days</th></tr></thead>
+<tbody><tr><td>Roma</td><td>75</td></tr></tbody></table></article></body></html>`);
+  assert.ok(found);
+  assert.equal(
+    found.text,
+    "The speech persuaded precisely zero. This paragraph is long enough to count as the " +
+      "article's content for Readability, which needs a few hundred characters of text before " +
+      "it believes a block is the article and not a sidebar or a teaser.\n\n" +
+      "Five things we learned\n\n" +
+      "It was first sold as Navigator. The project was then named Mozilla.\n\n" +
+      "History\n\nOne item\n\nTwo items\n\nVariety Days\n\nRoma 75",
+  );
+});

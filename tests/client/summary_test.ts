@@ -66,6 +66,24 @@ const RESULT = writeArticleResult({
   markdown: `${ENGLISH}\n\n_The page was longer than 5 MiB: only its beginning was read._`,
 });
 
+Deno.test("the offline summary takes sentences, never a heading, and never runs paragraphs together", () => {
+  const text = [
+    "Obama interview",
+    "The president said the laws had persuaded precisely zero voters in the last ten years.",
+    "Five things we learned from the Obama interview",
+    "He spoke about race relations, his trip to Kenya and the laws on guns in America.",
+    "The presidential body swerve",
+    "Mr Obama was speaking to the BBC before his trip to Kenya, where his father was born.",
+    "On race relations he said that progress had been made in his own lifetime.",
+  ].join("\n\n");
+  const summary = extractiveSummary(text);
+  assert.ok(summary.length > 0);
+  for (const heading of ["Obama interview", "Five things", "The presidential body swerve"]) {
+    assert.ok(!summary.startsWith(heading) && !summary.includes(`. ${heading}`), summary);
+  }
+  assert.doesNotMatch(summary, /\.[A-Z]/, "a space after every full stop");
+});
+
 Deno.test("withSummary puts the summary before the article and keeps what followed it", async () => {
   const result = await withSummary(RESULT, ENGLISH, { timeoutMs: 1000 });
   const article = readArticleResult(result)!;
@@ -139,7 +157,7 @@ Deno.test("a model's summary comes from POST {url}/chat/completions with the mod
 Deno.test("a model that hangs, answers garbage or floods leaves the offline summary and says why", async () => {
   const hang = Promise.withResolvers<Response>();
   const cases: [string, () => Response | Promise<Response>, RegExp][] = [
-    ["hangs", () => hang.promise, /tiny failed/],
+    ["hangs", () => hang.promise, /tiny failed \(no answer within 1\.5 s\)/],
     [
       "garbage",
       () => new Response("<html>not json", { headers: { "content-type": "application/json" } }),
@@ -191,4 +209,16 @@ Deno.test("a model that hangs, answers garbage or floods leaves the offline summ
       await server.close();
     }
   }
+});
+
+Deno.test("a model server that is not there: the offline summary, and the note names the address", async () => {
+  // A port that was just free: nothing listens on it.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const url = `http://127.0.0.1:${listener.addr.port}/v1`;
+  listener.close();
+  const result = await withSummary(RESULT, ENGLISH, { url, model: "tiny", timeoutMs: 5_000 });
+  const article = readArticleResult(result)!;
+  assert.equal(article.summary, extractiveSummary(ENGLISH));
+  assert.match(article.summaryNote ?? "", /^Offline summary: tiny failed \(Connection error\./);
+  assert.ok(article.summaryNote!.includes(`${url}: Connection refused`), article.summaryNote!);
 });

@@ -56,9 +56,14 @@ export function builtinTargets(services: BuiltinServices): {
     async publishPost(article) {
       const result = readArticleResult(article.content_md ?? "");
       const markdown = result?.markdown || article.content_md;
+      // A post's `content` describes it (its page's description, its feed entry): an
+      // article's summary when it has one (the post keeps only the article's body), else
+      // the plain content, which is the article's body itself when the Markdown was sent as
+      // both (`relay publish --markdown-file`), without its title and source lines.
+      const whole = result !== undefined && article.content === article.content_md;
       const saved = await services.blog.publish({
         title: article.title.trim(),
-        content: article.content,
+        content: result?.summary || (whole ? result.markdown : article.content),
         ...(markdown?.trim() ? { content_md: markdown } : {}),
         tags: parseTags(article.tags),
       });

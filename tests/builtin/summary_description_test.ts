@@ -12,6 +12,7 @@ import type { Post } from "../../src/builtin/blog.ts";
 import { blogAtom, podcastRss } from "../../src/builtin/feeds.ts";
 import { postPage } from "../../src/builtin/html.ts";
 import type { Episode } from "../../src/builtin/podcast.ts";
+import { MAIN_KEY, postJson, serveServices } from "./_services.ts";
 
 const SUMMARY = "Tomatoes need sun & water. Stake them early.";
 const RESULT = writeArticleResult({
@@ -63,4 +64,31 @@ Deno.test("an episode of an article with a summary has it as description and itu
   );
   const plain = podcastRss([{ ...episode, text: "Just some text to read." }], urls);
   assert.doesNotMatch(plain, /itunes:summary/);
+});
+
+Deno.test("a post published from an article result keeps its summary as its description, end to end", async () => {
+  await using relay = await serveServices();
+  const publish = async (body: Record<string, unknown>) => {
+    const res = await postJson(`${relay.url}/publish`, { targets: ["blog"], ...body }, {
+      "x-auth-key": MAIN_KEY,
+    });
+    const answer = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(answer));
+    return await (await fetch(answer.results.blog.url ?? answer.results.blog.redirect_url)).text();
+  };
+  // As the reader publishes: the article's plain text, and its result with the summary.
+  const read = await publish({
+    title: "Growing tomatoes",
+    content: "A long article about tomatoes, their roots and their leaves.",
+    content_md: RESULT,
+  });
+  assert.match(read, /<meta name="description" content="Tomatoes need sun &(amp|#38); water\./);
+  // As `relay publish --markdown-file` sends a result without a summary: no header lines.
+  const bare = writeArticleResult({
+    title: "Growing tomatoes",
+    url: "https://example.com/tomatoes",
+    markdown: "Roots want water, leaves want sun.",
+  });
+  const sent = await publish({ title: "Growing tomatoes", content: bare, content_md: bare });
+  assert.match(sent, /<meta name="description" content="Roots want water, leaves want sun\.">/);
 });

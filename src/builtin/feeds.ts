@@ -216,7 +216,7 @@ function podcastItemTags(episode: Episode, urls: SiteUrls, query: string) {
       _attributes: {
         url: `${file}.txt${query}`,
         type: "text/plain",
-        language: scriptLanguage(episode.text),
+        language: scriptLanguage(episode.text, episode.skipped),
       },
     },
   };
@@ -264,7 +264,7 @@ export function podcastRss(
   const query = options.key === undefined ? "" : `?key=${encodeURIComponent(options.key)}`;
   const first = episodes.at(-1);
   const language = options.settings?.language ??
-    (first === undefined ? "en" : scriptLanguage(first.text));
+    (first === undefined ? "en" : scriptLanguage(first.text, first.skipped));
   const ready = episodes.filter((e) => e.state === "ready");
   const feed = new Feed({
     title: "Read aloud",

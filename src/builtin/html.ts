@@ -234,7 +234,7 @@ export function podcastPage(
   const feed = `${urls.origin}/podcast/feed.xml${query}`;
   // Each episode in the language it is read in; the page's own words are English.
   const items = episodes.map((episode) =>
-    `<li lang="${escapeHtml(scriptLanguage(episode.text))}"><span class="title">${
+    `<li lang="${escapeHtml(scriptLanguage(episode.text, episode.skipped))}"><span class="title">${
       escapeHtml(episode.title)
     }</span><div class="meta${episode.state === "failed" ? " state-failed" : ""}">${
       date(episode.created_at)

@@ -48,7 +48,7 @@ export async function transcriptResponse(episode: Episode, path: string): Promis
     headers: {
       "content-type": "text/plain; charset=utf-8",
       // RFC 9110's header for the language of a body, as `lang` is for a page.
-      "content-language": scriptLanguage(episode.text),
+      "content-language": scriptLanguage(episode.text, episode.skipped),
     },
   });
 }

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { phrasesFor, type SpeechLang } from "./speech_lang.ts";
+import { mainLanguage, phrasesFor, type SpeechLang } from "./speech_lang.ts";
 
 /** One piece of speech for the engine: whole sentences of one language. */
 export interface SpeechChunk {
@@ -17,27 +17,6 @@ export interface SpeechChunk {
   readonly lang: SpeechLang;
   /** When a chapter starts with this chunk: the chapter's title. */
   readonly chapter?: string;
-}
-
-/** Scripts that say in one character about what Latin letters say in three. */
-const DENSE = new Set<SpeechLang>(["zh", "ja", "ko", "th"]);
-
-/**
- * The language most of `blocks` is spoken in, by characters (three Latin letters to a Chinese,
- * Japanese, Korean or Thai character: about the time each takes to say); English for none.
- */
-export function mainLanguage(blocks: readonly { text: string; lang: SpeechLang }[]): SpeechLang {
-  const counts = new Map<SpeechLang, number>();
-  for (const block of blocks) {
-    const weight = DENSE.has(block.lang) ? 3 : 1;
-    counts.set(block.lang, (counts.get(block.lang) ?? 0) + block.text.length * weight);
-  }
-  let best: SpeechLang = "en";
-  let most = 0;
-  for (const [lang, count] of counts) {
-    if (count > most) [best, most] = [lang, count];
-  }
-  return best;
 }
 
 /** A chunk as spoken: a passage without a voice says so instead, and names its language. */

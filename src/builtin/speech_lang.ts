@@ -40,14 +40,41 @@ const OWN_SCRIPTS: ReadonlyArray<readonly [SpeechLang, RegExp]> = [
   ["th", /\p{Script=Thai}/gu],
 ];
 
+/** Scripts that say in one character about what Latin letters say in three. */
+const DENSE = new Set<SpeechLang>(["zh", "ja", "ko", "th"]);
+
 /**
- * The BCP 47 tag of a script that is read aloud, from its first 2,000 characters
- * ({@linkcode detectLanguage}): `zh-cn` when it is read in Mandarin, else `en`, `ja`, … The
- * podcast's feed, page and transcripts say it (`podcast:transcript`'s `language`, `lang`,
- * `Content-Language`).
+ * The language most of `blocks` is spoken in, by characters (three Latin letters to a Chinese,
+ * Japanese, Korean or Thai character: about the time each takes to say); English for none.
  */
-export function scriptLanguage(text: string): string {
-  const lang = detectLanguage(text.slice(0, 2000));
+export function mainLanguage(blocks: readonly { text: string; lang: SpeechLang }[]): SpeechLang {
+  const counts = new Map<SpeechLang, number>();
+  for (const block of blocks) {
+    const weight = DENSE.has(block.lang) ? 3 : 1;
+    counts.set(block.lang, (counts.get(block.lang) ?? 0) + block.text.length * weight);
+  }
+  let best: SpeechLang = "en";
+  let most = 0;
+  for (const [lang, count] of counts) {
+    if (count > most) [best, most] = [lang, count];
+  }
+  return best;
+}
+
+/**
+ * The BCP 47 tag of the language a script is heard in, from its first 2,000 characters: the
+ * {@linkcode mainLanguage} of its paragraphs, each of the language {@linkcode detectLanguage}
+ * finds in it, leaving out those in a language that had no voice (`skipped`: they were not
+ * spoken). `zh-cn` when it is Mandarin, else `en`, `ja`, … The podcast's feed, page and
+ * transcripts say it (`podcast:transcript`'s `language`, `lang`, `Content-Language`).
+ *
+ * @param skipped Languages of passages an episode left out (`Episode.skipped`).
+ */
+export function scriptLanguage(text: string, skipped: readonly string[] = []): string {
+  const paragraphs = text.slice(0, 2000).split(/\n\s*\n/)
+    .map((paragraph) => ({ text: paragraph, lang: detectLanguage(paragraph) }));
+  const heard = paragraphs.filter((paragraph) => !skipped.includes(paragraph.lang));
+  const lang = mainLanguage(heard.length > 0 ? heard : paragraphs);
   return lang === "zh" ? "zh-cn" : lang;
 }
 

@@ -27,8 +27,8 @@
 
 import MarkdownIt from "markdown-it";
 import { readArticleResult } from "../article_result.ts";
-import { detectLanguage, phrasesFor, type SpeechLang } from "./speech_lang.ts";
-import { mainLanguage, type SpeechChunk } from "./speech_chunks.ts";
+import { detectLanguage, mainLanguage, phrasesFor, type SpeechLang } from "./speech_lang.ts";
+import type { SpeechChunk } from "./speech_chunks.ts";
 
 export type { SpeechChunk } from "./speech_chunks.ts";
 

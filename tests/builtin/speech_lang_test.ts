@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { detectLanguage, phrasesFor } from "../../src/builtin/speech_lang.ts";
+import { detectLanguage, phrasesFor, scriptLanguage } from "../../src/builtin/speech_lang.ts";
 
 Deno.test("detectLanguage tells the language from the script: kana makes Han Japanese", () => {
   const cases: Array<[string, string]> = [
@@ -31,4 +31,23 @@ Deno.test("the relay's own sentences: Mandarin for Chinese and Japanese episodes
     phrasesFor("en").skipped("ja"),
     "A passage in Japanese is left out: there is no voice for it.",
   );
+});
+
+Deno.test("an episode is labelled with the language most of it is heard in, not the first script found", () => {
+  const tomatoes = [
+    "Tending tomatoes",
+    "Tomatoes want sun, water and patience. Water them at the root in the morning, and " +
+    "stake them early so the stems do not break.",
+    "番茄的中文说明",
+    "番茄需要阳光和水。",
+    "日本語",
+    "トマトは日光と水が必要です。毎朝水をやりましょう。",
+  ].join("\n\n");
+  assert.equal(scriptLanguage(tomatoes), "en");
+  assert.equal(scriptLanguage(tomatoes, ["ja"]), "en");
+  // Japanese with no voice was left out: what is heard is the English title.
+  const japanese = "ShiftJIS\n\nこれは日本語の文章です。ひらがなとカタカナと漢字があります。";
+  assert.equal(scriptLanguage(japanese), "ja");
+  assert.equal(scriptLanguage(japanese, ["ja"]), "en");
+  assert.equal(scriptLanguage("一段中文，其中有 Deno 和 SQLite 两个名字。"), "zh-cn");
 });

@@ -56,6 +56,20 @@ export class NoVoiceError extends Error {
 const STDERR_BYTES = 2048;
 
 /**
+ * Why a program could not be started, in words a user can act on: Deno says `Failed to spawn
+ * 'x': entity not found` for a program that is not there.
+ */
+function spawnFailure(error: unknown): string {
+  if (error instanceof Deno.errors.NotFound) {
+    return "no such program (install it, or give its full path in the speech command)";
+  }
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return "not allowed to run it (is it an executable file?)";
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
  * An engine that runs a program per chunk (`--speech-command`). It speaks every language: the
  * program decides what to do with `{lang}`.
  */
@@ -126,7 +140,7 @@ export class CommandEngine {
         detached: true,
       }).spawn();
     } catch (error) {
-      throw new Error(`cannot run ${program}: ${error instanceof Error ? error.message : error}`);
+      throw new Error(`cannot run ${program}: ${spawnFailure(error)}`);
     }
     const run = new Run(child, this.#limits);
     const [stdout, stderr] = await run.collect(new TextEncoder().encode(text));

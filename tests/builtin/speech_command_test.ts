@@ -107,7 +107,7 @@ Deno.test(
       await assert.rejects(
         async () =>
           (await CommandEngine.fromLine("/no/such/program {lang}", FAST)).synthesize("words", "en"),
-        /^Error: cannot run \/no\/such\/program/,
+        /^Error: cannot run \/no\/such\/program: no such program \(install it, or give its full path/,
       );
     });
   },

@@ -157,10 +157,20 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
 }
 
-/** A pattern that finds any of `terms`, ignoring case; longest first, so the longest wins. */
+/**
+ * A pattern that finds any of `terms`, ignoring case; longest first, so the longest wins. A
+ * term under three characters in a spaced script matches only as a whole word, as the index
+ * matches it (`us` marks "us", not "fr-us-tration"); longer terms and unspaced scripts match
+ * anywhere, as the trigram table does.
+ */
 function termPattern(terms: readonly string[]): RegExp {
   const sorted = [...terms].sort((a, b) => b.length - a.length);
-  return new RegExp(sorted.map(escapeRegExp).join("|"), "giu");
+  const alternatives = sorted.map((term) =>
+    length(term) < 3 && !UNSPACED.test(term)
+      ? `(?<![\\p{L}\\p{N}])${escapeRegExp(term)}(?![\\p{L}\\p{N}])`
+      : escapeRegExp(term)
+  );
+  return new RegExp(alternatives.join("|"), "giu");
 }
 
 /** Moves `at` off the second half of a surrogate pair, so that no cut splits a character. */

@@ -19,9 +19,14 @@ let parse: typeof import("shell-quote").parse | undefined;
  * The words of `command`.
  *
  * @returns The program and its arguments, at least one word.
- * @throws {Error} with one sentence when the line is empty or holds shell syntax.
+ * @throws {Error} with one sentence when the line is empty, holds shell syntax, or leaves a
+ *   quote open.
  */
 export async function commandWords(command: string): Promise<string[]> {
+  const open = openQuote(command);
+  if (open !== undefined) {
+    throw new Error(`has a ${open} quote that is never closed, which a shell would refuse`);
+  }
   parse ??= (await import("shell-quote")).parse;
   const words: string[] = [];
   for (const entry of parse(command, (name: string) => `$${name}`)) {
@@ -34,4 +39,26 @@ export async function commandWords(command: string): Promise<string[]> {
   }
   if (words.length === 0) throw new Error("is empty");
   return words;
+}
+
+/**
+ * The quote left open at the end of `line`, as a POSIX shell reads quotes (`'…'` takes every
+ * character as it is; in `"…"` and outside quotes a `\` escapes the next one), or `undefined`.
+ * `shell-quote` would take such a line, ending the quote at the end of the line.
+ */
+function openQuote(line: string): "single" | "double" | undefined {
+  let quote: "'" | '"' | undefined;
+  for (let i = 0; i < line.length; i++) {
+    const char = line[i];
+    if (quote === "'") {
+      if (char === "'") quote = undefined;
+    } else if (char === "\\") {
+      i++;
+    } else if (char === '"') {
+      quote = quote === '"' ? undefined : '"';
+    } else if (char === "'" && quote === undefined) {
+      quote = "'";
+    }
+  }
+  return quote === "'" ? "single" : quote === '"' ? "double" : undefined;
 }

@@ -122,6 +122,18 @@ Deno.test("the speech command is split into words without a shell; shell syntax 
   await assert.rejects(() => commandWords("piper > out.wav"), /shell syntax \(>\)/);
   await assert.rejects(() => commandWords("piper # a comment"), /shell syntax \(#\)/);
   await assert.rejects(() => commandWords("   "), /is empty/);
+  // A quote left open, as a shell refuses it; quotes and escapes inside others are fine.
+  await assert.rejects(
+    () => commandWords(`espeak-ng --stdin "-v {lang}`),
+    /has a double quote that is never closed/,
+  );
+  await assert.rejects(() => commandWords("espeak-ng 'it"), /has a single quote that is never/);
+  assert.deepEqual(await commandWords(`a "it's" 'say "hi"' b\\"c`), [
+    "a",
+    "it's",
+    'say "hi"',
+    'b"c',
+  ]);
   await assert.rejects(
     () => CommandEngine.fromLine("a && b"),
     /^Error: the speech command holds shell syntax/,

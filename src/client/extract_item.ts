@@ -188,8 +188,11 @@ async function readAttempts(
       ? answer.message
       : `the extractor failed on the page (${answer.message.split("\n")[0]})`;
     const last = attempt >= attempts || !answer.retryable;
+    // A failure that another try cannot mend (a refused address, not a web page) says so,
+    // rather than counting tries that will not be made.
+    const which = answer.retryable ? `attempt ${attempt} of ${attempts}` : "not retried";
     log(
-      `relay: could not read ${link} (item ${item.id}, attempt ${attempt} of ${attempts}): ` +
+      `relay: could not read ${link} (item ${item.id}, ${which}): ` +
         `${reason}${last ? "; reported in the results feed" : ""}`,
     );
     if (last) return reason;

@@ -131,7 +131,7 @@ Deno.test("relay work --extract against one relay", async (t) => {
         // A javascript: link is not fetched again: no second attempt can read it.
         assert.match(
           log,
-          /javascript:alert\(1\) \(item general:\d+, attempt 1 of 2\): .*; reported/,
+          /javascript:alert\(1\) \(item general:\d+, not retried\): .*; reported/,
         );
         assert.doesNotMatch(log, /javascript:alert\(1\) \(item general:\d+, attempt 2/);
         assert.match(worker.stderr.at(-1)!, /^relay: stopped after 3 done and 2 given up on$/);

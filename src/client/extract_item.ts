@@ -10,7 +10,7 @@
  * @module
  */
 
-import { failureResult } from "../article_result.ts";
+import { failureResult, readArticleResult } from "../article_result.ts";
 import { sleep } from "../util/backoff.ts";
 import {
   type LeasedItem,
@@ -109,6 +109,9 @@ export async function readItem(
   }
   if (options.summarize !== undefined) {
     outcome.result = await withSummary(outcome.result, outcome.article.text, options.summarize);
+    // A model that failed is said in the log too, not only under the summary it left.
+    const note = readArticleResult(outcome.result)?.summaryNote;
+    if (note?.startsWith("Offline summary:")) log(`relay: ${link} (item ${item.id}): ${note}`);
   }
   log(`relay: read ${link} (item ${item.id}): "${outcome.article.title}"`);
   await push(outcome.result);

@@ -139,6 +139,39 @@ Deno.test("relay work --extract against one relay", async (t) => {
     );
 
     await t.step(
+      "relay work --extract --summarize with a model nothing answers at: the offline summary, and the log says why",
+      async () => {
+        await clear();
+        await using pages = servePages();
+        await submitted(relay.url, `${pages.url}/table`, "general");
+        // A port that was just free: nothing listens on it.
+        const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+        const model = `http://127.0.0.1:${listener.addr.port}/v1`;
+        listener.close();
+        const worker = startReader(`${dir}/reader-summary`, [
+          "--summarize",
+          "--summarize-url",
+          model,
+          "--summarize-model",
+          "tiny",
+          "--allow-private",
+          new URL(pages.url).host,
+        ], { env });
+        let feed: string[] = [];
+        await eventually(async () => (feed = await results(relay.url)).length === 1, "1 result");
+        worker.child.kill("SIGTERM");
+        assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+        assert.match(feed[0]!, /_Offline summary: tiny failed \(Connection error\./);
+        assert.ok(
+          worker.stderr.some((line) =>
+            line.includes("(item general:") && line.includes("Offline summary: tiny failed") &&
+            line.includes(model)
+          ),
+          worker.stderr.join("\n"),
+        );
+      },
+    );
+    await t.step(
       "relay work --extract refuses a link to this machine as one result, acks it, and sends it nothing",
       async () => {
         await clear();

@@ -108,6 +108,7 @@ export async function makeApp(
     failed?: FailedPublishes;
     keepAliveMs?: number;
     closing?: AbortSignal;
+    stopping?: AbortSignal;
     systemClock?: boolean;
     keyRing?: KeyRing;
     logFormat?: LogFormat;

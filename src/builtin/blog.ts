@@ -46,9 +46,10 @@ export interface Post {
 }
 
 /**
- * What describes a post in its page's `<meta name="description">` and its feed entry: the
- * summary of the reader's article when the post is one with a summary (its `content_md` is
- * the article's result text, `article_result.ts`), else its plain `content`.
+ * What describes a post in its page's `<meta name="description">` and its feed entry: its
+ * plain `content`, which the fan-out makes the summary of a reader's article that has one
+ * (`publishing.ts`); a post stored whole as an article result (`article_result.ts`) in its
+ * `content_md`, as earlier relays kept some, by that result's summary.
  */
 export function postDescription(post: Post): string {
   return readArticleResult(post.content_md ?? "")?.summary ?? post.content;

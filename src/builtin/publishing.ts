@@ -54,16 +54,19 @@ export function builtinTargets(services: BuiltinServices): {
       return { doc_id: saved.doc_id };
     },
     async publishPost(article) {
-      const result = readArticleResult(article.content_md ?? "");
+      // An article result comes as the Markdown, or alone as the content (the reader's
+      // smaller retry after a 413).
+      const source = article.content_md ?? article.content;
+      const result = readArticleResult(source);
       const markdown = result?.markdown || article.content_md;
       // A post's `content` describes it (its page's description, its feed entry): an
       // article's summary when it has one (the post keeps only the article's body), else
-      // the plain content, which is the article's body itself when the Markdown was sent as
-      // both (`relay publish --markdown-file`), without its title and source lines.
-      const whole = result !== undefined && article.content === article.content_md;
+      // the plain content, which is the article's body itself when the content is the result
+      // (`relay publish --markdown-file` sends it as both), without its title and source lines.
+      const contentIsResult = result !== undefined && article.content === source;
       const saved = await services.blog.publish({
         title: article.title.trim(),
-        content: result?.summary || (whole ? result.markdown : article.content),
+        content: result?.summary || (contentIsResult ? result.markdown : article.content),
         ...(markdown?.trim() ? { content_md: markdown } : {}),
         tags: parseTags(article.tags),
       });

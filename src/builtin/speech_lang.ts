@@ -61,6 +61,11 @@ export function mainLanguage(blocks: readonly { text: string; lang: SpeechLang }
   return best;
 }
 
+/** `text` without its fenced code blocks (` ``` ` or `~~~`, to the closing fence or the end). */
+function withoutCode(text: string): string {
+  return text.replace(/^ {0,3}(`{3,}|~{3,})[^\n]*\n[\s\S]*?(?:^ {0,3}\1[^\n]*$|(?![\s\S]))/gm, "");
+}
+
 /**
  * The BCP 47 tag of the language a script is heard in, from its first 2,000 characters: the
  * {@linkcode mainLanguage} of its paragraphs, each of the language {@linkcode detectLanguage}
@@ -71,7 +76,8 @@ export function mainLanguage(blocks: readonly { text: string; lang: SpeechLang }
  * @param skipped Languages of passages an episode left out (`Episode.skipped`).
  */
 export function scriptLanguage(text: string, skipped: readonly string[] = []): string {
-  const paragraphs = text.slice(0, 2000).split(/\n\s*\n/)
+  // Code is never read aloud (the speech text leaves it out): its words do not count.
+  const paragraphs = withoutCode(text).slice(0, 2000).split(/\n\s*\n/)
     .map((paragraph) => ({ text: paragraph, lang: detectLanguage(paragraph) }));
   const heard = paragraphs.filter((paragraph) => !skipped.includes(paragraph.lang));
   const lang = mainLanguage(heard.length > 0 ? heard : paragraphs);

@@ -231,7 +231,7 @@ function htmlToMarkdown(
 }
 
 /** What {@linkcode blockText} reads of a DOM node (linkedom's or a browser's). */
-interface TextNode {
+export interface TextNode {
   readonly nodeType: number;
   readonly nodeName: string;
   readonly nodeValue: string | null;
@@ -240,41 +240,11 @@ interface TextNode {
 }
 
 /** Elements whose text stands apart from what is around it: a paragraph each. */
-const BLOCKS = new Set([
-  "ADDRESS",
-  "ARTICLE",
-  "ASIDE",
-  "BLOCKQUOTE",
-  "BR",
-  "CAPTION",
-  "DD",
-  "DETAILS",
-  "DIV",
-  "DL",
-  "DT",
-  "FIGCAPTION",
-  "FIGURE",
-  "FOOTER",
-  "H1",
-  "H2",
-  "H3",
-  "H4",
-  "H5",
-  "H6",
-  "HEADER",
-  "HR",
-  "LI",
-  "MAIN",
-  "NAV",
-  "OL",
-  "P",
-  "PRE",
-  "SECTION",
-  "SUMMARY",
-  "TABLE",
-  "TR",
-  "UL",
-]);
+const BLOCKS = new Set(
+  ("ADDRESS ARTICLE ASIDE BLOCKQUOTE CAPTION CENTER DD DETAILS DIALOG DIV DL DT FIELDSET " +
+    "FIGCAPTION FIGURE FOOTER FORM H1 H2 H3 H4 H5 H6 HEADER HGROUP HR LEGEND LI MAIN MENU NAV " +
+    "OL P PRE SEARCH SECTION SUMMARY TABLE TR UL").split(" "),
+);
 
 /** Elements whose text is not the article's: code the page runs, and footnote marks. */
 function skipped(node: TextNode): boolean {
@@ -291,7 +261,7 @@ function skipped(node: TextNode): boolean {
  * breaks fall mid-sentence), blocks apart by a blank line. Readability's `textContent` joins
  * blocks with nothing between them, so a paragraph's last sentence ran into the next heading
  * (`…precisely zero.Five things we learned`), which summaries and speech then read as one.
- * Wikipedia's `[edit]` links beside its headings are left out as well. The walk keeps its own
+ * Wikipedia's `[edit]` links at the end of its headings are left out as well. The walk keeps its own
  * stack: a page's nesting depth cannot exhaust the call stack.
  *
  * @param root The article's container element.
@@ -301,8 +271,12 @@ export function blockText(root: TextNode): string {
   const paragraphs: string[] = [];
   let line = "";
   const end = () => {
-    const text = oneLine(line.replace(/\[edit\]/g, " "));
-    if (text) paragraphs.push(text);
+    // A line break is a space within a paragraph; two in a row part paragraphs (pages that
+    // write their paragraphs with <br><br>). Wikipedia's headings end in an [edit] link.
+    for (const part of line.split(/\n\s*\n/)) {
+      const text = oneLine(part).replace(/\s*\[edit\]$/, "");
+      if (text) paragraphs.push(text);
+    }
     line = "";
   };
   // A node to read, or `null` for the end of a block element.
@@ -318,6 +292,10 @@ export function blockText(root: TextNode): string {
       continue;
     }
     if (node.nodeType !== 1 || skipped(node)) continue;
+    if (node.nodeName.toUpperCase() === "BR") {
+      line += "\n";
+      continue;
+    }
     const block = BLOCKS.has(node.nodeName.toUpperCase());
     if (block) {
       end();

@@ -81,17 +81,23 @@ function shared(a: Set<string>, b: Set<string>): number {
 }
 
 /** How a sentence ends: a full stop of any script, then perhaps a quote or a bracket. */
-const SENTENCE_END = /[.!?。！？．…‼⁉؟।॥][\p{Pe}\p{Pf}"'」』]*$/u;
+const SENTENCE_END = /[.!?。！？．…‼⁉؟۔։።။។᙮।॥][\p{Pe}\p{Pf}"'」』]*$/u;
 
-/**
- * A sentence worth putting in a summary: not a fragment, not a wall of text, and not a
- * heading (a short line that ends in no full stop: the article's text has its headings as
- * paragraphs of their own).
- */
+/** A sentence worth putting in a summary: not a fragment, not a wall of text. */
 function usable(sentence: string): boolean {
   const letters = sentence.match(/\p{L}|\p{N}/gu)?.length ?? 0;
-  if (letters < 8 || sentence.length > 600) return false;
-  return SENTENCE_END.test(sentence) || sentence.length >= 100;
+  return letters >= 8 && sentence.length <= 600;
+}
+
+/**
+ * The usable sentences of `text`, without its headings: the article's text has its headings
+ * as paragraphs of their own, short lines that end in no full stop. A text none of whose
+ * sentences ends in one (Thai, which has none) keeps them all.
+ */
+function candidates(text: string): string[] {
+  const sentences = sentencesOf(text).filter(usable);
+  const ended = sentences.filter((s) => SENTENCE_END.test(s) || s.length >= 100);
+  return ended.some((s) => SENTENCE_END.test(s)) ? ended : sentences;
 }
 
 /**
@@ -102,7 +108,7 @@ function usable(sentence: string): boolean {
  * @returns One paragraph, or `""` when the text has no usable sentence.
  */
 export function extractiveSummary(text: string): string {
-  const sentences = sentencesOf(text).filter(usable).slice(0, RANKED_SENTENCES);
+  const sentences = candidates(text).slice(0, RANKED_SENTENCES);
   const wanted = Math.min(SUMMARY_SENTENCES, Math.max(1, Math.ceil(sentences.length / 3)));
   if (sentences.length <= wanted) return joinSentences(sentences);
   const segmenter = new Intl.Segmenter(undefined, { granularity: "word" });

@@ -167,7 +167,7 @@ function termPattern(terms: readonly string[]): RegExp {
   const sorted = [...terms].sort((a, b) => b.length - a.length);
   const alternatives = sorted.map((term) =>
     length(term) < 3 && !UNSPACED.test(term)
-      ? `(?<![\\p{L}\\p{N}])${escapeRegExp(term)}(?![\\p{L}\\p{N}])`
+      ? `(?<![\\p{L}\\p{M}\\p{N}])${escapeRegExp(term)}(?![\\p{L}\\p{M}\\p{N}])`
       : escapeRegExp(term)
   );
   return new RegExp(alternatives.join("|"), "giu");

@@ -17,6 +17,7 @@ import {
   notModified,
   notModifiedResponse,
   preconditionFailed,
+  preconditionFailedResponse,
 } from "./validators.ts";
 
 /** How to serve a file. */
@@ -69,12 +70,10 @@ export async function serveFile(
       ...(mtime ? { "last-modified": mtime.toUTCString() } : {}),
     };
     if (preconditionFailed(request, validators)) {
-      return problemResponse(
-        412,
-        "The file is not the version the request names (If-Match, If-Unmodified-Since): " +
-          "fetch it again without them",
-        { etag: headers.etag!, ...(mtime ? { "last-modified": headers["last-modified"]! } : {}) },
-      );
+      return preconditionFailedResponse({
+        etag: headers.etag!,
+        ...(mtime ? { "last-modified": headers["last-modified"]! } : {}),
+      });
     }
     if (notModified(request, validators)) return notModifiedResponse(new Headers(headers));
     const range = await byteRange(request, size, validators);

@@ -212,10 +212,12 @@ function decodedParam(value: string | undefined): string | undefined {
 
 /**
  * A `Host` header's value as RFC 9112 allows it: `uri-host [ ":" port ]` (RFC 3986), an IP
- * literal in brackets or a name of unreserved characters, percent-encodings and sub-delims;
- * empty is left to {@linkcode lacksHost}.
+ * literal in brackets or a name of unreserved characters, percent-encodings and sub-delims,
+ * and the bytes of a name sent in raw UTF-8 (which the URL parser turns into punycode); empty
+ * is left to {@linkcode lacksHost}.
  */
-const HOST_SYNTAX = /^(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]*)(?::[0-9]*)?$/;
+const HOST_SYNTAX =
+  /^(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=\u0080-\u00ff]*)(?::[0-9]*)?$/;
 
 /**
  * The 400 of a request that names no usable host: Deno builds the URL from the `Host`
@@ -533,7 +535,10 @@ export function createPipeline(parts: PipelineParts): Pipeline {
         `${request.method} ${target instanceof Response ? entry?.path : pathOf(target)}`,
       );
     try {
-      const answer = target instanceof Response ? target : run(target, request, info);
+      // While the relay stops, what lookup answered itself (a 404, `OPTIONS *`) is a 503 too.
+      const answer = target instanceof Response
+        ? (parts.stopping?.aborted ? failed(SHUTTING_DOWN) : target)
+        : run(target, request, info);
       const sent = then(answer, (response) => represent(entry, request, response));
       if (!(sent instanceof Promise)) return record(request, entry, info, sent, started);
       return sent.catch(failed).then((response) => record(request, entry, info, response, started));

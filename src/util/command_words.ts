@@ -58,6 +58,10 @@ function openQuote(line: string): "single" | "double" | undefined {
       quote = quote === '"' ? undefined : '"';
     } else if (char === "'" && quote === undefined) {
       quote = "'";
+    } else if (char === "#" && quote === undefined && (i === 0 || /\s/.test(line[i - 1]!))) {
+      // A comment to the end of the line (refused as shell syntax after this): its quotes
+      // are words of the comment.
+      break;
     }
   }
   return quote === "'" ? "single" : quote === '"' ? "double" : undefined;

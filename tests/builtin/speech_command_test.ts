@@ -128,6 +128,7 @@ Deno.test("the speech command is split into words without a shell; shell syntax 
     /has a double quote that is never closed/,
   );
   await assert.rejects(() => commandWords("espeak-ng 'it"), /has a single quote that is never/);
+  await assert.rejects(() => commandWords("piper x.onnx # Amy's voice"), /shell syntax \(#\)/);
   assert.deepEqual(await commandWords(`a "it's" 'say "hi"' b\\"c`), [
     "a",
     "it's",

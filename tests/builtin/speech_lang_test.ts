@@ -50,4 +50,9 @@ Deno.test("an episode is labelled with the language most of it is heard in, not 
   assert.equal(scriptLanguage(japanese), "ja");
   assert.equal(scriptLanguage(japanese, ["ja"]), "en");
   assert.equal(scriptLanguage("一段中文，其中有 Deno 和 SQLite 两个名字。"), "zh-cn");
+  // Code is not read aloud: a Chinese article with a long code block is still Chinese.
+  const code = Array.from({ length: 30 }, (_, i) => `const value${i} = compute(input, ${i});`);
+  const chinese = "这是一篇关于数据库的中文文章，讲的是预写日志为什么需要同步到磁盘。".repeat(3);
+  assert.equal(scriptLanguage(`${chinese}\n\n\`\`\`js\n${code.join("\n")}\n\`\`\`\n`), "zh-cn");
+  assert.equal(scriptLanguage(`${chinese}\n\n~~~\n${code.join("\n")}`), "zh-cn");
 });

@@ -91,4 +91,8 @@ Deno.test("a post published from an article result keeps its summary as its desc
   });
   const sent = await publish({ title: "Growing tomatoes", content: bare, content_md: bare });
   assert.match(sent, /<meta name="description" content="Roots want water, leaves want sun\.">/);
+  // As the reader retries a publish the relay found too large: the result alone as content.
+  const alone = await publish({ title: "Growing tomatoes", content: RESULT });
+  assert.match(alone, /<meta name="description" content="Tomatoes need sun &(amp|#38); water\./);
+  assert.doesNotMatch(alone, /Source: /);
 });

@@ -8,7 +8,12 @@
 
 import assert from "node:assert/strict";
 import { parseHTML } from "linkedom";
-import { articleResult, extractArticle, type PageDocument } from "../../src/client/article.ts";
+import {
+  articleResult,
+  blockText,
+  extractArticle,
+  type PageDocument,
+} from "../../src/client/article.ts";
 
 const PAGE = `<!doctype html><html><head><title>Tending tomatoes</title>
 <meta property="og:site_name" content="Garden Weekly"></head><body>
@@ -170,5 +175,29 @@ named Mozilla.</p><h2>History<span>[edit]</span></h2><ul><li>One item</li><li>Tw
       "Five things we learned\n\n" +
       "It was first sold as Navigator. The project was then named Mozilla.\n\n" +
       "History\n\nOne item\n\nTwo items\n\nVariety Days\n\nRoma 75",
+  );
+});
+
+Deno.test("article: a line break is a space, two part paragraphs; [edit] only ends a heading", () => {
+  const found = article(`<!doctype html><html><head><title>Minutes</title></head><body>
+<article><h1>Minutes</h1><p>The committee met on Tuesday<br>and agreed on the budget for the
+coming year, after a long discussion that is written here at length so that Readability takes
+this block for the article and not for a teaser or a sidebar of links.</p>
+<p>First paragraph of a page that writes paragraphs with line breaks.<br><br>Second one.</p>
+<p>Use <code>[edit]</code> to change it.</p><center>Centered text</center>next</article>
+</body></html>`);
+  assert.ok(found);
+  const paragraphs = found.text!.split("\n\n");
+  assert.match(paragraphs[0]!, /^The committee met on Tuesday and agreed on the budget/);
+  assert.equal(paragraphs[1], "First paragraph of a page that writes paragraphs with line breaks.");
+  assert.equal(paragraphs[2], "Second one.");
+  assert.equal(paragraphs[3], "Use [edit] to change it.");
+  // Older block elements part text too (Readability keeps them on some pages).
+  const { document } = parseHTML(
+    "<div><center>Centered text</center>next<form>In a form</form></div>",
+  ) as unknown as { document: { querySelector(s: string): unknown } };
+  assert.equal(
+    blockText(document.querySelector("div") as Parameters<typeof blockText>[0]),
+    "Centered text\n\nnext\n\nIn a form",
   );
 });

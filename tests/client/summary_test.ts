@@ -82,6 +82,16 @@ Deno.test("the offline summary takes sentences, never a heading, and never runs 
     assert.ok(!summary.startsWith(heading) && !summary.includes(`. ${heading}`), summary);
   }
   assert.doesNotMatch(summary, /\.[A-Z]/, "a space after every full stop");
+  // Scripts with other full stops, or none (Thai), are still summarised.
+  for (
+    const other of [
+      "یہ پہلا جملہ ہے۔ یہ دوسرا جملہ ہے۔ یہ تیسرا جملہ ہے۔ یہ چوتھا جملہ ہے۔",
+      "ဒါက ပထမ စာကြောင်း ဖြစ်ပါတယ်။ ဒါက ဒုတိယ စာကြောင်း ဖြစ်ပါတယ်။",
+      "ภาษาไทยไม่มีจุดจบประโยค\n\nย่อหน้าที่สองก็เช่นกันนะครับ\n\nย่อหน้าที่สามก็เหมือนกัน",
+    ]
+  ) {
+    assert.notEqual(extractiveSummary(other), "", other);
+  }
 });
 
 Deno.test("withSummary puts the summary before the article and keeps what followed it", async () => {

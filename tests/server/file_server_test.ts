@@ -102,7 +102,7 @@ Deno.test("serveFile() answers a range past the end 416, a current copy 304, ano
 
     const changed = await ask(path, { "if-match": '"other"', range: "bytes=0-9" });
     assert.equal(changed.status, 412);
-    assert.match((await changed.json()).detail, /not the version the request names/);
+    assert.match((await changed.json()).detail, /not in the state the request names/);
     assert.equal(changed.headers.get("etag"), etag);
     const current = await ask(path, { "if-match": etag, range: "bytes=0-9" });
     assert.equal(current.status, 206);

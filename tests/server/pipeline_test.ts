@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { createApp, type RelayApp } from "../../src/server/app.ts";
 import { Logger } from "../../src/server/log.ts";
 import { type BuiltinServices, createBuiltinServices } from "../../src/builtin/services.ts";
-import { KEY, makeStore } from "../_helpers.ts";
+import { KEY, makeApp, makeStore } from "../_helpers.ts";
 
 const APP_ID = "app-id-0123456789abcdef";
 
@@ -198,4 +198,23 @@ Deno.test("percent-encoded paths, unknown methods and HTTP/1.0 take the same ste
   assert.match(read, /^HTTP\/1\.[01] 200 /);
   assert.match(read, /cache-control: private/i);
   assert.match(read, /"cursor":/);
+});
+
+Deno.test("a relay that is stopping answers every request 503, those lookup answers itself too", async () => {
+  await using t = await makeApp({ stopping: AbortSignal.abort() });
+  for (
+    const [path, init] of [
+      ["/peek", { headers: { "x-auth-key": KEY } }],
+      ["/health", {}],
+      ["/no/such/path", {}],
+      ["/pe%zzk", {}],
+      ["/health", { method: "OPTIONS" }],
+    ] as const
+  ) {
+    const res = await t.app.request(path, init);
+    await res.body?.cancel();
+    assert.equal(res.status, 503, path);
+    assert.equal(res.headers.get("retry-after"), "5", path);
+    assert.equal(res.headers.get("vary"), "Origin", path);
+  }
 });

@@ -190,8 +190,9 @@ Deno.test("a Host header holding a path, query, fragment or user is refused, nev
     assert.match(answer, /content-type: application\/problem\+json/i, host);
     assert.match(answer, /its Host header is not a host name or address/, host);
   }
-  // Valid forms still answer: a name, an IP literal, a port.
-  for (const host of ["relay.lan", "[::1]:80", at]) {
+  // Valid forms still answer: a name, an IP literal, a port, a name in raw UTF-8 (as the
+  // URL parser took it before), a name with its root dot.
+  for (const host of ["relay.lan", "[::1]:80", at, "bücher.example", "relay.lan."]) {
     const conn = await Deno.connect({ hostname: "127.0.0.1", port });
     const request = `GET /health HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`;
     await conn.write(new TextEncoder().encode(request));

@@ -66,6 +66,30 @@ export function preflightResponse(origin: string, methods: readonly string[]): R
   });
 }
 
+/** Request headers a page of any origin may send to a public resource: conditions and ranges. */
+const PUBLIC_ALLOWED_HEADERS =
+  "Range, If-None-Match, If-Modified-Since, If-Match, If-Unmodified-Since, If-Range";
+
+/**
+ * The answer to a preflight from any origin for a resource anyone may read
+ * (`Route.anyOrigin`): 204 with `Access-Control-Allow-Origin: *`, its methods, and the
+ * conditional and range headers a player or feed reader sends.
+ *
+ * @param methods The methods the route answers, e.g. `["GET", "HEAD"]`.
+ */
+export function publicPreflightResponse(methods: readonly string[]): Response {
+  return new Response(null, {
+    status: 204,
+    headers: {
+      "access-control-allow-origin": "*",
+      "access-control-allow-methods": methods.join(", "),
+      "access-control-allow-headers": PUBLIC_ALLOWED_HEADERS,
+      "access-control-max-age": String(PREFLIGHT_MAX_AGE_S),
+      vary: "Origin",
+    },
+  });
+}
+
 /**
  * `response` granted to `origin`: `Access-Control-Allow-Origin`, the headers a page may
  * read, and `Vary: Origin` for caches. Refusals are granted too, so that the page can show

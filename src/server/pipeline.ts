@@ -34,7 +34,13 @@ import { HttpError, problemResponse, truncate } from "../errors.ts";
 import { StoreBusyError } from "../store/store.ts";
 import type { Access, Authorize, Secrets } from "./auth.ts";
 import { targetRedactor } from "./auth.ts";
-import { granted, isPreflight, preflightResponse, varyOrigin } from "./cors.ts";
+import {
+  granted,
+  isPreflight,
+  preflightResponse,
+  publicPreflightResponse,
+  varyOrigin,
+} from "./cors.ts";
 import { fileFaultProblem } from "./faults.ts";
 import type { Logger } from "./log.ts";
 import type { RelayMetrics } from "./metrics.ts";
@@ -415,8 +421,10 @@ function runStep(
       // Cache-Control, CORS and its log line, as any answer), and its connection is closed.
       if (stopping?.aborted) throw SHUTTING_DOWN;
       if (!entry.route.methods.includes(method)) {
-        const origin = isPreflight(request) ? cors(request.headers) : undefined;
+        const preflight = isPreflight(request);
+        const origin = preflight ? cors(request.headers) : undefined;
         if (origin !== undefined) return preflightResponse(origin, entry.route.methods);
+        if (preflight && entry.route.anyOrigin) return publicPreflightResponse(entry.route.methods);
         // What the path answers (RFC 9110, "OPTIONS"): HAProxy's default health check is
         // `OPTIONS / HTTP/1.0`, and counts only a 2xx or 3xx as up.
         if (method === "OPTIONS" && !isPreflight(request)) {

@@ -87,11 +87,18 @@ export type Route =
     readonly scope?: never;
     readonly appId?: never;
     readonly podcastFeed?: never;
+    /**
+     * Whether a page of any origin may read it (its answers say
+     * `Access-Control-Allow-Origin: *`: a public feed, transcript or audio): a CORS
+     * preflight from any origin is answered too.
+     */
+    readonly anyOrigin?: boolean;
   } | {
     readonly open?: never;
     readonly scope: Scope;
     readonly appId?: boolean;
     readonly podcastFeed?: boolean;
+    readonly anyOrigin?: never;
   });
 
 /** Endpoints by path, e.g. `{ "/submit": { scope: "submit", methods: ["POST"], … } }`. */

@@ -248,6 +248,18 @@ Deno.test("a public podcast's feed, transcripts and audio and a public blog's fe
         assert.equal(res.headers.get("access-control-allow-origin"), "*", `${path} ${origin}`);
       }
     }
+    // A preflight from any site is answered for them (a player that sends Range or a
+    // condition asks first), and never for what needs a key.
+    for (const path of paths(id)) {
+      const asked = await preflight(`${relay.url}${path}`);
+      assert.equal(asked.status, 204, path);
+      assert.equal(asked.headers.get("access-control-allow-origin"), "*", path);
+      assert.match(asked.headers.get("access-control-allow-headers") ?? "", /Range/, path);
+    }
+    assert.equal(
+      (await preflight(`${relay.url}/peek`)).headers.get("access-control-allow-origin"),
+      null,
+    );
     // A 304 keeps it (a cache freshens its stored headers from the 304), and a range of
     // the audio has it: a player asks for both.
     for (const path of paths(id)) {
@@ -292,9 +304,26 @@ Deno.test("a public podcast's feed, transcripts and audio and a public blog's fe
         assert.equal(res.status, key === undefined ? 401 : 200, path);
         assert.equal(res.headers.get("access-control-allow-origin"), null, path);
       }
+      // Nor a preflight from another site.
+      const asked = await preflight(`${relay.url}${path}`);
+      assert.equal(asked.headers.get("access-control-allow-origin"), null, path);
     }
   });
 });
+
+/** A CORS preflight of `url` from a page on another site, asking to send `Range`. */
+async function preflight(url: string): Promise<Response> {
+  const res = await fetch(url, {
+    method: "OPTIONS",
+    headers: {
+      origin: "https://player.example",
+      "access-control-request-method": "GET",
+      "access-control-request-headers": "range",
+    },
+  });
+  await res.body?.cancel();
+  return res;
+}
 
 /** An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) in RFC 850's form. */
 function rfc850(date: string): string {

@@ -42,6 +42,14 @@ function reading(needsKey: boolean | undefined, handler: Handler, podcastFeed = 
     : { open: true, methods: GET, handler };
 }
 
+/**
+ * `route` as one whose answers are readable from any origin when it needs no key (a public
+ * feed, transcript or audio, answered with `grantedToAll`): its preflight is answered too.
+ */
+function toAnyOrigin(route: Route): Route {
+  return route.open ? { ...route, anyOrigin: true } : route;
+}
+
 /** The notes, a key with the `read` scope: the list and one note's file. */
 function noteRoutes(builtin: BuiltinPublishing): Routes {
   const { notes } = builtin.services;
@@ -74,7 +82,7 @@ function blogRoutes(builtin: BuiltinPublishing, feedKey: string | undefined): Ro
   return {
     "/blog": reading(closed, index),
     "/blog/": reading(closed, index),
-    "/blog/feed.xml": reading(closed, async (c, url) => {
+    "/blog/feed.xml": toAnyOrigin(reading(closed, async (c, url) => {
       const { blogFeed } = await loadFeeds();
       const headers = { "content-type": "application/atom+xml; charset=utf-8" };
       const atom = await blogFeed(blog, urls());
@@ -82,7 +90,7 @@ function blogRoutes(builtin: BuiltinPublishing, feedKey: string | undefined): Ro
       const self = selfLinkKey(c, url, feedKey);
       if (self === undefined) return new Response(atom, { headers });
       return new Response(withKeyedSelf(new TextDecoder().decode(atom), self), { headers });
-    }),
+    })),
     "/blog/posts": reading(closed, async () => {
       const origin = urls().origin;
       return json({
@@ -137,14 +145,14 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
         })),
       });
     }),
-    "/podcast/feed.xml": podcastReading(async () => {
+    "/podcast/feed.xml": toAnyOrigin(podcastReading(async () => {
       const { podcastFeed } = await loadFeeds();
       const settings = builtin.podcastFeed;
       const feed = new Response(await podcastFeed(podcast, urls(), { key, settings }), {
         headers: { "content-type": "application/rss+xml; charset=utf-8" },
       });
       return closed ? feed : grantedToAll(feed);
-    }),
+    })),
     // The feed's address as a QR code, for subscribing from a phone's podcast app.
     "/podcast/qr.svg": podcastReading(async () => {
       const feed = `${urls().origin}/podcast/feed.xml${query}`;
@@ -160,7 +168,7 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
     }),
     // Public even for a private podcast: an app shows it before it has asked for a key.
     [ARTWORK_PATH]: reading(false, () => artworkResponse()),
-    "/podcast/:file": podcastReading(async (c) => {
+    "/podcast/:file": toAnyOrigin(podcastReading(async (c) => {
       const match = /^(.+?)\.(mp3|txt|chapters\.json)$/.exec(c.req.param("file") ?? "");
       const episode = match ? await podcast.get(match[1]!) : undefined;
       if (episode === undefined || episode.state !== "ready") {
@@ -184,7 +192,7 @@ function podcastRoutes(builtin: BuiltinPublishing): Routes {
         notFound: "No such episode audio",
       });
       return closed ? audio : grantedToAll(audio);
-    }),
+    })),
   };
 }
 

@@ -7,9 +7,10 @@
  *    percent-encoding, or a request from the network without a host, is answered 400; a
  *    path no route serves, 404.
  * 2. **Method and access**: a method the route does not answer gets 405 with `Allow` (or,
- *    from an origin let in, a CORS preflight's answer); then the one authorisation path
- *    (`auth.ts`) with the access the route declares (`route.ts`, `accessOf`): `Origin`, app
- *    id, key, scope. An open route has nothing to check; no other route skips this step.
+ *    from an origin let in, or any origin for what anyone may read, a CORS preflight's
+ *    answer); then the one authorisation path (`auth.ts`) with the access the route declares
+ *    (`route.ts`, `accessOf`): `Origin`, app id, key, scope. An open route has nothing to
+ *    check; no other route skips this step.
  * 3. **Handler**: a cached read's answer when its cache has one, else the route's handler.
  * 4. **Representation** (`validators.ts`, `representation.ts`): an entity tag and `304` for
  *    bodies made in memory, compression, a `HEAD`'s length, `Cache-Control` from the route's

@@ -77,7 +77,8 @@ function withoutCode(text: string): string {
  */
 export function scriptLanguage(text: string, skipped: readonly string[] = []): string {
   // Code is never read aloud (the speech text leaves it out): its words do not count.
-  const paragraphs = withoutCode(text).slice(0, 2000).split(/\n\s*\n/)
+  // Bounded first: a long episode's whole text is not scanned on each page or feed.
+  const paragraphs = withoutCode(text.slice(0, 8000)).slice(0, 2000).split(/\n\s*\n/)
     .map((paragraph) => ({ text: paragraph, lang: detectLanguage(paragraph) }));
   const heard = paragraphs.filter((paragraph) => !skipped.includes(paragraph.lang));
   const lang = mainLanguage(heard.length > 0 ? heard : paragraphs);

@@ -246,9 +246,12 @@ const BLOCKS = new Set(
     "OL P PRE SEARCH SECTION SUMMARY TABLE TR UL").split(" "),
 );
 
-/** Elements whose text is not the article's: code the page runs, and footnote marks. */
-function skipped(node: TextNode): boolean {
-  const name = node.nodeName.toUpperCase();
+/**
+ * Elements whose text is not the article's: code the page runs, and footnote marks.
+ *
+ * @param name The element's name, upper case.
+ */
+function skipped(node: TextNode, name: string): boolean {
   if (name === "SCRIPT" || name === "STYLE" || name === "NOSCRIPT" || name === "TEMPLATE") {
     return true;
   }
@@ -291,18 +294,19 @@ export function blockText(root: TextNode): string {
       line += node.nodeValue ?? "";
       continue;
     }
-    if (node.nodeType !== 1 || skipped(node)) continue;
-    if (node.nodeName.toUpperCase() === "BR") {
+    if (node.nodeType !== 1) continue;
+    const name = node.nodeName.toUpperCase();
+    if (skipped(node, name)) continue;
+    if (name === "BR") {
       line += "\n";
       continue;
     }
-    const block = BLOCKS.has(node.nodeName.toUpperCase());
-    if (block) {
+    if (BLOCKS.has(name)) {
       end();
       stack.push(null);
     }
     // Table cells side by side: a space between them.
-    if (node.nodeName.toUpperCase() === "TD" || node.nodeName.toUpperCase() === "TH") line += " ";
+    if (name === "TD" || name === "TH") line += " ";
     for (let i = node.childNodes.length - 1; i >= 0; i--) stack.push(node.childNodes[i]!);
   }
   end();

@@ -96,8 +96,8 @@ function usable(sentence: string): boolean {
  */
 function candidates(text: string): string[] {
   const sentences = sentencesOf(text).filter(usable);
-  const ended = sentences.filter((s) => SENTENCE_END.test(s) || s.length >= 100);
-  return ended.some((s) => SENTENCE_END.test(s)) ? ended : sentences;
+  if (!sentences.some((s) => SENTENCE_END.test(s))) return sentences;
+  return sentences.filter((s) => SENTENCE_END.test(s) || s.length >= 100);
 }
 
 /**

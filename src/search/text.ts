@@ -195,6 +195,7 @@ export function snippet(text: string, terms: readonly string[]): string {
   const start = charStart(flat, first === null ? 0 : Math.max(0, first.index - SNIPPET_LEAD));
   const end = charStart(flat, Math.min(flat.length, start + SNIPPET_CHARS));
   const window = flat.slice(start, end);
-  const marked = window.replace(termPattern(terms), (match) => `${MARK_START}${match}${MARK_END}`);
+  // The same pattern: `replace` starts a global pattern from the beginning again.
+  const marked = window.replace(pattern, (match) => `${MARK_START}${match}${MARK_END}`);
   return `${start > 0 ? "…" : ""}${marked}${end < flat.length ? "…" : ""}`;
 }

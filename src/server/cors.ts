@@ -48,18 +48,25 @@ export function isPreflight(request: Request): boolean {
 
 /**
  * The answer to a preflight from a granted origin: 204 with the route's methods and the
- * headers the API takes.
+ * headers the API takes; or, for a resource anyone may read (`Route.anyOrigin`), to any
+ * origin: `*`, with the conditional and range headers a player or feed reader sends
+ * ({@linkcode PUBLIC_ALLOWED_HEADERS}).
  *
- * @param origin The granted origin ({@linkcode corsOrigin}).
+ * @param origin The granted origin ({@linkcode corsOrigin}), or `*`.
  * @param methods The methods the route answers, e.g. `["GET", "HEAD"]`.
+ * @param allowed The request headers allowed; default the API's.
  */
-export function preflightResponse(origin: string, methods: readonly string[]): Response {
+export function preflightResponse(
+  origin: string,
+  methods: readonly string[],
+  allowed: string = ALLOWED_HEADERS,
+): Response {
   return new Response(null, {
     status: 204,
     headers: {
       "access-control-allow-origin": origin,
       "access-control-allow-methods": methods.join(", "),
-      "access-control-allow-headers": ALLOWED_HEADERS,
+      "access-control-allow-headers": allowed,
       "access-control-max-age": String(PREFLIGHT_MAX_AGE_S),
       vary: "Origin",
     },
@@ -67,28 +74,8 @@ export function preflightResponse(origin: string, methods: readonly string[]): R
 }
 
 /** Request headers a page of any origin may send to a public resource: conditions and ranges. */
-const PUBLIC_ALLOWED_HEADERS =
+export const PUBLIC_ALLOWED_HEADERS =
   "Range, If-None-Match, If-Modified-Since, If-Match, If-Unmodified-Since, If-Range";
-
-/**
- * The answer to a preflight from any origin for a resource anyone may read
- * (`Route.anyOrigin`): 204 with `Access-Control-Allow-Origin: *`, its methods, and the
- * conditional and range headers a player or feed reader sends.
- *
- * @param methods The methods the route answers, e.g. `["GET", "HEAD"]`.
- */
-export function publicPreflightResponse(methods: readonly string[]): Response {
-  return new Response(null, {
-    status: 204,
-    headers: {
-      "access-control-allow-origin": "*",
-      "access-control-allow-methods": methods.join(", "),
-      "access-control-allow-headers": PUBLIC_ALLOWED_HEADERS,
-      "access-control-max-age": String(PREFLIGHT_MAX_AGE_S),
-      vary: "Origin",
-    },
-  });
-}
 
 /**
  * `response` granted to `origin`: `Access-Control-Allow-Origin`, the headers a page may

@@ -39,7 +39,7 @@ import {
   granted,
   isPreflight,
   preflightResponse,
-  publicPreflightResponse,
+  PUBLIC_ALLOWED_HEADERS,
   varyOrigin,
 } from "./cors.ts";
 import { fileFaultProblem } from "./faults.ts";
@@ -412,20 +412,19 @@ function runStep(
   request: Request,
   info: RequestInfo | undefined,
 ) => Response | Promise<Response> {
-  const { authorize, cors, stopping } = parts;
+  const { authorize, cors } = parts;
   return (target, request, info) => {
     const { entry } = target;
     const method = request.method;
     const failed = (error: unknown) => errorResponse(error, `${method} ${pathOf(target)}`);
     try {
-      // While the relay drains what is in flight, a new request gets 503 (with the route's
-      // Cache-Control, CORS and its log line, as any answer), and its connection is closed.
-      if (stopping?.aborted) throw SHUTTING_DOWN;
       if (!entry.route.methods.includes(method)) {
         const preflight = isPreflight(request);
         const origin = preflight ? cors(request.headers) : undefined;
         if (origin !== undefined) return preflightResponse(origin, entry.route.methods);
-        if (preflight && entry.route.anyOrigin) return publicPreflightResponse(entry.route.methods);
+        if (preflight && entry.route.anyOrigin) {
+          return preflightResponse("*", entry.route.methods, PUBLIC_ALLOWED_HEADERS);
+        }
         // What the path answers (RFC 9110, "OPTIONS"): HAProxy's default health check is
         // `OPTIONS / HTTP/1.0`, and counts only a 2xx or 3xx as up.
         if (method === "OPTIONS" && !isPreflight(request)) {
@@ -544,9 +543,12 @@ export function createPipeline(parts: PipelineParts): Pipeline {
         `${request.method} ${target instanceof Response ? entry?.path : pathOf(target)}`,
       );
     try {
-      // While the relay stops, what lookup answered itself (a 404, `OPTIONS *`) is a 503 too.
-      const answer = target instanceof Response
-        ? (parts.stopping?.aborted ? failed(SHUTTING_DOWN) : target)
+      // While the relay drains what is in flight, a new request gets 503 (with its route's
+      // Cache-Control, CORS and its log line, as any answer), and its connection is closed.
+      const answer = parts.stopping?.aborted
+        ? failed(SHUTTING_DOWN)
+        : target instanceof Response
+        ? target
         : run(target, request, info);
       const sent = then(answer, (response) => represent(entry, request, response));
       if (!(sent instanceof Promise)) return record(request, entry, info, sent, started);

@@ -61,6 +61,27 @@ function startReader(
   ], spawn);
 }
 
+/**
+ * Runs the reader ({@linkcode startReader}) until the results feed of the relay at `url`
+ * holds `count` results, then stops it with SIGTERM; it must exit 0.
+ *
+ * @returns The feed, oldest first, and the lines the reader wrote to standard error.
+ */
+async function readUntil(
+  url: string,
+  count: number,
+  stateDir: string,
+  options: string[],
+  spawn: { env: Record<string, string> },
+): Promise<{ feed: string[]; stderr: string[] }> {
+  const worker = startReader(stateDir, options, spawn);
+  let feed: string[] = [];
+  await eventually(async () => (feed = await results(url)).length === count, `${count} results`);
+  worker.child.kill("SIGTERM");
+  assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+  return { feed, stderr: worker.stderr };
+}
+
 // These readers cannot disturb one another (each its own pages and state directory, the
 // relay emptied before each by POST /clear), so they share one relay.
 Deno.test("relay work --extract against one relay", async (t) => {
@@ -91,7 +112,7 @@ Deno.test("relay work --extract against one relay", async (t) => {
         for (const item of items) {
           await submitted(relay.url, item, "general");
         }
-        const worker = startReader(`${dir}/reader-1`, [
+        const { feed, stderr } = await readUntil(relay.url, 5, `${dir}/reader-1`, [
           "--attempts",
           "2",
           "--backoff",
@@ -101,11 +122,6 @@ Deno.test("relay work --extract against one relay", async (t) => {
           "--allow-private",
           new URL(pages.url).host,
         ], { env });
-        let feed: string[] = [];
-        await eventually(async () => (feed = await results(relay.url)).length === 5, "5 results");
-        worker.child.kill("SIGTERM");
-        const status = await worker.done;
-        assert.equal(status.code, 0, worker.stderr.join("\n"));
 
         assert.match(feed[0]!, /^# Sowing calendar\n/);
         assert.match(feed[0]!, /^\| Bean \| April \| June \|$/m);
@@ -122,7 +138,7 @@ Deno.test("relay work --extract against one relay", async (t) => {
           fetch(`${relay.url}${path}`, { headers: { "x-auth-key": KEY } })
         );
         assert.equal(stats.queues.general.depth, 0, "every item acknowledged");
-        const log = worker.stderr.join("\n");
+        const log = stderr.join("\n");
         assert.match(
           log,
           /could not read \S+\/missing \(item general:\d+, attempt 1 of 2\): HTTP 404\n/,
@@ -134,7 +150,7 @@ Deno.test("relay work --extract against one relay", async (t) => {
           /javascript:alert\(1\) \(item general:\d+, not retried\): .*; reported/,
         );
         assert.doesNotMatch(log, /javascript:alert\(1\) \(item general:\d+, attempt 2/);
-        assert.match(worker.stderr.at(-1)!, /^relay: stopped after 3 done and 2 given up on$/);
+        assert.match(stderr.at(-1)!, /^relay: stopped after 3 done and 2 given up on$/);
       },
     );
 
@@ -148,7 +164,7 @@ Deno.test("relay work --extract against one relay", async (t) => {
         const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
         const model = `http://127.0.0.1:${listener.addr.port}/v1`;
         listener.close();
-        const worker = startReader(`${dir}/reader-summary`, [
+        const { feed, stderr } = await readUntil(relay.url, 1, `${dir}/reader-summary`, [
           "--summarize",
           "--summarize-url",
           model,
@@ -157,17 +173,13 @@ Deno.test("relay work --extract against one relay", async (t) => {
           "--allow-private",
           new URL(pages.url).host,
         ], { env });
-        let feed: string[] = [];
-        await eventually(async () => (feed = await results(relay.url)).length === 1, "1 result");
-        worker.child.kill("SIGTERM");
-        assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
         assert.match(feed[0]!, /_Offline summary: tiny failed \(Connection error\./);
         assert.ok(
-          worker.stderr.some((line) =>
+          stderr.some((line) =>
             line.includes("(item general:") && line.includes("Offline summary: tiny failed") &&
             line.includes(model)
           ),
-          worker.stderr.join("\n"),
+          stderr.join("\n"),
         );
       },
     );
@@ -186,11 +198,7 @@ Deno.test("relay work --extract against one relay", async (t) => {
         for (const item of items) {
           await submitted(relay.url, item, "general");
         }
-        const worker = startReader(`${dir}/reader-2`, [], { env });
-        let feed: string[] = [];
-        await eventually(async () => (feed = await results(relay.url)).length === 3, "3 results");
-        worker.child.kill("SIGTERM");
-        assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+        const { feed, stderr } = await readUntil(relay.url, 3, `${dir}/reader-2`, [], { env });
         assert.deepEqual(feed, [
           `Could not read ${items[0]}: localhost is this machine ` +
           `(allow it with --allow-private localhost:${admin.port})`,
@@ -205,7 +213,7 @@ Deno.test("relay work --extract against one relay", async (t) => {
         );
         assert.equal(stats.queues.general.depth, 0, "every item acknowledged");
         // A refusal is final: the link is not fetched again.
-        assert.doesNotMatch(worker.stderr.join("\n"), /attempt 2 of/);
+        assert.doesNotMatch(stderr.join("\n"), /attempt 2 of/);
       },
     );
 
@@ -220,7 +228,7 @@ Deno.test("relay work --extract against one relay", async (t) => {
         for (const item of items) {
           await submitted(relay.url, item, "general");
         }
-        const worker = startReader(`${dir}/reader-3`, [
+        const { feed } = await readUntil(relay.url, 2, `${dir}/reader-3`, [
           "--attempts",
           "1",
           "--timeout",
@@ -228,10 +236,6 @@ Deno.test("relay work --extract against one relay", async (t) => {
           "--allow-private",
           new URL(pages.url).host,
         ], { env });
-        let feed: string[] = [];
-        await eventually(async () => (feed = await results(relay.url)).length === 2, "2 results");
-        worker.child.kill("SIGTERM");
-        assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
         assert.deepEqual(
           feed,
           items.map((url) =>
@@ -337,13 +341,10 @@ Deno.test("relay work --extract cuts an article longer than the relay's body lim
     });
     const env = { RELAY_URL: relay.url, RELAY_API_KEY: KEY };
     await submitted(relay.url, `${pages.url}/long`);
-    const worker = startReader(`${dir}/reader`, ["--allow-private", new URL(pages.url).host], {
-      env,
-    });
-    let feed: string[] = [];
-    await eventually(async () => (feed = await results(relay.url)).length === 1, "the result");
-    worker.child.kill("SIGTERM");
-    assert.equal((await worker.done).code, 0, worker.stderr.join("\n"));
+    const { feed } = await readUntil(relay.url, 1, `${dir}/reader`, [
+      "--allow-private",
+      new URL(pages.url).host,
+    ], { env });
     const bytes = new TextEncoder().encode(feed[0]!).length;
     assert.ok(bytes <= 32 * 1024, `${bytes} bytes`);
     assert.match(feed[0]!, /^# Long\n/);
